@@ -1,0 +1,168 @@
+import { ApplicationFailure } from '@temporalio/activity';
+import type { UsdtLedger } from '../adapters/chain/usdt-ledger';
+import { findPayoutLocation, upsertPayout, type PayoutLocation } from '../adapters/db/payouts-repo';
+import type { Db } from '../adapters/db/pool';
+import { getOrCreateTreasuryTransfer, recordRefundCase } from '../adapters/db/settlement-repo';
+import { ProviderError, type PaymentProvider } from '../adapters/provider/types';
+import type { PayoutRecord } from '../domain/payout';
+import type { ProviderEvent } from '../domain/provider-event';
+import type { Logger } from '../observability/logger';
+import type { Metrics } from '../observability/metrics';
+
+export interface ActivityDeps {
+  db: Db;
+  provider: PaymentProvider;
+  ledger: UsdtLedger;
+  logger: Logger;
+  metrics: Metrics;
+}
+
+/**
+ * Thin adapters between the workflows and the outside world: each activity makes one call and
+ * turns its errors into retryable or not. Business decisions stay in the workflows and the domain.
+ */
+export function createActivities({ db, provider, ledger, logger, metrics }: ActivityDeps) {
+  /** A provider refusal that retrying cannot fix becomes a non-retryable failure. */
+  const fromProviderError = (err: unknown): never => {
+    if (err instanceof ProviderError && !err.retryable) {
+      throw ApplicationFailure.nonRetryable(err.message, 'ProviderRejected');
+    }
+    throw err;
+  };
+
+  return {
+    async recordPayout(payout: PayoutRecord, workflowId: string, runId: string): Promise<void> {
+      await upsertPayout(db, payout, workflowId, runId);
+      metrics.payoutTransitions.inc({ status: payout.status });
+      logger.info({ payoutId: payout.id, status: payout.status, version: payout.version }, 'payout recorded');
+    },
+
+    async findPayoutWorkflow(payoutId: string): Promise<PayoutLocation | null> {
+      // Provider external ids are our payout ids; anything else is not ours.
+      if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(payoutId)) return null;
+      return findPayoutLocation(db, payoutId);
+    },
+
+    async createPixCharge(req: {
+      payoutId: string;
+      amountCentavos: string;
+      pixKey: string;
+      pixKeyType: string;
+      expiresInSeconds: number;
+    }): Promise<{ chargeId: string; pixCopyPaste: string }> {
+      const charge = await provider
+        .createCharge({
+          externalId: req.payoutId,
+          amountCentavos: BigInt(req.amountCentavos),
+          payerPixKey: req.pixKey,
+          payerPixKeyType: req.pixKeyType,
+          expiresInSeconds: req.expiresInSeconds,
+        })
+        .catch(fromProviderError);
+      return { chargeId: charge.chargeId, pixCopyPaste: charge.pixCopyPaste };
+    },
+
+    async requestSettlement(req: {
+      payoutId: string;
+      chargeId: string;
+      receiverWallet: string;
+      chainId: number;
+    }): Promise<void> {
+      await provider
+        .requestSettlement({
+          externalId: req.payoutId,
+          chargeId: req.chargeId,
+          receiverWallet: req.receiverWallet,
+          chainId: req.chainId,
+        })
+        .catch(fromProviderError);
+    },
+
+    /** The event behind a webhook token; null when the provider does not know the token. */
+    async fetchProviderEvent(token: string): Promise<ProviderEvent | null> {
+      try {
+        return await provider.fetchNotification(token);
+      } catch (err) {
+        if (err instanceof ProviderError && err.code === 'unknown_notification') {
+          logger.warn({ tokenPrefix: token.slice(0, 6) }, 'provider does not know this webhook token');
+          return null;
+        }
+        return fromProviderError(err);
+      }
+    },
+
+    /**
+     * Confirmed, reverted or mismatch; a transfer not yet mined or short of confirmations throws so
+     * that Temporal retries it until the workflow's settlement deadline.
+     */
+    async verifyUsdtTransfer(req: {
+      txHash: `0x${string}`;
+      to: string;
+      amountUnits: string;
+      minConfirmations: number;
+    }): Promise<'confirmed' | 'reverted' | 'mismatch'> {
+      const check = await ledger.verifyTransfer({
+        txHash: req.txHash,
+        to: req.to as `0x${string}`,
+        amountUnits: BigInt(req.amountUnits),
+        minConfirmations: req.minConfirmations,
+      });
+      switch (check.status) {
+        case 'confirmed':
+          return 'confirmed';
+        case 'reverted':
+          return 'reverted';
+        case 'mismatch':
+          logger.error({ txHash: req.txHash, reason: check.reason }, 'settlement transfer does not match the payout');
+          return 'mismatch';
+        case 'pending':
+          throw ApplicationFailure.retryable(`transfer has ${check.confirmations} confirmation(s)`, 'NotYetConfirmed');
+        case 'not_found':
+          throw ApplicationFailure.retryable('transfer not yet known to the node', 'NotYetConfirmed');
+      }
+    },
+
+    /** Treasury mode: sign once (persisted before broadcast), then (re)broadcast that same transaction. */
+    async sendTreasuryTransfer(req: { payoutId: string; to: string; amountUnits: string }): Promise<{ txHash: `0x${string}` }> {
+      const transfer = await getOrCreateTreasuryTransfer(
+        db,
+        { payoutId: req.payoutId, toAddress: req.to, amountUnits: BigInt(req.amountUnits) },
+        () => ledger.nextNonce(),
+        (nonce) => ledger.signTransfer({ to: req.to as `0x${string}`, amountUnits: BigInt(req.amountUnits), nonce }),
+      );
+      await ledger.broadcast(transfer.rawTransaction);
+      logger.info({ payoutId: req.payoutId, txHash: transfer.txHash, nonce: transfer.nonce }, 'treasury transfer broadcast');
+      return { txHash: transfer.txHash };
+    },
+
+    async alertSettlementBelowMinimum(a: {
+      payoutId: string;
+      partnerId: string;
+      minAmountUsdtUnits: string;
+      settledAmountUsdtUnits: string;
+    }): Promise<void> {
+      metrics.settlementBelowMinimum.inc();
+      logger.error({ event: 'settlement_below_minimum', ...a }, 'settled USDT is below the guaranteed minimum');
+    },
+
+    async recordLatePayment(req: { payoutId: string; event: ProviderEvent; reason: string }): Promise<void> {
+      if (req.event.type !== 'pix.received') return;
+      const created = await recordRefundCase(db, {
+        eventId: req.event.eventId,
+        payoutId: req.payoutId,
+        chargeId: req.event.chargeId,
+        amountBrl: req.event.amountBrl,
+        reason: req.reason,
+      });
+      if (created) {
+        metrics.latePayments.inc();
+        logger.error(
+          { event: 'late_payment_refund_required', payoutId: req.payoutId, eventId: req.event.eventId },
+          'PIX payment arrived for a payout that has ended: recorded for refund',
+        );
+      }
+    },
+  };
+}
+
+export type PayoutActivities = ReturnType<typeof createActivities>;

@@ -1,0 +1,103 @@
+import type { Db } from './pool';
+
+export type IdempotencyClaim =
+  /** This request owns the key: create the payout (or resume the one an abandoned claim started). */
+  | { kind: 'claimed'; payoutId: string; workflowId: string }
+  /** The key already produced a payout: replay it. */
+  | { kind: 'recorded'; payoutId: string; workflowId: string }
+  /** Another request holds the key and has not recorded its payout yet: 409. */
+  | { kind: 'in_flight' };
+
+export interface ClaimRequest {
+  partnerId: string;
+  key: string;
+  newPayoutId: string;
+  newWorkflowId: string;
+  ttlSeconds: number;
+  /** A claim older than this is treated as abandoned (its request died) and taken over. */
+  staleClaimSeconds: number;
+}
+
+interface KeyRow {
+  payout_id: string;
+  workflow_id: string;
+  state: 'claimed' | 'recorded';
+  expired: boolean;
+  stale: boolean;
+}
+
+export async function claimIdempotencyKey(db: Db, req: ClaimRequest): Promise<IdempotencyClaim> {
+  const client = await db.connect();
+  try {
+    await client.query('BEGIN');
+    // A concurrent insert of the same key makes this wait for that transaction, then do nothing.
+    const inserted = await client.query(
+      `INSERT INTO idempotency_keys (partner_id, key, payout_id, workflow_id, state, claimed_at, expires_at)
+       VALUES ($1, $2, $3, $4, 'claimed', now(), now() + make_interval(secs => $5))
+       ON CONFLICT (partner_id, key) DO NOTHING`,
+      [req.partnerId, req.key, req.newPayoutId, req.newWorkflowId, req.ttlSeconds],
+    );
+    if (inserted.rowCount === 1) {
+      await client.query('COMMIT');
+      return { kind: 'claimed', payoutId: req.newPayoutId, workflowId: req.newWorkflowId };
+    }
+    const { rows } = await client.query<KeyRow>(
+      `SELECT payout_id, workflow_id, state, expires_at <= now() AS expired,
+              claimed_at <= now() - make_interval(secs => $3) AS stale
+         FROM idempotency_keys WHERE partner_id = $1 AND key = $2 FOR UPDATE`,
+      [req.partnerId, req.key, req.staleClaimSeconds],
+    );
+    const row = rows[0]!;
+    let outcome: IdempotencyClaim;
+    if (row.expired) {
+      // Past 24 h the key starts a new payout (DECISIONS.md section 3).
+      await client.query(
+        `UPDATE idempotency_keys SET payout_id = $3, workflow_id = $4, state = 'claimed', claimed_at = now(),
+                expires_at = now() + make_interval(secs => $5)
+          WHERE partner_id = $1 AND key = $2`,
+        [req.partnerId, req.key, req.newPayoutId, req.newWorkflowId, req.ttlSeconds],
+      );
+      outcome = { kind: 'claimed', payoutId: req.newPayoutId, workflowId: req.newWorkflowId };
+    } else if (row.state === 'recorded') {
+      outcome = { kind: 'recorded', payoutId: row.payout_id, workflowId: row.workflow_id };
+    } else if (!row.stale) {
+      outcome = { kind: 'in_flight' };
+    } else {
+      await client.query('UPDATE idempotency_keys SET claimed_at = now() WHERE partner_id = $1 AND key = $2', [
+        req.partnerId,
+        req.key,
+      ]);
+      outcome = { kind: 'claimed', payoutId: row.payout_id, workflowId: row.workflow_id };
+    }
+    await client.query('COMMIT');
+    return outcome;
+  } catch (err) {
+    await client.query('ROLLBACK');
+    throw err;
+  } finally {
+    client.release();
+  }
+}
+
+/** The payout exists and is recorded: from now on the key replays it. */
+export async function markIdempotencyKeyRecorded(db: Db, partnerId: string, key: string, payoutId: string): Promise<void> {
+  await db.query(
+    `UPDATE idempotency_keys SET state = 'recorded' WHERE partner_id = $1 AND key = $2 AND payout_id = $3`,
+    [partnerId, key, payoutId],
+  );
+}
+
+/** A live recorded key, for replays that skip body validation entirely. */
+export async function findRecordedKey(
+  db: Db,
+  partnerId: string,
+  key: string,
+): Promise<{ payoutId: string; workflowId: string } | null> {
+  const { rows } = await db.query<{ payout_id: string; workflow_id: string }>(
+    `SELECT payout_id, workflow_id FROM idempotency_keys
+      WHERE partner_id = $1 AND key = $2 AND state = 'recorded' AND expires_at > now()`,
+    [partnerId, key],
+  );
+  const row = rows[0];
+  return row ? { payoutId: row.payout_id, workflowId: row.workflow_id } : null;
+}

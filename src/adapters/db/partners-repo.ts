@@ -1,0 +1,138 @@
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import type { Db } from './pool';
+
+export interface Partner {
+  id: string;
+  name: string;
+  status: 'active' | 'disabled';
+  callbackUrl: string | null;
+  createdAt: string;
+}
+
+export interface PartnerCallbackTarget {
+  url: string;
+  secret: string;
+}
+
+const KEY_PREFIX = 'pk_live_';
+
+/** SHA-256 of the raw key: what the database holds and what a presented key is looked up by. */
+export function hashApiKey(apiKey: string): Buffer {
+  return createHash('sha256').update(apiKey, 'utf8').digest();
+}
+
+function newApiKey(): string {
+  return KEY_PREFIX + randomBytes(32).toString('base64url');
+}
+
+/**
+ * Finds the active partner owning a key. The lookup is by hash (an index probe, whose timing says
+ * nothing about the key); the caller compares the hashes in constant time as well.
+ */
+export async function findPartnerByKeyHash(
+  db: Db,
+  keyHash: Buffer,
+): Promise<{ partnerId: string; keyHash: Buffer } | null> {
+  const { rows } = await db.query<{ partner_id: string; key_hash: Buffer }>(
+    `SELECT k.partner_id, k.key_hash FROM api_keys k JOIN partners p ON p.id = k.partner_id
+      WHERE k.key_hash = $1 AND k.revoked_at IS NULL AND p.status = 'active'`,
+    [keyHash],
+  );
+  const row = rows[0];
+  return row ? { partnerId: row.partner_id, keyHash: row.key_hash } : null;
+}
+
+export async function createPartner(db: Db, name: string): Promise<{ partner: Partner; apiKey: string }> {
+  const id = randomUUID();
+  const apiKey = newApiKey();
+  const client = await db.connect();
+  try {
+    await client.query('BEGIN');
+    const { rows } = await client.query(
+      `INSERT INTO partners (id, name) VALUES ($1, $2) RETURNING id, name, status, callback_url, created_at`,
+      [id, name],
+    );
+    await client.query('INSERT INTO api_keys (key_hash, partner_id, key_prefix) VALUES ($1, $2, $3)', [
+      hashApiKey(apiKey),
+      id,
+      apiKey.slice(0, KEY_PREFIX.length + 4),
+    ]);
+    await client.query('COMMIT');
+    return { partner: toPartner(rows[0]), apiKey };
+  } catch (err) {
+    await client.query('ROLLBACK');
+    throw err;
+  } finally {
+    client.release();
+  }
+}
+
+/** Revokes every key of the partner and issues a new one, atomically. */
+export async function rotateApiKey(db: Db, partnerId: string): Promise<string | null> {
+  const apiKey = newApiKey();
+  const client = await db.connect();
+  try {
+    await client.query('BEGIN');
+    const found = await client.query('SELECT 1 FROM partners WHERE id = $1 FOR UPDATE', [partnerId]);
+    if (found.rowCount === 0) {
+      await client.query('ROLLBACK');
+      return null;
+    }
+    await client.query('UPDATE api_keys SET revoked_at = now() WHERE partner_id = $1 AND revoked_at IS NULL', [
+      partnerId,
+    ]);
+    await client.query('INSERT INTO api_keys (key_hash, partner_id, key_prefix) VALUES ($1, $2, $3)', [
+      hashApiKey(apiKey),
+      partnerId,
+      apiKey.slice(0, KEY_PREFIX.length + 4),
+    ]);
+    await client.query('COMMIT');
+    return apiKey;
+  } catch (err) {
+    await client.query('ROLLBACK');
+    throw err;
+  } finally {
+    client.release();
+  }
+}
+
+export async function setPartnerStatus(db: Db, partnerId: string, status: Partner['status']): Promise<boolean> {
+  const res = await db.query('UPDATE partners SET status = $2, updated_at = now() WHERE id = $1', [partnerId, status]);
+  return res.rowCount === 1;
+}
+
+export async function setPartnerCallback(
+  db: Db,
+  partnerId: string,
+  target: PartnerCallbackTarget | null,
+): Promise<boolean> {
+  const res = await db.query(
+    'UPDATE partners SET callback_url = $2, callback_secret = $3, updated_at = now() WHERE id = $1',
+    [partnerId, target?.url ?? null, target?.secret ?? null],
+  );
+  return res.rowCount === 1;
+}
+
+export async function findPartnerCallback(db: Db, partnerId: string): Promise<PartnerCallbackTarget | null> {
+  const { rows } = await db.query<{ callback_url: string | null; callback_secret: string | null }>(
+    'SELECT callback_url, callback_secret FROM partners WHERE id = $1',
+    [partnerId],
+  );
+  const row = rows[0];
+  return row?.callback_url && row.callback_secret ? { url: row.callback_url, secret: row.callback_secret } : null;
+}
+
+export async function listPartners(db: Db): Promise<Partner[]> {
+  const { rows } = await db.query('SELECT id, name, status, callback_url, created_at FROM partners ORDER BY created_at');
+  return rows.map(toPartner);
+}
+
+function toPartner(row: { id: string; name: string; status: Partner['status']; callback_url: string | null; created_at: Date }): Partner {
+  return {
+    id: row.id,
+    name: row.name,
+    status: row.status,
+    callbackUrl: row.callback_url,
+    createdAt: row.created_at.toISOString(),
+  };
+}

@@ -1,0 +1,120 @@
+import type { PayoutRecord } from '../../domain/payout';
+import type { Db } from './pool';
+
+interface PayoutRow {
+  id: string;
+  partner_id: string;
+  workflow_id: string;
+  run_id: string;
+  version: number;
+  status: PayoutRecord['status'];
+  amount_centavos: bigint;
+  min_amount_usdt_units: bigint;
+  settled_amount_usdt_units: bigint;
+  pix_key: string;
+  pix_key_type: PayoutRecord['pixKeyType'];
+  receiver_wallet: string;
+  pix_copy_paste: string;
+  provider_charge_id: string | null;
+  blockchain_tx_id: string;
+  paid_at: Date | null;
+  confirmed_at: Date | null;
+  failure_reason: PayoutRecord['failureReason'] | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+export interface PayoutLocation {
+  payoutId: string;
+  workflowId: string;
+  runId: string;
+  status: PayoutRecord['status'];
+}
+
+function toRecord(row: PayoutRow): PayoutRecord {
+  const record: PayoutRecord = {
+    id: row.id,
+    partnerId: row.partner_id,
+    status: row.status,
+    amountCentavos: row.amount_centavos.toString(),
+    minAmountUsdtUnits: row.min_amount_usdt_units.toString(),
+    settledAmountUsdtUnits: row.settled_amount_usdt_units.toString(),
+    pixKey: row.pix_key,
+    pixKeyType: row.pix_key_type,
+    receiverWallet: row.receiver_wallet,
+    pixCopyPaste: row.pix_copy_paste,
+    blockchainTxId: row.blockchain_tx_id,
+    createdAt: row.created_at.toISOString(),
+    updatedAt: row.updated_at.toISOString(),
+    version: row.version,
+  };
+  if (row.provider_charge_id) record.providerChargeId = row.provider_charge_id;
+  if (row.paid_at) record.paidAt = row.paid_at.toISOString();
+  if (row.confirmed_at) record.confirmedAt = row.confirmed_at.toISOString();
+  if (row.failure_reason) record.failureReason = row.failure_reason;
+  return record;
+}
+
+/**
+ * Writes the payout as the workflow holds it. The version check makes the write idempotent and
+ * keeps an activity retry of an older state from overwriting a newer one.
+ */
+export async function upsertPayout(db: Db, p: PayoutRecord, workflowId: string, runId: string): Promise<void> {
+  await db.query(
+    `INSERT INTO payouts (id, partner_id, workflow_id, run_id, version, status, amount_centavos, min_amount_usdt_units,
+       settled_amount_usdt_units, pix_key, pix_key_type, receiver_wallet, pix_copy_paste, provider_charge_id,
+       blockchain_tx_id, paid_at, confirmed_at, failure_reason, created_at, updated_at)
+     VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20)
+     ON CONFLICT (id) DO UPDATE SET
+       version = EXCLUDED.version, status = EXCLUDED.status,
+       settled_amount_usdt_units = EXCLUDED.settled_amount_usdt_units, pix_copy_paste = EXCLUDED.pix_copy_paste,
+       provider_charge_id = EXCLUDED.provider_charge_id, blockchain_tx_id = EXCLUDED.blockchain_tx_id,
+       paid_at = EXCLUDED.paid_at, confirmed_at = EXCLUDED.confirmed_at, failure_reason = EXCLUDED.failure_reason,
+       updated_at = EXCLUDED.updated_at
+     WHERE payouts.version < EXCLUDED.version`,
+    [
+      p.id,
+      p.partnerId,
+      workflowId,
+      runId,
+      p.version,
+      p.status,
+      p.amountCentavos,
+      p.minAmountUsdtUnits,
+      p.settledAmountUsdtUnits,
+      p.pixKey,
+      p.pixKeyType,
+      p.receiverWallet,
+      p.pixCopyPaste,
+      p.providerChargeId ?? null,
+      p.blockchainTxId,
+      p.paidAt ?? null,
+      p.confirmedAt ?? null,
+      p.failureReason ?? null,
+      p.createdAt,
+      p.updatedAt,
+    ],
+  );
+}
+
+export async function findPartnerPayout(
+  db: Db,
+  partnerId: string,
+  payoutId: string,
+): Promise<(PayoutRecord & { workflowId: string; runId: string }) | null> {
+  const { rows } = await db.query<PayoutRow>('SELECT * FROM payouts WHERE id = $1 AND partner_id = $2', [
+    payoutId,
+    partnerId,
+  ]);
+  const row = rows[0];
+  return row ? { ...toRecord(row), workflowId: row.workflow_id, runId: row.run_id } : null;
+}
+
+export async function findPayoutLocation(db: Db, payoutId: string): Promise<PayoutLocation | null> {
+  const { rows } = await db.query<Pick<PayoutRow, 'id' | 'workflow_id' | 'run_id' | 'status'>>(
+    'SELECT id, workflow_id, run_id, status FROM payouts WHERE id = $1',
+    [payoutId],
+  );
+  const row = rows[0];
+  return row ? { payoutId: row.id, workflowId: row.workflow_id, runId: row.run_id, status: row.status } : null;
+}

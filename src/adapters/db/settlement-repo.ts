@@ -1,0 +1,85 @@
+import type { Db } from './pool';
+
+export interface TreasuryTransfer {
+  payoutId: string;
+  nonce: number;
+  toAddress: string;
+  amountUnits: bigint;
+  rawTransaction: `0x${string}`;
+  txHash: `0x${string}`;
+}
+
+// One advisory lock for nonce allocation: transfers are signed one at a time across all workers.
+const TREASURY_NONCE_LOCK = 42_161;
+
+/**
+ * Returns the payout's treasury transfer, signing and storing it first if there is none. The signed
+ * transaction is committed before anyone broadcasts it, so retries and new workers re-send exactly
+ * that transaction and the payout is paid once.
+ */
+export async function getOrCreateTreasuryTransfer(
+  db: Db,
+  req: { payoutId: string; toAddress: string; amountUnits: bigint },
+  chainNonce: () => Promise<number>,
+  sign: (nonce: number) => Promise<{ rawTransaction: `0x${string}`; txHash: `0x${string}` }>,
+): Promise<TreasuryTransfer> {
+  const client = await db.connect();
+  try {
+    await client.query('BEGIN');
+    await client.query('SELECT pg_advisory_xact_lock($1)', [TREASURY_NONCE_LOCK]);
+    const existing = await client.query(
+      'SELECT payout_id, nonce, to_address, amount_units, raw_transaction, tx_hash FROM treasury_transfers WHERE payout_id = $1',
+      [req.payoutId],
+    );
+    if (existing.rows[0]) {
+      await client.query('COMMIT');
+      return toTransfer(existing.rows[0]);
+    }
+    const { rows } = await client.query<{ next: bigint | null }>('SELECT max(nonce) + 1 AS next FROM treasury_transfers');
+    const nonce = Math.max(await chainNonce(), Number(rows[0]?.next ?? 0));
+    const signed = await sign(nonce);
+    const inserted = await client.query(
+      `INSERT INTO treasury_transfers (payout_id, nonce, to_address, amount_units, raw_transaction, tx_hash)
+       VALUES ($1, $2, $3, $4, $5, $6)
+       RETURNING payout_id, nonce, to_address, amount_units, raw_transaction, tx_hash`,
+      [req.payoutId, nonce, req.toAddress, req.amountUnits, signed.rawTransaction, signed.txHash],
+    );
+    await client.query('COMMIT');
+    return toTransfer(inserted.rows[0]);
+  } catch (err) {
+    await client.query('ROLLBACK');
+    throw err;
+  } finally {
+    client.release();
+  }
+}
+
+function toTransfer(row: {
+  payout_id: string;
+  nonce: bigint;
+  to_address: string;
+  amount_units: bigint;
+  raw_transaction: `0x${string}`;
+  tx_hash: `0x${string}`;
+}): TreasuryTransfer {
+  return {
+    payoutId: row.payout_id,
+    nonce: Number(row.nonce),
+    toAddress: row.to_address,
+    amountUnits: row.amount_units,
+    rawTransaction: row.raw_transaction,
+    txHash: row.tx_hash,
+  };
+}
+
+export async function recordRefundCase(
+  db: Db,
+  c: { eventId: string; payoutId: string; chargeId: string; amountBrl: string; reason: string },
+): Promise<boolean> {
+  const { rowCount } = await db.query(
+    `INSERT INTO refund_cases (event_id, payout_id, charge_id, amount_brl, reason) VALUES ($1, $2, $3, $4, $5)
+     ON CONFLICT (event_id) DO NOTHING`,
+    [c.eventId, c.payoutId, c.chargeId, c.amountBrl, c.reason],
+  );
+  return rowCount === 1;
+}

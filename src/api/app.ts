@@ -1,0 +1,78 @@
+import type { Client } from '@temporalio/client';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import { serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
+import { randomUUID } from 'node:crypto';
+import type { Db } from '../adapters/db/pool';
+import type { Config } from '../config';
+import { parseDecimal } from '../domain/money';
+import type { Logger } from '../observability/logger';
+import type { Metrics } from '../observability/metrics';
+import { installErrorHandling } from './errors';
+import { healthRoutes } from './health/routes';
+import { payoutRoutes } from './payouts/routes';
+import { webhookRoutes } from './webhooks/routes';
+
+export interface ApiDeps {
+  config: Config;
+  db: Db;
+  temporal: Client;
+  quote: () => Promise<{ rate: string }>;
+  logger: Logger;
+  metrics: Metrics;
+}
+
+const BODY_LIMIT_BYTES = 16 * 1024;
+
+export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
+  const { config } = deps;
+  const app = Fastify({
+    loggerInstance: deps.logger as FastifyBaseLogger,
+    bodyLimit: BODY_LIMIT_BYTES,
+    genReqId: (req) => {
+      const given = req.headers['x-request-id'];
+      return typeof given === 'string' && /^[\w.-]{1,64}$/.test(given) ? given : randomUUID();
+    },
+    requestIdHeader: false,
+  });
+  app.setValidatorCompiler(validatorCompiler);
+  app.setSerializerCompiler(serializerCompiler);
+  installErrorHandling(app);
+
+  app.addHook('onSend', async (request, reply) => {
+    reply.header('x-request-id', request.id);
+  });
+  app.addHook('onResponse', async (request, reply) => {
+    deps.metrics.httpRequestDuration.observe(
+      { method: request.method, route: request.routeOptions.url ?? 'unmatched', status_code: String(reply.statusCode) },
+      reply.elapsedTime / 1000,
+    );
+  });
+
+  await app.register(healthRoutes, { db: deps.db, temporal: deps.temporal });
+  await app.register(payoutRoutes, {
+    db: deps.db,
+    temporal: deps.temporal,
+    taskQueue: config.TEMPORAL_TASK_QUEUE,
+    quote: deps.quote,
+    minAmountBuffer: config.MIN_AMOUNT_BUFFER,
+    maxAmountCentavos: parseDecimal(config.MAX_AMOUNT_BRL, 2),
+    postRateLimitPerMinute: config.POST_RATE_LIMIT_PER_MINUTE,
+    readRateLimitPerMinute: config.READ_RATE_LIMIT_PER_MINUTE,
+    chargeWaitMs: 20_000,
+    settings: {
+      chargeExpirySeconds: config.PIX_CHARGE_EXPIRY_SECONDS,
+      settlementTimeoutSeconds: config.SETTLEMENT_TIMEOUT_SECONDS,
+      settlementMode: config.SETTLEMENT_MODE,
+      settlementConfirmations: config.SETTLEMENT_CONFIRMATIONS,
+      chainId: config.EVM_CHAIN_ID,
+    },
+  });
+  await app.register(webhookRoutes, {
+    db: deps.db,
+    temporal: deps.temporal,
+    taskQueue: config.TEMPORAL_TASK_QUEUE,
+    providerName: config.PROVIDER_NAME,
+    metrics: deps.metrics,
+  });
+  return app;
+}

@@ -1,0 +1,133 @@
+import { createHash, randomUUID } from 'node:crypto';
+import {
+  WithStartWorkflowOperation,
+  WorkflowExecutionAlreadyStartedError,
+  type Client,
+} from '@temporalio/client';
+import { claimIdempotencyKey, markIdempotencyKeyRecorded } from '../../adapters/db/idempotency-repo';
+import type { Db } from '../../adapters/db/pool';
+import { formatCentavos, MIN_QUOTE_USDT_UNITS, minAmountUsdtUnits } from '../../domain/money';
+import type { PayoutRecord } from '../../domain/payout';
+import {
+  awaitChargeUpdate,
+  getPayoutQuery,
+  idempotentPayoutWorkflowId,
+  payoutWorkflowId,
+  type PayoutSettings,
+  type PayoutWorkflowInput,
+} from '../../workflows/definitions';
+import { HttpError } from '../errors';
+import type { CreatePayoutBody } from './schemas';
+
+export interface CreatePayoutDeps {
+  db: Db;
+  temporal: Client;
+  taskQueue: string;
+  quote: () => Promise<{ rate: string }>;
+  minAmountBuffer: string;
+  settings: PayoutSettings;
+  /** How long POST waits for the PIX charge before answering 503 (the workflow keeps going). */
+  chargeWaitMs: number;
+}
+
+const IDEMPOTENCY_TTL_SECONDS = 24 * 60 * 60;
+// A claim whose request has not recorded its payout in this long is taken to have died.
+const STALE_CLAIM_SECONDS = 60;
+
+export type CreatePayoutResult = { kind: 'created'; payout: PayoutRecord } | { kind: 'replay'; payoutId: string };
+
+/**
+ * POST /v1/payouts after validation: quote, claim the Idempotency-Key, start the payout workflow
+ * and wait (update-with-start) until its PIX charge exists.
+ */
+export async function createPayout(
+  deps: CreatePayoutDeps,
+  partnerId: string,
+  body: CreatePayoutBody,
+  idempotencyKey: string | undefined,
+): Promise<CreatePayoutResult> {
+  const quote = await deps.quote().catch(() => {
+    throw new HttpError(503, 'quote unavailable, retry later');
+  });
+  const minUnits = minAmountUsdtUnits(body.amount_brl, quote.rate, deps.minAmountBuffer);
+  if (minUnits < MIN_QUOTE_USDT_UNITS) {
+    throw new HttpError(400, 'amount_brl is too small: min_amount_usdt must be at least 0.01');
+  }
+
+  let payoutId: string = randomUUID();
+  let workflowId = payoutWorkflowId(payoutId);
+  if (idempotencyKey !== undefined) {
+    const keyHash = createHash('sha256').update(idempotencyKey).digest('hex');
+    const baseId = idempotentPayoutWorkflowId(partnerId, keyHash);
+    const claim = await claimIdempotencyKey(deps.db, {
+      partnerId,
+      key: idempotencyKey,
+      newPayoutId: payoutId,
+      // After expiry the same key starts a new payout: its workflow id must be new as well.
+      newWorkflowId: `${baseId}-${payoutId.slice(0, 8)}`,
+      ttlSeconds: IDEMPOTENCY_TTL_SECONDS,
+      staleClaimSeconds: STALE_CLAIM_SECONDS,
+    });
+    if (claim.kind === 'in_flight') throw new HttpError(409, 'idempotency conflict');
+    if (claim.kind === 'recorded') return { kind: 'replay', payoutId: claim.payoutId };
+    payoutId = claim.payoutId;
+    workflowId = claim.workflowId;
+  }
+
+  const input: PayoutWorkflowInput = {
+    payoutId,
+    partnerId,
+    amountCentavos: body.amount_brl.toString(),
+    minAmountUsdtUnits: minUnits.toString(),
+    pixKey: body.pix_key,
+    pixKeyType: body.pix_key_type,
+    receiverWallet: body.receiver_wallet,
+    createdAt: new Date().toISOString(),
+    settings: deps.settings,
+  };
+  const payout = await startAndAwaitCharge(deps, workflowId, input);
+  if (payout.status === 'FAILED') {
+    throw new HttpError(502, 'payment provider could not create the PIX charge, retry later');
+  }
+  if (idempotencyKey !== undefined) await markIdempotencyKeyRecorded(deps.db, partnerId, idempotencyKey, payout.id);
+  return { kind: 'created', payout };
+}
+
+async function startAndAwaitCharge(
+  deps: CreatePayoutDeps,
+  workflowId: string,
+  input: PayoutWorkflowInput,
+): Promise<PayoutRecord> {
+  const startWorkflowOperation = new WithStartWorkflowOperation('payoutWorkflow', {
+    workflowId,
+    taskQueue: deps.taskQueue,
+    args: [input],
+    // A racing request for the same payout joins the running workflow instead of failing.
+    workflowIdConflictPolicy: 'USE_EXISTING',
+    workflowIdReusePolicy: 'REJECT_DUPLICATE',
+    // What an operator sees in the Web UI list; no PIX key (personal data) in it.
+    memo: { amountBrl: formatCentavos(BigInt(input.amountCentavos)), wallet: shortWallet(input.receiverWallet) },
+  });
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new HttpError(503, 'payment provider unavailable, retry later')), deps.chargeWaitMs);
+  });
+  try {
+    return await Promise.race([
+      deps.temporal.workflow.executeUpdateWithStart(awaitChargeUpdate, { startWorkflowOperation }),
+      timeout,
+    ]);
+  } catch (err) {
+    // The payout's workflow already ran to its end (a resumed claim): its final state is the answer.
+    if (err instanceof WorkflowExecutionAlreadyStartedError) {
+      return deps.temporal.workflow.getHandle(workflowId).query(getPayoutQuery);
+    }
+    throw err;
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+function shortWallet(wallet: string): string {
+  return `${wallet.slice(0, 6)}…${wallet.slice(-4)}`;
+}

@@ -1,0 +1,32 @@
+import type { Client } from '@temporalio/client';
+import { findPartnerPayout } from '../../adapters/db/payouts-repo';
+import type { Db } from '../../adapters/db/pool';
+import type { PayoutRecord } from '../../domain/payout';
+import { getPayoutQuery } from '../../workflows/definitions';
+
+const QUERY_DEADLINE_MS = 2_000;
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/**
+ * A partner's payout, or null for an unknown id, a malformed id or another partner's payout (one
+ * answer for all three: no existence leak). The workflow answers first; when it is gone (past
+ * retention) or slow, the read model that every transition updates answers instead.
+ */
+export async function loadPartnerPayout(
+  deps: { db: Db; temporal: Client },
+  partnerId: string,
+  payoutId: string,
+): Promise<PayoutRecord | null> {
+  if (!UUID.test(payoutId)) return null;
+  const stored = await findPartnerPayout(deps.db, partnerId, payoutId.toLowerCase());
+  if (!stored) return null;
+  const { workflowId, runId, ...readModel } = stored;
+  try {
+    const live = await deps.temporal.withDeadline(Date.now() + QUERY_DEADLINE_MS, () =>
+      deps.temporal.workflow.getHandle(workflowId, runId).query(getPayoutQuery),
+    );
+    return live.version >= readModel.version ? live : readModel;
+  } catch {
+    return readModel;
+  }
+}

@@ -1,0 +1,96 @@
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import type { Db } from '../../adapters/db/pool';
+import { findRecordedKey } from '../../adapters/db/idempotency-repo';
+import { toPayoutResponse } from '../../domain/payout';
+import { authenticatePartner, partnerOf } from '../auth';
+import { HttpError } from '../errors';
+import { rateLimit } from '../rate-limit';
+import { createPayout, type CreatePayoutDeps } from './create-payout';
+import { loadPartnerPayout } from './load-payout';
+import {
+  createPayoutBodySchema,
+  errorBodySchema,
+  idempotencyKeySchema,
+  payoutIdParamsSchema,
+  payoutResponseSchema,
+} from './schemas';
+
+export interface PayoutRoutesOptions extends CreatePayoutDeps {
+  db: Db;
+  maxAmountCentavos: bigint;
+  postRateLimitPerMinute: number;
+  readRateLimitPerMinute: number;
+}
+
+const errorResponses = {
+  400: errorBodySchema,
+  401: errorBodySchema,
+  404: errorBodySchema,
+  409: errorBodySchema,
+  429: errorBodySchema,
+  502: errorBodySchema,
+  503: errorBodySchema,
+};
+
+/** POST /v1/payouts and GET /v1/payouts/{id} (SPEC.md "Endpoints"). */
+export const payoutRoutes: FastifyPluginAsyncZod<PayoutRoutesOptions> = async (app, opts) => {
+  const authenticate = authenticatePartner(opts.db);
+  const loadDeps = { db: opts.db, temporal: opts.temporal };
+
+  const replay = async (partnerId: string, payoutId: string) => {
+    const payout = await loadPartnerPayout(loadDeps, partnerId, payoutId);
+    if (!payout) throw new Error(`idempotency key maps to payout ${payoutId}, which is not in the read model`);
+    return toPayoutResponse(payout);
+  };
+
+  app.post(
+    '/v1/payouts',
+    {
+      onRequest: [authenticate, rateLimit(opts.db, 'post-payouts', opts.postRateLimitPerMinute)],
+      // A replayed key returns the original payout whatever the new body says (SPEC.md idempotency
+      // rule 2), so the replay is answered before the body is validated.
+      preValidation: async (request, reply) => {
+        const raw = request.headers['idempotency-key'];
+        if (raw === undefined) return;
+        const key = idempotencyKeySchema.safeParse(Array.isArray(raw) ? raw[0] : raw);
+        if (!key.success) throw new HttpError(400, key.error.issues[0]!.message);
+        const recorded = await findRecordedKey(opts.db, partnerOf(request).id, key.data);
+        if (recorded) {
+          const payout = await replay(partnerOf(request).id, recorded.payoutId);
+          return reply.code(201).header('idempotent-replayed', 'true').send(payout);
+        }
+      },
+      schema: {
+        summary: 'Create a payout',
+        body: createPayoutBodySchema(opts.maxAmountCentavos),
+        response: { 201: payoutResponseSchema, ...errorResponses },
+      },
+    },
+    async (request, reply) => {
+      const partner = partnerOf(request);
+      const key = request.headers['idempotency-key'];
+      const result = await createPayout(opts, partner.id, request.body, Array.isArray(key) ? key[0] : key);
+      if (result.kind === 'replay') {
+        return reply.code(201).header('idempotent-replayed', 'true').send(await replay(partner.id, result.payoutId));
+      }
+      return reply.code(201).send(toPayoutResponse(result.payout));
+    },
+  );
+
+  app.get(
+    '/v1/payouts/:id',
+    {
+      onRequest: [authenticate, rateLimit(opts.db, 'get-payout', opts.readRateLimitPerMinute)],
+      schema: {
+        summary: 'Read a payout',
+        params: payoutIdParamsSchema,
+        response: { 200: payoutResponseSchema, 401: errorBodySchema, 404: errorBodySchema, 429: errorBodySchema },
+      },
+    },
+    async (request) => {
+      const payout = await loadPartnerPayout(loadDeps, partnerOf(request).id, request.params.id);
+      if (!payout) throw new HttpError(404, 'payout not found');
+      return toPayoutResponse(payout);
+    },
+  );
+};

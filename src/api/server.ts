@@ -1,0 +1,52 @@
+import { createServer } from 'node:http';
+import { runMigrations } from '../adapters/db/migrate';
+import { createPool } from '../adapters/db/pool';
+import { createHttpProvider } from '../adapters/provider/http-provider';
+import { createCachedQuote } from '../adapters/provider/quote-cache';
+import { loadConfig } from '../config';
+import { createLogger } from '../observability/logger';
+import { createMetrics } from '../observability/metrics';
+import { onShutdown } from '../shutdown';
+import { connectClient } from '../temporal/connection';
+import { buildApp } from './app';
+
+async function main(): Promise<void> {
+  const config = loadConfig();
+  const logger = createLogger({ level: config.LOG_LEVEL, name: 'payout-api' });
+  const metrics = createMetrics();
+  const db = createPool(config.DATABASE_URL, config.DATABASE_POOL_SIZE);
+  await runMigrations(config.DATABASE_URL);
+  const { client: temporal, connection } = await connectClient(config);
+  const provider = createHttpProvider({
+    baseUrl: config.PROVIDER_API_URL,
+    apiKey: config.PROVIDER_API_KEY,
+    timeoutMs: config.PROVIDER_TIMEOUT_MS,
+    onCall: (m) => metrics.providerCallDuration.observe({ operation: m.operation, outcome: m.outcome }, m.durationMs / 1000),
+  });
+  const quote = createCachedQuote(provider, { ttlMs: config.QUOTE_CACHE_SECONDS * 1000 });
+  const app = await buildApp({ config, db, temporal, quote, logger, metrics });
+  await app.listen({ host: config.HOST, port: config.PORT });
+
+  // Metrics on their own port, so they are never exposed with the partner API.
+  const metricsServer = createServer((req, res) => {
+    if (req.url !== '/metrics') return res.writeHead(404).end();
+    metrics.registry
+      .metrics()
+      .then((body) => res.writeHead(200, { 'content-type': metrics.registry.contentType }).end(body))
+      .catch(() => res.writeHead(500).end());
+  }).listen(config.METRICS_PORT, config.HOST);
+
+  onShutdown(logger, async () => {
+    // close() stops accepting connections and waits for in-flight requests to finish.
+    await app.close();
+    metricsServer.close();
+    await connection.close();
+    await db.end();
+    logger.info('api stopped');
+  });
+}
+
+main().catch((err) => {
+  console.error(err instanceof Error ? err.message : err);
+  process.exit(1);
+});

@@ -1,0 +1,82 @@
+import { WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
+import { z } from 'zod';
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import type { Db } from '../../adapters/db/pool';
+import { isWebhookTokenRecorded, recordWebhookToken } from '../../adapters/db/webhook-tokens-repo';
+import type { Metrics } from '../../observability/metrics';
+import { providerEventWorkflowId } from '../../workflows/definitions';
+import { errorBodySchema } from '../payouts/schemas';
+import { HttpError } from '../errors';
+
+export interface WebhookRoutesOptions {
+  db: Db;
+  temporal: Client;
+  taskQueue: string;
+  providerName: string;
+  metrics: Metrics;
+}
+
+export const webhookBodySchema = z.object(
+  {
+    token: z
+      .string({ error: (i) => (i.input === undefined ? 'token is required' : 'token must be a string') })
+      .regex(/^[A-Za-z0-9._~-]{1,512}$/, 'token must be 1-512 characters of A-Z, a-z, 0-9, ".", "_", "~", "-"'),
+  },
+  { error: 'request body must be a JSON object' },
+);
+
+export const webhookAckSchema = z.object({ received: z.literal(true) });
+
+/**
+ * POST /webhooks/{provider} (DECISIONS.md section 5). The answer is 200 once the token is durably
+ * recorded: a provider-event workflow exists for it (its id is made of provider and token, so a
+ * repeat cannot start a second one) and the de-dup row is written. All processing happens in that
+ * workflow, with retries, so a provider outage loses nothing.
+ */
+export const webhookRoutes: FastifyPluginAsyncZod<WebhookRoutesOptions> = async (app, opts) => {
+  app.post(
+    '/webhooks/:provider',
+    {
+      schema: {
+        summary: 'Payment provider notification',
+        params: z.object({ provider: z.string() }),
+        body: webhookBodySchema,
+        response: { 200: webhookAckSchema, 400: errorBodySchema, 404: errorBodySchema },
+      },
+      preValidation: async (request) => {
+        const { provider } = request.params as { provider: string };
+        if (provider !== opts.providerName) {
+          opts.metrics.webhooks.inc({ provider: 'unknown', outcome: 'rejected' });
+          throw new HttpError(404, 'unknown provider');
+        }
+      },
+    },
+    async (request) => {
+      const { provider } = request.params;
+      const { token } = request.body;
+      if (await isWebhookTokenRecorded(opts.db, provider, token)) {
+        opts.metrics.webhooks.inc({ provider, outcome: 'duplicate' });
+        return { received: true as const };
+      }
+      let duplicate = false;
+      try {
+        await opts.temporal.workflow.start('providerEventWorkflow', {
+          workflowId: providerEventWorkflowId(provider, token),
+          taskQueue: opts.taskQueue,
+          args: [{ provider, token }],
+          workflowIdReusePolicy: 'REJECT_DUPLICATE',
+        });
+      } catch (err) {
+        if (!(err instanceof WorkflowExecutionAlreadyStartedError)) {
+          opts.metrics.webhooks.inc({ provider, outcome: 'failed' });
+          throw err;
+        }
+        duplicate = true;
+      }
+      duplicate = !(await recordWebhookToken(opts.db, provider, token)) || duplicate;
+      opts.metrics.webhooks.inc({ provider, outcome: duplicate ? 'duplicate' : 'received' });
+      request.log.info({ provider, duplicate }, 'provider webhook accepted');
+      return { received: true as const };
+    },
+  );
+};

@@ -1,0 +1,88 @@
+import { z } from 'zod';
+
+/**
+ * Every setting of the api and the worker, read from the environment once and validated here.
+ * Defaults are the local stack of DECISIONS.md section 1, so `npm start` needs no env at all;
+ * a bad value stops the process with a message that names the variable.
+ */
+
+const decimalString = z.string().regex(/^\d+(\.\d+)?$/, 'must be a non-negative decimal number');
+const int = (def: number, min = 0) => z.coerce.number().int().min(min).default(def);
+const bool = (def: boolean) =>
+  z
+    .enum(['true', 'false', '1', '0'])
+    .default(def ? 'true' : 'false')
+    .transform((v) => v === 'true' || v === '1');
+const hex = z.string().regex(/^0x[0-9a-fA-F]+$/, 'must be 0x-prefixed hex');
+const optional = <T extends z.ZodTypeAny>(schema: T) =>
+  z.preprocess((v) => (v === '' ? undefined : v), schema.optional());
+
+const envSchema = z
+  .object({
+    NODE_ENV: z.enum(['development', 'production', 'test']).default('development'),
+    LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+
+    HOST: z.string().default('127.0.0.1'),
+    PORT: int(3000),
+    METRICS_PORT: int(9464),
+    PUBLIC_BASE_URL: optional(z.url()),
+
+    DATABASE_URL: z.string().default('postgres://postgres:password@127.0.0.1:5432/payouts'),
+    DATABASE_POOL_SIZE: int(10, 1),
+
+    TEMPORAL_ADDRESS: z.string().default('127.0.0.1:7233'),
+    TEMPORAL_NAMESPACE: z.string().default('default'),
+    TEMPORAL_TASK_QUEUE: z.string().default('payouts'),
+    TEMPORAL_TLS: bool(false),
+    TEMPORAL_API_KEY: optional(z.string()),
+    TEMPORAL_TLS_CERT_PATH: optional(z.string()),
+    TEMPORAL_TLS_KEY_PATH: optional(z.string()),
+
+    PROVIDER_NAME: z
+      .string()
+      .regex(/^[a-z0-9-]{1,32}$/, 'must be 1-32 lower-case letters, digits or dashes')
+      .default('sandbox'),
+    PROVIDER_API_URL: z.url().default('http://127.0.0.1:4000'),
+    PROVIDER_API_KEY: optional(z.string()),
+    PROVIDER_TIMEOUT_MS: int(10_000, 100),
+    QUOTE_CACHE_SECONDS: int(30, 0).refine((v) => v <= 30, 'must be at most 30 (DECISIONS.md section 2)'),
+
+    MIN_AMOUNT_BUFFER: decimalString.default('0.06'),
+    MAX_AMOUNT_BRL: decimalString.default('100000.00'),
+    PIX_CHARGE_EXPIRY_SECONDS: int(3600, 60),
+    SETTLEMENT_TIMEOUT_SECONDS: int(21_600, 60),
+    SETTLEMENT_MODE: z.enum(['provider', 'treasury']).default('provider'),
+    SETTLEMENT_CONFIRMATIONS: int(1, 1),
+
+    EVM_RPC_URL: z.url().default('http://127.0.0.1:8545'),
+    EVM_CHAIN_ID: int(42161, 1),
+    // Tether's USDT on Arbitrum One; the local launcher overrides it with its test token.
+    USDT_CONTRACT_ADDRESS: hex.default('0xFd086bC7CD5C481DCC9C85ebE478A1C0b69FCbb9'),
+    TREASURY_PRIVATE_KEY: optional(hex),
+
+    POST_RATE_LIMIT_PER_MINUTE: int(100, 1),
+    READ_RATE_LIMIT_PER_MINUTE: int(600, 1),
+
+    PAYLOAD_ENCRYPTION_KEY: optional(z.string()),
+    CALLBACK_ALLOW_PRIVATE_NETWORKS: bool(false),
+  })
+  .superRefine((env, ctx) => {
+    if (env.SETTLEMENT_MODE === 'treasury' && !env.TREASURY_PRIVATE_KEY) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['TREASURY_PRIVATE_KEY'],
+        message: 'is required when SETTLEMENT_MODE=treasury',
+      });
+    }
+  });
+
+export type Config = z.infer<typeof envSchema>;
+
+export class ConfigError extends Error {}
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const parsed = envSchema.safeParse(env);
+  if (parsed.success) return parsed.data;
+  const problems = parsed.error.issues.map((issue) => `${issue.path.join('.') || '(env)'} ${issue.message}`);
+  throw new ConfigError(`invalid configuration: ${problems.join('; ')}`);
+}

@@ -1,0 +1,136 @@
+import { centavosToNumber, usdtUnitsToNumber } from './money';
+import type { PixKeyType } from './pix-key';
+
+export const PAYOUT_STATUSES = ['PENDING', 'PROCESSING', 'COMPLETED', 'FAILED'] as const;
+export type PayoutStatus = (typeof PAYOUT_STATUSES)[number];
+
+export const SETTLEMENT_NETWORK = {
+  name: 'Arbitrum One',
+  chainId: 42161,
+  explorerTxUrl: (txHash: string) => `https://arbiscan.io/tx/${txHash}`,
+} as const;
+
+export type FailureReason =
+  | 'charge_creation_failed'
+  | 'charge_expired'
+  | 'settlement_request_failed'
+  | 'provider_reported_failure'
+  | 'transfer_reverted'
+  | 'transfer_mismatch'
+  | 'settlement_timeout';
+
+/**
+ * The payout as the service holds it: in the workflow's state, in the read model and in Temporal
+ * payloads. Money is integer units carried as decimal strings (JSON has no bigint). This type has
+ * internal fields; partners only ever see `toPayoutResponse` of it.
+ */
+export interface PayoutRecord {
+  id: string;
+  partnerId: string;
+  status: PayoutStatus;
+  amountCentavos: string;
+  minAmountUsdtUnits: string;
+  settledAmountUsdtUnits: string;
+  pixKey: string;
+  pixKeyType: PixKeyType;
+  receiverWallet: string;
+  pixCopyPaste: string;
+  providerChargeId?: string;
+  blockchainTxId: string;
+  paidAt?: string;
+  confirmedAt?: string;
+  failureReason?: FailureReason;
+  createdAt: string;
+  updatedAt: string;
+  /** Bumped on every change, so an older read-model write never overwrites a newer one. */
+  version: number;
+}
+
+/** The partner-facing Payout of SPEC.md, field for field; the only shape any response carries. */
+export interface PayoutResponse {
+  id: string;
+  partner_id: string;
+  status: PayoutStatus;
+  amount_brl: number;
+  min_amount_usdt: number;
+  settled_amount_usdt: number;
+  pix_key: string;
+  pix_key_type: PixKeyType;
+  receiver_wallet: string;
+  pix_copy_paste: string;
+  blockchain_network: string;
+  blockchain_chain_id: number;
+  blockchain_tx_id: string;
+  block_explorer_url: string;
+  paid_at?: string;
+  confirmed_at?: string;
+  created_at: string;
+  updated_at: string;
+}
+
+/**
+ * One serializer for POST, GET and callbacks. It whitelists fields, and settlement fields show only
+ * on COMPLETED payouts (SPEC.md rule 1, DECISIONS.md section 4): a FAILED payout keeps the initial
+ * empty values even when it had been paid.
+ */
+export function toPayoutResponse(p: PayoutRecord): PayoutResponse {
+  const settled = p.status === 'COMPLETED';
+  const response: PayoutResponse = {
+    id: p.id,
+    partner_id: p.partnerId,
+    status: p.status,
+    amount_brl: centavosToNumber(BigInt(p.amountCentavos)),
+    min_amount_usdt: usdtUnitsToNumber(BigInt(p.minAmountUsdtUnits)),
+    settled_amount_usdt: settled ? usdtUnitsToNumber(BigInt(p.settledAmountUsdtUnits)) : 0,
+    pix_key: p.pixKey,
+    pix_key_type: p.pixKeyType,
+    receiver_wallet: p.receiverWallet,
+    pix_copy_paste: p.pixCopyPaste,
+    blockchain_network: settled ? SETTLEMENT_NETWORK.name : '',
+    blockchain_chain_id: settled ? SETTLEMENT_NETWORK.chainId : 0,
+    blockchain_tx_id: settled ? p.blockchainTxId : '',
+    block_explorer_url: settled ? SETTLEMENT_NETWORK.explorerTxUrl(p.blockchainTxId) : '',
+    created_at: p.createdAt,
+    updated_at: p.updatedAt,
+  };
+  if (settled && p.paidAt) response.paid_at = p.paidAt;
+  if (settled && p.confirmedAt) response.confirmed_at = p.confirmedAt;
+  return response;
+}
+
+const ALLOWED_TRANSITIONS: Record<PayoutStatus, readonly PayoutStatus[]> = {
+  PENDING: ['PROCESSING', 'FAILED'],
+  PROCESSING: ['COMPLETED', 'FAILED'],
+  COMPLETED: [],
+  FAILED: [],
+};
+
+export function isTerminal(status: PayoutStatus): boolean {
+  return ALLOWED_TRANSITIONS[status].length === 0;
+}
+
+export class IllegalTransitionError extends Error {
+  constructor(from: PayoutStatus, to: PayoutStatus) {
+    super(`payout cannot move from ${from} to ${to}`);
+  }
+}
+
+/** Applies a state change; transitions are one-way and terminal states never move (SPEC.md). */
+export function transition(
+  p: PayoutRecord,
+  to: PayoutStatus,
+  at: string,
+  changes: Partial<Omit<PayoutRecord, 'id' | 'partnerId' | 'status' | 'version' | 'updatedAt'>> = {},
+): PayoutRecord {
+  if (!ALLOWED_TRANSITIONS[p.status].includes(to)) throw new IllegalTransitionError(p.status, to);
+  return { ...p, ...changes, status: to, updatedAt: at, version: p.version + 1 };
+}
+
+/** A change that keeps the status (e.g. the PIX charge attached to a PENDING payout). */
+export function amend(
+  p: PayoutRecord,
+  at: string,
+  changes: Partial<Omit<PayoutRecord, 'id' | 'partnerId' | 'status' | 'version' | 'updatedAt'>>,
+): PayoutRecord {
+  return { ...p, ...changes, updatedAt: at, version: p.version + 1 };
+}

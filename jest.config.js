@@ -10,4 +10,7 @@ module.exports = {
   // Servers (PostgreSQL, Temporal, anvil) are real processes; two cores take no more in parallel.
   maxWorkers: 2,
   testTimeout: 60_000,
+  // One PostgreSQL for the whole run (migrated once); its URL reaches tests as TEST_DATABASE_URL.
+  globalSetup: '<rootDir>/test/support/global-setup.ts',
+  globalTeardown: '<rootDir>/test/support/global-teardown.ts',
 };

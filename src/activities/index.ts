@@ -1,5 +1,5 @@
 import { ApplicationFailure } from '@temporalio/activity';
-import type { UsdtLedger } from '../adapters/chain/usdt-ledger';
+import { ChainError, type UsdtLedger } from '../adapters/chain/usdt-ledger';
 import { findPayoutLocation, upsertPayout, type PayoutLocation } from '../adapters/db/payouts-repo';
 import type { Db } from '../adapters/db/pool';
 import { getOrCreateTreasuryTransfer, recordRefundCase } from '../adapters/db/settlement-repo';
@@ -26,6 +26,13 @@ export function createActivities({ db, provider, ledger, logger, metrics }: Acti
   const fromProviderError = (err: unknown): never => {
     if (err instanceof ProviderError && !err.retryable) {
       throw ApplicationFailure.nonRetryable(err.message, 'ProviderRejected');
+    }
+    throw err;
+  };
+  /** Likewise for the chain: a config error or a nonce taken by another transaction will not heal. */
+  const fromChainError = (err: unknown): never => {
+    if (err instanceof ChainError && !err.retryable) {
+      throw ApplicationFailure.nonRetryable(err.message, 'ChainRejected');
     }
     throw err;
   };
@@ -101,12 +108,14 @@ export function createActivities({ db, provider, ledger, logger, metrics }: Acti
       amountUnits: string;
       minConfirmations: number;
     }): Promise<'confirmed' | 'reverted' | 'mismatch'> {
-      const check = await ledger.verifyTransfer({
-        txHash: req.txHash,
-        to: req.to as `0x${string}`,
-        amountUnits: BigInt(req.amountUnits),
-        minConfirmations: req.minConfirmations,
-      });
+      const check = await ledger
+        .verifyTransfer({
+          txHash: req.txHash,
+          to: req.to as `0x${string}`,
+          amountUnits: BigInt(req.amountUnits),
+          minConfirmations: req.minConfirmations,
+        })
+        .catch(fromChainError);
       switch (check.status) {
         case 'confirmed':
           return 'confirmed';
@@ -129,8 +138,9 @@ export function createActivities({ db, provider, ledger, logger, metrics }: Acti
         { payoutId: req.payoutId, toAddress: req.to, amountUnits: BigInt(req.amountUnits) },
         () => ledger.nextNonce(),
         (nonce) => ledger.signTransfer({ to: req.to as `0x${string}`, amountUnits: BigInt(req.amountUnits), nonce }),
-      );
-      await ledger.broadcast(transfer.rawTransaction);
+      ).catch(fromChainError);
+      // Re-sending the stored transaction is idempotent: a known or mined one counts as sent.
+      await ledger.broadcast(transfer.rawTransaction).catch(fromChainError);
       logger.info({ payoutId: req.payoutId, txHash: transfer.txHash, nonce: transfer.nonce }, 'treasury transfer broadcast');
       return { txHash: transfer.txHash };
     },

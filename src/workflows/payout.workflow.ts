@@ -40,7 +40,14 @@ const charging = proxyActivities<PayoutActivities>({
 const settling = proxyActivities<PayoutActivities>({
   startToCloseTimeout: '1 minute',
   scheduleToCloseTimeout: '30 minutes',
-  retry: { initialInterval: '1 second', maximumInterval: '1 minute', nonRetryableErrorTypes: ['ProviderRejected'] },
+  retry: { initialInterval: '1 second', maximumInterval: '1 minute', nonRetryableErrorTypes: ['ProviderRejected', 'ChainRejected'] },
+});
+
+// Treasury sends retry until they succeed or are refused for good: once a transaction is signed it
+// may be in a mempool, so giving up on a timeout could fail a payout whose USDT still arrives.
+const treasury = proxyActivities<PayoutActivities>({
+  startToCloseTimeout: '1 minute',
+  retry: { initialInterval: '1 second', maximumInterval: '1 minute', nonRetryableErrorTypes: ['ChainRejected'] },
 });
 
 type Settlement = Extract<ProviderEvent, { type: 'settlement.completed' | 'settlement.failed' }>;
@@ -172,11 +179,15 @@ export async function payoutWorkflow(input: PayoutWorkflowInput): Promise<Payout
     const deadline = Date.now() + settings.settlementTimeoutSeconds * 1000;
     // The treasury pays the guaranteed minimum: the operator's margin is the spread above it.
     const amountUnits = payout.minAmountUsdtUnits;
-    const { txHash } = await settling.sendTreasuryTransfer({
-      payoutId: payout.id,
-      to: payout.receiverWallet,
-      amountUnits,
-    });
+    let txHash: `0x${string}`;
+    try {
+      ({ txHash } = await treasury.sendTreasuryTransfer({ payoutId: payout.id, to: payout.receiverWallet, amountUnits }));
+    } catch (err) {
+      // Only a refusal that cannot heal (e.g. the treasury lacks funds) ends up here; the stored
+      // transaction was never mined, so no USDT moved.
+      if (!(err instanceof ActivityFailure)) throw err;
+      return fail('settlement_request_failed');
+    }
     const verdict = await verifyOnChain(txHash, amountUnits, deadline);
     if (verdict !== 'confirmed') return fail(verdict);
     await complete(txHash, amountUnits, now());

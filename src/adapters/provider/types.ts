@@ -1,0 +1,87 @@
+/**
+ * The narrow view the service has of its payment provider (docs/provider-api.md). Everything the
+ * workflows and activities know about the provider goes through this interface, so the HTTP client
+ * can be swapped for another provider (or a fake in workflow tests) without touching them.
+ */
+export interface PaymentProvider {
+  /** Spot rate: BRL per 1 USDT, as a decimal string. */
+  getQuote(): Promise<{ rate: string; quotedAt: string }>;
+  /** Idempotent on externalId: a repeat returns the charge created the first time. */
+  createCharge(req: {
+    externalId: string;
+    amountCentavos: bigint;
+    payerPixKey: string;
+    payerPixKeyType: string;
+    expiresInSeconds: number;
+  }): Promise<{ chargeId: string; pixCopyPaste: string; expiresAt: string }>;
+  /** Idempotent on externalId. Valid only for a charge the provider has seen paid. */
+  requestSettlement(req: {
+    externalId: string;
+    chargeId: string;
+    receiverWallet: string;
+    chainId: number;
+  }): Promise<{ settlementId: string }>;
+  /** Throws ProviderError{ code: 'unknown_notification', retryable: false } when the provider answers 404. */
+  fetchNotification(token: string): Promise<ProviderNotification>;
+}
+
+export type ProviderNotification =
+  | {
+      type: 'pix.received';
+      eventId: string;
+      chargeId: string;
+      externalId: string;
+      occurredAt: string;
+      paidAt: string;
+      amountBrl: string;
+    }
+  | {
+      type: 'settlement.completed';
+      eventId: string;
+      chargeId: string;
+      externalId: string;
+      occurredAt: string;
+      txHash: `0x${string}`;
+      amountUsdt: string;
+      chainId: number;
+      confirmedAt: string;
+    }
+  | {
+      type: 'settlement.failed';
+      eventId: string;
+      chargeId: string;
+      externalId: string;
+      occurredAt: string;
+      failureReason: string;
+    };
+
+/**
+ * Codes a ProviderError carries. Callers branch on `retryable`; the code is for logs, metrics and the
+ * one case that needs its own handling (`unknown_notification`).
+ */
+export type ProviderErrorCode =
+  | 'timeout' // client-side timeout or HTTP 408: retryable
+  | 'network_error' // connection refused/reset, DNS: retryable
+  | 'rate_limited' // HTTP 429: retryable
+  | 'server_error' // HTTP 5xx: retryable
+  | 'unauthorized' // HTTP 401/403: our API key is wrong; retrying will not help
+  | 'not_found' // HTTP 404 on anything but a notification
+  | 'unknown_notification' // HTTP 404 on GET /pix/notification/{token}
+  | 'conflict' // HTTP 409: idempotency key reused with other parameters, or a settlement before payment
+  | 'bad_request' // any other 4xx: we sent something the provider refuses
+  | 'unexpected_status' // 1xx/3xx: we never follow redirects (trust comes from the configured URL)
+  | 'invalid_response'; // a 2xx whose body is not what the contract promises: never trusted, never retried
+
+export class ProviderError extends Error {
+  override readonly name = 'ProviderError';
+
+  constructor(
+    message: string,
+    /** One of ProviderErrorCode for errors this client raises; kept `string` so fakes may use their own. */
+    readonly code: string,
+    readonly retryable: boolean,
+    readonly httpStatus?: number,
+  ) {
+    super(message);
+  }
+}

@@ -1,0 +1,30 @@
+import { checksumAddress } from 'viem';
+
+/**
+ * The receiver_wallet rules of DECISIONS.md section 3. Single-case hex carries no checksum, so it is
+ * taken as typed; mixed case claims an EIP-55 checksum, and a wrong one means a mistyped address,
+ * which must not receive funds.
+ */
+
+const ADDRESS_PATTERN = /^0x[0-9a-fA-F]{40}$/;
+const ZERO_ADDRESS_PATTERN = /^0x0{40}$/;
+
+export function receiverWalletError(input: string): string | undefined {
+  if (!ADDRESS_PATTERN.test(input))
+    return 'receiver_wallet must be an EVM address (0x followed by 40 hex digits)';
+  // USDT sent there is burnt, and a zero address is usually a placeholder left in a form.
+  if (ZERO_ADDRESS_PATTERN.test(input)) return 'receiver_wallet must not be the zero address';
+  const hex = input.slice(2);
+  const singleCase = hex === hex.toLowerCase() || hex === hex.toUpperCase();
+  if (!singleCase && checksumAddress(`0x${hex.toLowerCase()}`) !== input) {
+    return 'receiver_wallet fails the EIP-55 checksum';
+  }
+  return undefined;
+}
+
+/** The EIP-55 form that responses carry; throws with the validation message on an invalid input. */
+export function checksumWallet(input: string): `0x${string}` {
+  const error = receiverWalletError(input);
+  if (error) throw new Error(error);
+  return checksumAddress(`0x${input.slice(2).toLowerCase()}`);
+}

@@ -1,0 +1,206 @@
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { createPublicClient, http, type Address } from 'viem';
+import { findPartnerByKeyHash, createPartner, hashApiKey } from '../adapters/db/partners-repo';
+import { runMigrations } from '../adapters/db/migrate';
+import { createPool } from '../adapters/db/pool';
+import { loadConfig } from '../config';
+import { deployTestUsdt } from './deploy-test-usdt';
+import { anvilAccount, startAnvil } from './infra/anvil';
+import { startEmbeddedPostgres } from './infra/postgres';
+import { spawnManaged, type ManagedProcess } from './infra/processes';
+import { repoRoot } from './infra/temporal-binaries';
+import { startTemporalDevServer } from './infra/temporal-dev-server';
+
+/**
+ * `npm start`: the whole stack on the local defaults of DECISIONS.md section 1, state kept under
+ * .data/ across restarts. A variable that points at an outside service (DATABASE_URL,
+ * TEMPORAL_ADDRESS, EVM_RPC_URL, PROVIDER_API_URL) replaces the local one.
+ */
+
+const ROOT = repoRoot();
+const DATA = path.join(ROOT, '.data');
+const TEMPORAL_UI_PORT = 8233;
+const SANDBOX_PORT = 4000;
+const ANVIL_PORT = 8545;
+const POSTGRES_PORT = 5432;
+const MINT_UNITS = 10_000_000n * 1_000_000n; // 10 million USDT each to the sandbox and the treasury
+
+type Stop = () => Promise<void>;
+const stops: { name: string; stop: Stop }[] = [];
+const say = (line: string) => process.stdout.write(`[local] ${line}\n`);
+const childLog = (line: string) => process.stdout.write(`${line}\n`);
+
+async function main(): Promise<void> {
+  mkdirSync(DATA, { recursive: true });
+  const env = { ...process.env };
+  const config = loadConfig(env);
+
+  if (!process.env.DATABASE_URL) {
+    say(`starting PostgreSQL on 127.0.0.1:${POSTGRES_PORT} (data in .data/postgres)`);
+    const pg = await startEmbeddedPostgres({
+      dataDir: path.join(DATA, 'postgres'),
+      port: POSTGRES_PORT,
+      persistent: true,
+    });
+    stops.push({ name: 'postgres', stop: pg.stop });
+    env.DATABASE_URL = pg.databaseUrl;
+  }
+  await runMigrations(env.DATABASE_URL ?? config.DATABASE_URL);
+
+  if (!process.env.TEMPORAL_ADDRESS) {
+    say(`starting Temporal dev server on 127.0.0.1:7233, Web UI on ${TEMPORAL_UI_PORT}`);
+    const temporal = await startTemporalDevServer({
+      port: 7233,
+      uiPort: TEMPORAL_UI_PORT,
+      dbFile: path.join(DATA, 'temporal.sqlite'),
+      searchAttributes: { PayoutStatus: 'Keyword', PartnerId: 'Keyword' },
+    });
+    stops.push({ name: 'temporal', stop: temporal.stop });
+    env.TEMPORAL_ADDRESS = temporal.address;
+  }
+
+  if (!process.env.EVM_RPC_URL) {
+    say(`starting anvil (chain id 42161) on 127.0.0.1:${ANVIL_PORT}`);
+    const anvil = await startAnvil({ port: ANVIL_PORT, chainId: 42161, stateFile: path.join(DATA, 'anvil-state.json') });
+    stops.push({ name: 'anvil', stop: anvil.stop });
+    env.EVM_RPC_URL = anvil.rpcUrl;
+    env.USDT_CONTRACT_ADDRESS = await ensureTestUsdt(anvil.rpcUrl);
+    env.TREASURY_PRIVATE_KEY ??= anvilAccount('treasury').privateKey;
+    say(`USDT test token at ${env.USDT_CONTRACT_ADDRESS}`);
+  }
+
+  const tsx = require.resolve('tsx/cli');
+  const children: ManagedProcess[] = [];
+  const startChild = (name: string, entry: string, childEnv: NodeJS.ProcessEnv) => {
+    const child = spawnManaged({ name, command: process.execPath, args: [tsx, entry], cwd: ROOT, env: childEnv, log: childLog });
+    children.push(child);
+    void child.exited.then((status) => {
+      if (!shuttingDown) {
+        say(`${name} exited unexpectedly (${status.code ?? status.signal}); stopping the stack`);
+        void shutdown(1);
+      }
+    });
+    return child;
+  };
+
+  if (!process.env.PROVIDER_API_URL) {
+    startChild('sandbox', 'src/sandbox/main.ts', {
+      ...process.env,
+      SANDBOX_PORT: String(SANDBOX_PORT),
+      SANDBOX_WEBHOOK_URL: `http://127.0.0.1:${config.PORT}/webhooks/sandbox`,
+      SANDBOX_EVM_RPC_URL: env.EVM_RPC_URL,
+      SANDBOX_USDT_ADDRESS: env.USDT_CONTRACT_ADDRESS,
+      SANDBOX_WALLET_PRIVATE_KEY: anvilAccount('provider-sandbox').privateKey,
+    });
+    env.PROVIDER_API_URL = `http://127.0.0.1:${SANDBOX_PORT}`;
+  }
+
+  const demo = await ensureDemoPartner(env.DATABASE_URL ?? config.DATABASE_URL);
+  startChild('worker', 'src/worker.ts', env);
+  startChild('api', 'src/api/server.ts', env);
+
+  const apiUrl = `http://127.0.0.1:${config.PORT}`;
+  await waitForReady(`${apiUrl}/readyz`, 120_000);
+  process.stdout.write(
+    [
+      '',
+      'Payout service is up:',
+      `  API              ${apiUrl}   (ready: ${apiUrl}/readyz, docs: ${apiUrl}/docs)`,
+      `  Temporal Web UI  http://127.0.0.1:${TEMPORAL_UI_PORT}`,
+      `  Metrics          http://127.0.0.1:${config.METRICS_PORT}/metrics`,
+      `  Provider sandbox ${env.PROVIDER_API_URL}`,
+      `  EVM node         ${env.EVM_RPC_URL} (chain id ${config.EVM_CHAIN_ID}), USDT ${env.USDT_CONTRACT_ADDRESS}`,
+      `  PostgreSQL       ${redactPassword(env.DATABASE_URL ?? config.DATABASE_URL)}`,
+      '',
+      `Demo partner ${demo.partner_id}`,
+      `  X-Api-Key: ${demo.api_key}`,
+      '',
+      'Try:',
+      `  curl -s -X POST ${apiUrl}/v1/payouts -H 'X-Api-Key: ${demo.api_key}' -H 'content-type: application/json' \\`,
+      `    -d '{"amount_brl": 100.00, "receiver_wallet": "0x70997970C51812dc3A010C7d01b50e0d17dc79C8", "pix_key": "12345678901", "pix_key_type": "CPF"}'`,
+      '',
+      'Ctrl-C stops everything.',
+      '',
+    ].join('\n'),
+  );
+
+  let shuttingDown = false;
+  async function shutdown(code: number): Promise<void> {
+    if (shuttingDown) return;
+    shuttingDown = true;
+    say('stopping...');
+    // Services first (they drain), then what they depend on.
+    await Promise.all(children.reverse().map((c) => c.stop()));
+    for (const { name, stop } of stops.reverse()) {
+      await stop().catch((err: unknown) => say(`${name} did not stop cleanly: ${String(err)}`));
+    }
+    process.exit(code);
+  }
+  process.on('SIGINT', () => void shutdown(0));
+  process.on('SIGTERM', () => void shutdown(0));
+}
+
+/** The token survives restarts with anvil's state file; redeploy only when the chain lost it. */
+async function ensureTestUsdt(rpcUrl: string): Promise<Address> {
+  const file = path.join(DATA, 'local-chain.json');
+  if (existsSync(file)) {
+    const { usdtAddress } = JSON.parse(readFileSync(file, 'utf8')) as { usdtAddress: Address };
+    const code = await createPublicClient({ transport: http(rpcUrl) }).getCode({ address: usdtAddress });
+    if (code && code !== '0x') return usdtAddress;
+  }
+  const usdtAddress = await deployTestUsdt({
+    rpcUrl,
+    deployerKey: anvilAccount('deployer').privateKey,
+    mints: [
+      { to: anvilAccount('provider-sandbox').address, units: MINT_UNITS },
+      { to: anvilAccount('treasury').address, units: MINT_UNITS },
+    ],
+  });
+  writeFileSync(file, JSON.stringify({ usdtAddress }, null, 2));
+  return usdtAddress;
+}
+
+/** The demo partner's key is kept in .data (local only) so every start can print it again. */
+async function ensureDemoPartner(databaseUrl: string): Promise<{ partner_id: string; api_key: string }> {
+  const file = path.join(DATA, 'demo-partner.json');
+  const db = createPool(databaseUrl, 1);
+  try {
+    if (existsSync(file)) {
+      const saved = JSON.parse(readFileSync(file, 'utf8')) as { partner_id: string; api_key: string };
+      if (await findPartnerByKeyHash(db, hashApiKey(saved.api_key))) return saved;
+    }
+    const { partner, apiKey } = await createPartner(db, 'Demo partner');
+    const demo = { partner_id: partner.id, api_key: apiKey };
+    writeFileSync(file, JSON.stringify(demo, null, 2), { mode: 0o600 });
+    return demo;
+  } finally {
+    await db.end();
+  }
+}
+
+async function waitForReady(url: string, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let last = '';
+  while (Date.now() < deadline) {
+    try {
+      const res = await fetch(url, { signal: AbortSignal.timeout(2_000) });
+      if (res.ok) return;
+      last = await res.text();
+    } catch (err) {
+      last = String(err);
+    }
+    await new Promise((r) => setTimeout(r, 500));
+  }
+  throw new Error(`the api did not become ready within ${timeoutMs / 1000}s: ${last}`);
+}
+
+function redactPassword(url: string): string {
+  return url.replace(/\/\/([^:/@]+):[^@]+@/, '//$1:***@');
+}
+
+main().catch(async (err: unknown) => {
+  process.stderr.write(`[local] failed to start: ${err instanceof Error ? err.message : String(err)}\n`);
+  for (const { stop } of stops.reverse()) await stop().catch(() => {});
+  process.exit(1);
+});

@@ -1,0 +1,305 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
+
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyRequest } from 'fastify';
+import { getAddress, isAddress } from 'viem';
+import { z } from 'zod';
+
+import { BrCodeError, encodeBrCode, parseBrCode } from '../domain/brcode';
+import { formatCentavos, parseDecimal } from '../domain/money';
+import type { SandboxConfig } from './config';
+import { createSettlementRunner, createUsdtSender, type UsdtSender } from './settlement';
+import {
+  newId,
+  SandboxState,
+  txidOf,
+  type Charge,
+  type NotificationInput,
+  type PaymentOutcome,
+} from './state';
+import { createWebhookDispatcher, type WebhookOptions } from './webhooks';
+
+export interface SandboxDeps {
+  /** A pino logger; default: fastify's own at config.logLevel. */
+  logger?: FastifyBaseLogger;
+  now?: () => Date;
+  /** Default: built from config when SANDBOX_USDT_ADDRESS and SANDBOX_WALLET_PRIVATE_KEY are set. */
+  usdtSender?: UsdtSender;
+  /** Retry tuning of webhook delivery (tests shorten it). */
+  webhook?: Partial<Omit<WebhookOptions, 'url' | 'logger'>>;
+}
+
+/** An error with the status and `{"error"}` message the sandbox answers with. */
+class HttpError extends Error {
+  constructor(
+    readonly statusCode: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+const PIX_KEY_TYPES = ['CPF', 'CNPJ', 'EMAIL', 'PHONE', 'RANDOM'] as const;
+const MAX_EXPIRY_SECONDS = 30 * 24 * 3600;
+const BODY_LIMIT_BYTES = 16 * 1024;
+
+const externalId = z.string().min(1).max(255);
+const brlAmount = z
+  .string()
+  .regex(/^(0|[1-9]\d{0,11})\.\d{2}$/, 'must be a decimal string with 2 places, e.g. "100.00"')
+  .refine((s) => s !== '0.00', 'must be > 0');
+
+const chargeRequest = z.object({
+  external_id: externalId,
+  amount_brl: brlAmount,
+  payer_pix_key: z.string().min(1).max(77),
+  payer_pix_key_type: z.enum(PIX_KEY_TYPES),
+  expires_in_seconds: z.number().int().min(1).max(MAX_EXPIRY_SECONDS),
+});
+
+const settlementRequest = z.object({
+  external_id: externalId,
+  charge_id: z.string().min(1).max(64),
+  receiver_wallet: z.string().refine((s) => isAddress(s), 'must be an EVM address'),
+  chain_id: z.number().int().positive(),
+});
+
+const paymentRequest = z.object({
+  pix_copy_paste: z.string().min(1).max(1024),
+  outcome: z.enum(['settled', 'settlement_failed']).default('settled'),
+});
+
+/**
+ * The provider sandbox: the payment provider of docs/provider-api.md, plus the payer
+ * (POST /sandbox/payments). It is an outside party to the service and shares none of its code but
+ * the pure PIX and money helpers of src/domain. All state is in memory (see state.ts).
+ */
+export function buildSandboxApp(config: SandboxConfig, deps: SandboxDeps = {}): FastifyInstance {
+  const app = Fastify({
+    ...(deps.logger ? { loggerInstance: deps.logger } : { logger: { level: config.logLevel } }),
+    bodyLimit: BODY_LIMIT_BYTES,
+  });
+  const now = deps.now ?? (() => new Date());
+  const state = new SandboxState();
+
+  const webhooks = createWebhookDispatcher({ ...deps.webhook, url: config.webhookUrl, logger: app.log });
+  const settlements = createSettlementRunner({
+    sender: deps.usdtSender ?? defaultSender(config),
+    spotRate: config.spotRate,
+    spread: config.spread,
+    chainId: config.chainId,
+    now,
+    notify,
+    logger: app.log,
+  });
+  app.addHook('onClose', async () => {
+    // Settlements first, so one finishing during shutdown still records its notification (fetchable
+    // later) before the webhook loops are stopped.
+    await settlements.close();
+    await webhooks.close();
+  });
+
+  function notify(input: NotificationInput): void {
+    const body = state.addNotification(input);
+    app.log.info(
+      { event_id: body.event_id, type: body.type, charge_id: body.charge_id },
+      'notification created',
+    );
+    webhooks.deliver(body.token, { eventId: body.event_id, type: body.type });
+  }
+
+  app.setErrorHandler((err: Error & { statusCode?: number; code?: string }, request, reply) => {
+    if (err instanceof HttpError) return reply.status(err.statusCode).send({ error: err.message });
+    const status = err.statusCode ?? 500;
+    if (status >= 500) {
+      request.log.error({ err }, 'request failed');
+      return reply.status(500).send({ error: 'internal error' });
+    }
+    const message = err.code === 'FST_ERR_CTP_INVALID_JSON_BODY' ? 'invalid JSON body' : err.message;
+    return reply.status(status).send({ error: message });
+  });
+  app.setNotFoundHandler((_request, reply) => reply.status(404).send({ error: 'not found' }));
+
+  const expectedAuth = config.apiKey === undefined ? undefined : digest(`Bearer ${config.apiKey}`);
+  function authorize(request: FastifyRequest): void {
+    if (expectedAuth === undefined) return;
+    const given = digest(request.headers.authorization ?? '');
+    // Digests have equal lengths, so the comparison time does not depend on the key.
+    if (!timingSafeEqual(given, expectedAuth)) throw new HttpError(401, 'unauthorized');
+  }
+
+  app.get('/health', async () => ({ status: 'ok' }));
+
+  app.get('/fx/quote', async (request) => {
+    authorize(request);
+    const { pair } = parse(z.object({ pair: z.literal('USDT-BRL', 'must be USDT-BRL') }), request.query);
+    return { pair, rate: config.spotRate, quoted_at: now().toISOString() };
+  });
+
+  app.post('/pix/charges', async (request, reply) => {
+    authorize(request);
+    const req = parse(chargeRequest, request.body);
+    const amountCentavos = parseDecimal(req.amount_brl, 2);
+    const existing = state.chargeByExternalId(req.external_id);
+    if (existing) {
+      const same =
+        existing.amountCentavos === amountCentavos &&
+        existing.payerPixKey === req.payer_pix_key &&
+        existing.payerPixKeyType === req.payer_pix_key_type;
+      if (!same) throw new HttpError(409, 'external_id already used for a charge with other parameters');
+      return reply.status(200).send(chargeView(existing));
+    }
+    const chargeId = newId('chg');
+    const txid = txidOf(chargeId);
+    const createdAt = now();
+    const charge: Charge = {
+      chargeId,
+      txid,
+      externalId: req.external_id,
+      amountCentavos,
+      payerPixKey: req.payer_pix_key,
+      payerPixKeyType: req.payer_pix_key_type,
+      pixCopyPaste: encodeBrCode({
+        pixKey: config.pixKey,
+        merchantName: config.merchantName,
+        merchantCity: config.merchantCity,
+        amount: formatCentavos(amountCentavos),
+        txid,
+      }),
+      createdAt,
+      expiresAt: new Date(createdAt.getTime() + req.expires_in_seconds * 1000),
+    };
+    state.addCharge(charge);
+    request.log.info({ charge_id: chargeId, external_id: req.external_id }, 'charge created');
+    return reply.status(201).send(chargeView(charge));
+  });
+
+  app.post('/settlements', async (request, reply) => {
+    authorize(request);
+    const req = parse(settlementRequest, request.body);
+    const receiverWallet = getAddress(req.receiver_wallet);
+    const existing = state.settlementByExternalId(req.external_id);
+    if (existing) {
+      const same =
+        existing.chargeId === req.charge_id &&
+        existing.receiverWallet === receiverWallet &&
+        existing.chainId === req.chain_id;
+      if (!same) throw new HttpError(409, 'external_id already used for a settlement with other parameters');
+      return reply.status(202).send({ settlement_id: existing.settlementId, status: existing.status });
+    }
+    if (req.chain_id !== config.chainId) throw new HttpError(400, `chain_id must be ${config.chainId}`);
+    const charge = state.chargeById(req.charge_id);
+    if (!charge) throw new HttpError(404, 'unknown charge');
+    if (!charge.payment) throw new HttpError(409, 'charge is not paid');
+    if (charge.settlementId) throw new HttpError(409, 'charge already has a settlement');
+    if (charge.payment.outcome === 'settled' && !settlements.canSendUsdt) {
+      // Retryable on purpose: the operator can start the sandbox with a wallet and the service retries.
+      throw new HttpError(
+        503,
+        'settlement unavailable: SANDBOX_USDT_ADDRESS / SANDBOX_WALLET_PRIVATE_KEY not set',
+      );
+    }
+    const settlement = {
+      settlementId: newId('stl'),
+      externalId: req.external_id,
+      chargeId: charge.chargeId,
+      receiverWallet,
+      chainId: req.chain_id,
+      status: 'pending' as const,
+    };
+    state.addSettlement(settlement);
+    charge.settlementId = settlement.settlementId;
+    request.log.info(
+      { settlement_id: settlement.settlementId, charge_id: charge.chargeId },
+      'settlement accepted',
+    );
+    settlements.start(settlement, charge);
+    return reply.status(202).send({ settlement_id: settlement.settlementId, status: 'pending' });
+  });
+
+  app.get<{ Params: { token: string } }>('/pix/notification/:token', async (request, reply) => {
+    authorize(request);
+    const body = state.notification(request.params.token);
+    if (!body) return reply.status(404).send({ error: 'unknown notification' });
+    return body;
+  });
+
+  // The payer's bank. Not part of the provider API, so it takes no provider API key.
+  app.post('/sandbox/payments', async (request, reply) => {
+    const req = parse(paymentRequest, request.body);
+    const charge = chargeForCode(req.pix_copy_paste);
+    if (charge.payment) throw new HttpError(409, 'charge already paid');
+    const paidAt = now();
+    charge.payment = { paidAt, outcome: req.outcome as PaymentOutcome };
+    // A bank does not know about the provider's expiry: a late payment goes through, and it is the
+    // service's job to refund it. Logged so a demo shows why such a payout does not settle.
+    const late = paidAt.getTime() > charge.expiresAt.getTime();
+    request.log.info({ charge_id: charge.chargeId, outcome: req.outcome, late }, 'payment received');
+    notify({
+      type: 'pix.received',
+      charge_id: charge.chargeId,
+      external_id: charge.externalId,
+      occurred_at: paidAt.toISOString(),
+      paid_at: paidAt.toISOString(),
+      amount_brl: formatCentavos(charge.amountCentavos),
+    });
+    return reply.status(202).send({ charge_id: charge.chargeId, status: 'accepted' });
+  });
+
+  function chargeForCode(code: string): Charge {
+    let parsed: ReturnType<typeof parseBrCode>;
+    try {
+      parsed = parseBrCode(code.trim());
+    } catch (err) {
+      if (err instanceof BrCodeError)
+        throw new HttpError(400, `pix_copy_paste is not a valid BR Code: ${err.message}`);
+      throw err;
+    }
+    // A code paying another key, or without our txid, is not one of this provider's charges.
+    const charge =
+      parsed.merchantAccount.key === config.pixKey && parsed.txid !== undefined
+        ? state.chargeByTxid(parsed.txid)
+        : undefined;
+    if (!charge) throw new HttpError(404, 'unknown charge');
+    if (
+      parsed.transactionAmount === undefined ||
+      parseDecimal(parsed.transactionAmount, 2) !== charge.amountCentavos
+    ) {
+      throw new HttpError(400, 'pix_copy_paste amount does not match the charge');
+    }
+    return charge;
+  }
+
+  return app;
+}
+
+function chargeView(charge: Charge) {
+  return {
+    charge_id: charge.chargeId,
+    external_id: charge.externalId,
+    amount_brl: formatCentavos(charge.amountCentavos),
+    pix_copy_paste: charge.pixCopyPaste,
+    expires_at: charge.expiresAt.toISOString(),
+  };
+}
+
+function parse<T extends z.ZodType>(schema: T, value: unknown): z.infer<T> {
+  const result = schema.safeParse(value ?? {});
+  if (result.success) return result.data;
+  const issue = result.error.issues[0];
+  const where = issue && issue.path.length > 0 ? `${issue.path.join('.')}: ` : '';
+  throw new HttpError(400, `${where}${issue?.message ?? 'invalid request'}`);
+}
+
+function digest(text: string): Buffer {
+  return createHash('sha256').update(text).digest();
+}
+
+function defaultSender(config: SandboxConfig): UsdtSender | undefined {
+  if (config.usdtAddress === undefined || config.walletPrivateKey === undefined) return undefined;
+  return createUsdtSender({
+    rpcUrl: config.evmRpcUrl,
+    chainId: config.chainId,
+    usdtAddress: config.usdtAddress,
+    privateKey: config.walletPrivateKey,
+  });
+}

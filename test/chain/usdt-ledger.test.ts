@@ -1,0 +1,364 @@
+import net from 'node:net';
+import {
+  createPublicClient,
+  createWalletClient,
+  http,
+  keccak256,
+  toHex,
+  type Address,
+  type Hash,
+  type Hex,
+  type PublicClient,
+} from 'viem';
+import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
+import { compileTestUsdt } from '../../src/adapters/chain/compile-test-usdt';
+import { USDT_ABI } from '../../src/adapters/chain/usdt-abi';
+import {
+  ChainError,
+  countTransfersTo,
+  createUsdtLedger,
+  type UsdtLedger,
+} from '../../src/adapters/chain/usdt-ledger';
+import { deployTestUsdt } from '../../src/local/deploy-test-usdt';
+import { ANVIL_DEV_ACCOUNTS, anvilAccount, startAnvil, type AnvilHandle } from '../../src/local/infra/anvil';
+
+// Runs against a real anvil node and a real TestUSDT deployment: no mocks.
+
+const CHAIN_ID = 42161;
+const USDT = (whole: number) => BigInt(whole) * 1_000_000n;
+const deployer = anvilAccount('deployer');
+const providerWallet = anvilAccount('provider-sandbox');
+const treasury = anvilAccount('treasury');
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+const freshAddress = (): Address => privateKeyToAccount(generatePrivateKey()).address;
+
+let anvil: AnvilHandle;
+let usdt: Address;
+let rpc: PublicClient;
+let ledger: UsdtLedger;
+
+beforeAll(async () => {
+  anvil = await startAnvil({ port: await freePort() });
+  usdt = await deployTestUsdt({
+    rpcUrl: anvil.rpcUrl,
+    deployerKey: deployer.privateKey,
+    mints: [
+      { to: providerWallet.address, units: USDT(1_000) },
+      { to: treasury.address, units: USDT(1_000) },
+    ],
+  });
+  rpc = createPublicClient({ transport: http(anvil.rpcUrl) });
+  ledger = createUsdtLedger({
+    rpcUrl: anvil.rpcUrl,
+    chainId: CHAIN_ID,
+    usdtAddress: usdt,
+    treasuryPrivateKey: treasury.privateKey,
+  });
+});
+
+afterAll(async () => {
+  await anvil?.stop();
+});
+
+const anvilRpc = (method: string, params: unknown[] = []) =>
+  rpc.request({ method, params } as never) as Promise<unknown>;
+
+/** A USDT transfer sent the ordinary way, as the provider would; `gas` set skips estimation so reverts get mined. */
+async function providerTransfer(to: Address, units: bigint, gas?: bigint): Promise<Hash> {
+  const wallet = createWalletClient({
+    account: privateKeyToAccount(providerWallet.privateKey),
+    transport: http(anvil.rpcUrl),
+  });
+  const hash = await wallet.writeContract({
+    address: usdt,
+    abi: USDT_ABI,
+    functionName: 'transfer',
+    args: [to, units],
+    gas,
+    chain: null,
+  });
+  await rpc.waitForTransactionReceipt({ hash, pollingInterval: 50 });
+  return hash;
+}
+
+describe('local chain setup', () => {
+  it('dev accounts are the node’s own funded accounts, keys matching addresses', async () => {
+    const nodeAccounts = (await anvilRpc('eth_accounts')) as string[];
+    ANVIL_DEV_ACCOUNTS.forEach((account, i) => {
+      expect(privateKeyToAccount(account.privateKey).address).toBe(account.address);
+      expect(nodeAccounts[i]?.toLowerCase()).toBe(account.address.toLowerCase());
+    });
+  });
+
+  it('deploys a 6-decimal token and mints the requested balances', async () => {
+    expect(await rpc.readContract({ address: usdt, abi: USDT_ABI, functionName: 'decimals' })).toBe(6);
+    expect(await ledger.balanceOf(treasury.address)).toBeGreaterThanOrEqual(USDT(900));
+  });
+
+  it('serves the compiled contract from the cache on later calls', () => {
+    const started = Date.now();
+    const again = compileTestUsdt();
+    expect(Date.now() - started).toBeLessThan(200);
+    expect(again.bytecode).toMatch(/^0x[0-9a-f]+$/);
+  });
+
+  it('refuses to start on a port something already listens on', async () => {
+    const port = Number(new URL(anvil.rpcUrl).port);
+    await expect(startAnvil({ port })).rejects.toThrow(/already in use/);
+  });
+});
+
+describe('verifyTransfer', () => {
+  const receiver = freshAddress();
+  const amount = 12_345_678n; // 12.345678 USDT: exercises all six decimals
+  let txHash: Hash;
+
+  beforeAll(async () => {
+    txHash = await providerTransfer(receiver, amount);
+  });
+
+  it('confirms a real transfer and counts confirmations as blocks since inclusion, inclusive', async () => {
+    const first = await ledger.verifyTransfer({
+      txHash,
+      to: receiver,
+      amountUnits: amount,
+      minConfirmations: 1,
+    });
+    expect(first).toMatchObject({ status: 'confirmed' });
+    if (first.status !== 'confirmed') return;
+
+    await anvilRpc('anvil_mine', [toHex(2)]);
+    const later = await ledger.verifyTransfer({
+      txHash,
+      to: receiver,
+      amountUnits: amount,
+      minConfirmations: 3,
+    });
+    expect(later).toEqual({
+      status: 'confirmed',
+      blockNumber: first.blockNumber,
+      confirmations: first.confirmations + 2,
+    });
+  });
+
+  it('compares the receiver case-insensitively', async () => {
+    const check = await ledger.verifyTransfer({
+      txHash,
+      to: receiver.toLowerCase() as Address,
+      amountUnits: amount,
+      minConfirmations: 1,
+    });
+    expect(check.status).toBe('confirmed');
+  });
+
+  it('is pending while confirmations are fewer than required', async () => {
+    const check = await ledger.verifyTransfer({
+      txHash,
+      to: receiver,
+      amountUnits: amount,
+      minConfirmations: 1_000,
+    });
+    expect(check).toEqual({ status: 'pending', confirmations: expect.any(Number) });
+    if (check.status === 'pending') expect(check.confirmations).toBeGreaterThanOrEqual(1);
+  });
+
+  it('reports a mismatch for a wrong amount or a wrong receiver', async () => {
+    const wrongAmount = await ledger.verifyTransfer({
+      txHash,
+      to: receiver,
+      amountUnits: amount + 1n,
+      minConfirmations: 1,
+    });
+    expect(wrongAmount).toEqual({
+      status: 'mismatch',
+      reason: expect.stringContaining(`${amount} units to`),
+    });
+
+    const wrongReceiver = await ledger.verifyTransfer({
+      txHash,
+      to: freshAddress(),
+      amountUnits: amount,
+      minConfirmations: 1,
+    });
+    expect(wrongReceiver.status).toBe('mismatch');
+  });
+
+  it('reports a mismatch for a successful tx that moved no USDT', async () => {
+    const wallet = createWalletClient({
+      account: privateKeyToAccount(deployer.privateKey),
+      transport: http(anvil.rpcUrl),
+    });
+    const hash = await wallet.sendTransaction({ to: receiver, value: 1n, chain: null });
+    await rpc.waitForTransactionReceipt({ hash, pollingInterval: 50 });
+    const check = await ledger.verifyTransfer({
+      txHash: hash,
+      to: receiver,
+      amountUnits: 1n,
+      minConfirmations: 1,
+    });
+    expect(check).toEqual({
+      status: 'mismatch',
+      reason: expect.stringContaining('USDT transfers seen: none'),
+    });
+  });
+
+  it('reports not_found for a hash the node does not know, mismatch for a malformed one', async () => {
+    const unknown = keccak256(toHex(`no such tx ${Date.now()}`));
+    expect(
+      await ledger.verifyTransfer({
+        txHash: unknown,
+        to: receiver,
+        amountUnits: amount,
+        minConfirmations: 1,
+      }),
+    ).toEqual({
+      status: 'not_found',
+    });
+    const malformed = await ledger.verifyTransfer({
+      txHash: '0x1234',
+      to: receiver,
+      amountUnits: amount,
+      minConfirmations: 1,
+    });
+    expect(malformed.status).toBe('mismatch');
+  });
+
+  it('reports a mined but reverted transfer (amount above the sender balance)', async () => {
+    const hash = await providerTransfer(receiver, USDT(1_000_000), 100_000n);
+    const check = await ledger.verifyTransfer({
+      txHash: hash,
+      to: receiver,
+      amountUnits: USDT(1_000_000),
+      minConfirmations: 1,
+    });
+    const receipt = await rpc.getTransactionReceipt({ hash });
+    expect(check).toEqual({ status: 'reverted', blockNumber: receipt.blockNumber });
+  });
+});
+
+describe('treasury transfers', () => {
+  afterEach(async () => {
+    await anvilRpc('evm_setAutomine', [true]);
+  });
+
+  it('broadcasting the same signed tx again and again moves USDT exactly once', async () => {
+    const receiver = freshAddress();
+    const nonce = await ledger.nextNonce();
+    const { rawTransaction, txHash } = await ledger.signTransfer({
+      to: receiver,
+      amountUnits: USDT(7),
+      nonce,
+    });
+
+    // Hold mining so the resend hits the pool ("already known"), then again after mining ("nonce too low").
+    await anvilRpc('evm_setAutomine', [false]);
+    expect(await ledger.broadcast(rawTransaction)).toBe(txHash);
+    expect(await ledger.broadcast(rawTransaction)).toBe(txHash);
+    expect(
+      await ledger.verifyTransfer({ txHash, to: receiver, amountUnits: USDT(7), minConfirmations: 1 }),
+    ).toEqual({
+      status: 'pending',
+      confirmations: 0,
+    });
+    expect(await ledger.nextNonce()).toBe(nonce + 1);
+
+    await anvilRpc('evm_mine');
+    expect(await ledger.broadcast(rawTransaction)).toBe(txHash);
+    await anvilRpc('evm_setAutomine', [true]);
+    expect(await ledger.broadcast(rawTransaction)).toBe(txHash);
+
+    const transfers = await countTransfersTo({ rpcUrl: anvil.rpcUrl, usdtAddress: usdt, to: receiver });
+    expect(transfers).toEqual({ count: 1, total: USDT(7), txHashes: [txHash] });
+    expect(
+      await ledger.verifyTransfer({ txHash, to: receiver, amountUnits: USDT(7), minConfirmations: 1 }),
+    ).toMatchObject({
+      status: 'confirmed',
+    });
+  });
+
+  it('rejects, as not retryable, a different tx whose nonce is already taken', async () => {
+    const nonce = await ledger.nextNonce();
+    const first = await ledger.signTransfer({ to: freshAddress(), amountUnits: 1n, nonce });
+    const rival = await ledger.signTransfer({ to: freshAddress(), amountUnits: 2n, nonce });
+    await ledger.broadcast(first.rawTransaction);
+
+    const error = await ledger.broadcast(rival.rawTransaction).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ChainError);
+    expect(error).toMatchObject({ kind: 'nonce_conflict', retryable: false });
+  });
+
+  it('refuses to sign a transfer the treasury cannot cover', async () => {
+    const nonce = await ledger.nextNonce();
+    const error = await ledger
+      .signTransfer({ to: freshAddress(), amountUnits: USDT(10_000_000), nonce })
+      .catch((e: unknown) => e);
+    expect(error).toMatchObject({ kind: 'insufficient_funds', retryable: false });
+  });
+
+  it('needs a treasury key to sign', async () => {
+    const readOnly = createUsdtLedger({ rpcUrl: anvil.rpcUrl, chainId: CHAIN_ID, usdtAddress: usdt });
+    expect(readOnly.treasuryAddress()).toBeUndefined();
+    expect(ledger.treasuryAddress()).toBe(treasury.address);
+    await expect(
+      readOnly.signTransfer({ to: freshAddress(), amountUnits: 1n, nonce: 0 }),
+    ).rejects.toMatchObject({
+      kind: 'config',
+      retryable: false,
+    });
+  });
+});
+
+describe('misconfiguration and outages', () => {
+  it('raises on a chain id mismatch', async () => {
+    const wrongChain = createUsdtLedger({ rpcUrl: anvil.rpcUrl, chainId: 1, usdtAddress: usdt });
+    const error = await wrongChain.balanceOf(treasury.address).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ChainError);
+    expect(error).toMatchObject({
+      kind: 'config',
+      retryable: false,
+      message: expect.stringMatching(/chain id mismatch.*42161.*1/),
+    });
+  });
+
+  it('raises when no contract lives at the USDT address', async () => {
+    const noToken = createUsdtLedger({
+      rpcUrl: anvil.rpcUrl,
+      chainId: CHAIN_ID,
+      usdtAddress: freshAddress(),
+    });
+    await expect(noToken.balanceOf(treasury.address)).rejects.toThrow(/no contract at USDT address/);
+  });
+
+  it('classifies an unreachable node as retryable', async () => {
+    const down = createUsdtLedger({
+      rpcUrl: `http://127.0.0.1:${await freePort()}`,
+      chainId: CHAIN_ID,
+      usdtAddress: usdt,
+    });
+    const error = await down
+      .verifyTransfer({
+        txHash: keccak256('0x01'),
+        to: treasury.address,
+        amountUnits: 1n,
+        minConfirmations: 1,
+      })
+      .catch((e: unknown) => e);
+    expect(error).toMatchObject({ kind: 'network', retryable: true });
+  });
+
+  it('rejects an undecodable raw transaction as not retryable', async () => {
+    const error = await ledger.broadcast('0x1234' as Hex).catch((e: unknown) => e);
+    expect(error).toMatchObject({ kind: 'invalid', retryable: false });
+  });
+});

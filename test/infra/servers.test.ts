@@ -1,0 +1,125 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { Connection } from '@temporalio/client';
+import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
+import pg from 'pg';
+import { freePort, isListening } from '../../src/local/infra/ports';
+import { resolveTemporalCliPath, resolveTestServerPath } from '../../src/local/infra/temporal-binaries';
+import { startTemporalDevServer } from '../../src/local/infra/temporal-dev-server';
+import { testDatabaseUrl } from '../support/env';
+import { createDevServerEnv, createTimeSkippingEnv } from '../support/temporal';
+
+// The real servers every other suite stands on: if one of these fails, start with `npm run provision`.
+
+const DAY_MS = 24 * 60 * 60 * 1000;
+
+test('the Temporal servers are provisioned, so no test depends on a download', () => {
+  expect(resolveTemporalCliPath()).toEqual(expect.any(String));
+  expect(resolveTestServerPath()).toEqual(expect.any(String));
+});
+
+test('the time-skipping test server starts and skips a day at once', async () => {
+  const env = await createTimeSkippingEnv();
+  try {
+    expect(env.supportsTimeSkipping).toBe(true);
+    const before = await env.currentTimeMs();
+    const started = Date.now();
+    await env.sleep(DAY_MS);
+    expect((await env.currentTimeMs()) - before).toBeGreaterThanOrEqual(DAY_MS);
+    expect(Date.now() - started).toBeLessThan(5_000);
+  } finally {
+    await env.teardown();
+  }
+});
+
+test('the dev server test env starts with search attributes registered', async () => {
+  const env = await createDevServerEnv({
+    server: { searchAttributes: [defineSearchAttributeKey('PayoutStatus', SearchAttributeType.KEYWORD)] },
+  });
+  try {
+    const { customAttributes } = await env.connection.operatorService.listSearchAttributes({
+      namespace: 'default',
+    });
+    expect(customAttributes).toHaveProperty('PayoutStatus');
+  } finally {
+    await env.teardown();
+  }
+});
+
+describe('startTemporalDevServer', () => {
+  let dir: string;
+  beforeAll(async () => {
+    dir = await mkdtemp(path.join(os.tmpdir(), 'payouts-dev-server-'));
+  });
+  afterAll(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  test('keeps workflows in its SQLite file across a restart and frees its port on stop', async () => {
+    const port = await freePort();
+    const opts = {
+      port,
+      dbFile: path.join(dir, 'temporal.sqlite'),
+      searchAttributes: { PayoutStatus: 'Keyword' } as const,
+    };
+    const execution = { workflowId: 'survives-restart' };
+
+    const first = await startTemporalDevServer(opts);
+    expect(first.address).toBe(`127.0.0.1:${port}`);
+    expect(first.uiUrl).toBeUndefined();
+    await withConnection(first.address, (c) =>
+      c.workflowService.startWorkflowExecution({
+        namespace: 'default',
+        ...execution,
+        workflowType: { name: 'anything' },
+        taskQueue: { name: 'nobody-polls' },
+        requestId: 'survives-restart',
+      }),
+    );
+    await first.stop();
+    expect(await isListening('127.0.0.1', port)).toBe(false);
+
+    const second = await startTemporalDevServer(opts);
+    try {
+      const described = await withConnection(second.address, (c) =>
+        c.workflowService.describeWorkflowExecution({ namespace: 'default', execution }),
+      );
+      expect(described.workflowExecutionInfo?.type?.name).toBe('anything');
+    } finally {
+      await second.stop();
+    }
+  });
+
+  test('refuses a port that is already taken instead of sharing that server', async () => {
+    const running = await startTemporalDevServer({ port: await freePort() });
+    try {
+      const port = Number(running.address.split(':')[1]);
+      await expect(startTemporalDevServer({ port })).rejects.toThrow(/already in use/);
+    } finally {
+      await running.stop();
+    }
+  });
+});
+
+test('the run-wide PostgreSQL answers, is UTF-8 and has the migrations applied', async () => {
+  const client = new pg.Client({ connectionString: testDatabaseUrl() });
+  await client.connect();
+  try {
+    expect((await client.query('SELECT 1 AS one')).rows).toEqual([{ one: 1 }]);
+    expect((await client.query('SHOW server_encoding')).rows[0].server_encoding).toBe('UTF8');
+    const applied = await client.query('SELECT count(*)::int AS n FROM pgmigrations');
+    expect(applied.rows[0].n).toBeGreaterThan(0);
+  } finally {
+    await client.end();
+  }
+});
+
+async function withConnection<T>(address: string, fn: (c: Connection) => Promise<T>): Promise<T> {
+  const connection = await Connection.connect({ address });
+  try {
+    return await fn(connection);
+  } finally {
+    await connection.close();
+  }
+}

@@ -1,0 +1,44 @@
+import {
+  TestWorkflowEnvironment,
+  type LocalTestWorkflowEnvironmentOptions,
+  type TimeSkippingTestWorkflowEnvironmentOptions,
+} from '@temporalio/testing';
+import { resolveTemporalCliPath, resolveTestServerPath } from '../../src/local/infra/temporal-binaries';
+
+// Temporal test environments backed by the servers scripts/provision.sh builds from package registries.
+// With nothing provisioned (and no explicit executable in opts), the SDK's default download is used,
+// which works wherever GitHub is reachable.
+
+/**
+ * Java test server with time skipping: timers and sleeps in workflows pass instantly while a test
+ * awaits a result. One per test file; do not share it between concurrent tests.
+ */
+export function createTimeSkippingEnv(
+  opts: TimeSkippingTestWorkflowEnvironmentOptions = {},
+): Promise<TestWorkflowEnvironment> {
+  const path = resolveTestServerPath();
+  return TestWorkflowEnvironment.createTimeSkipping({
+    ...opts,
+    server: {
+      ...(path ? { executable: { type: 'existing-path', path } } : {}),
+      ...opts.server,
+    },
+  });
+}
+
+/**
+ * A real Temporal server (CLI dev server, in memory) on a free port: full server semantics, real time.
+ * Search attributes are passed as `server.searchAttributes` (defineSearchAttributeKey objects).
+ */
+export function createDevServerEnv(
+  opts: LocalTestWorkflowEnvironmentOptions = {},
+): Promise<TestWorkflowEnvironment> {
+  const path = resolveTemporalCliPath();
+  return TestWorkflowEnvironment.createLocal({
+    ...opts,
+    server: {
+      ...(path ? { executable: { type: 'existing-path', path } } : {}),
+      ...opts.server,
+    },
+  });
+}

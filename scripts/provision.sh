@@ -14,7 +14,7 @@ set -euo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 TOOLS="$REPO/.tools"
 
-TEMPORAL_CLI_VERSION=1.5.1 # newer tags carry replace directives and cannot be `go install`ed
+TEMPORAL_CLI_VERSION=1.5.1 # newer tags cannot be `go install`ed
 TEST_SERVER_VERSION=1.38.0
 SLF4J_VERSION=1.7.36 # the slf4j-api the test server depends on
 # Pinned so Maven never has to look up "latest" (and so an offline ~/.m2 with it keeps working).
@@ -78,8 +78,8 @@ provision_temporal_cli() {
   fi
   if ! command -v go >/dev/null 2>&1; then
     warn "Temporal CLI: 'go' not found, so the dev server cannot be built here. On a machine with" \
-      "internet access the Temporal SDK downloads it by itself; otherwise install Go >= 1.23" \
-      "(https://go.dev/dl or 'apt-get install golang') and re-run 'npm run provision'."
+      "internet access the Temporal SDK downloads it by itself; otherwise install Go >= 1.21 (it fetches" \
+      "the Go 1.25 toolchain this CLI needs through the module proxy) and re-run 'npm run provision'."
     return
   fi
 
@@ -104,8 +104,10 @@ provision_temporal_cli() {
 # The TS SDK spawns the test server as `<exe> <port>` and gives it 5 s to listen, so the JVM is tuned
 # for start-up rather than throughput: C1 only, serial GC, no perf-data file, and an AppCDS archive of
 # the classes a start plus a few requests load. A stale archive (other JVM, moved jars) is ignored by
-# -Xshare:auto, so it costs speed, never correctness; its warnings are silenced to keep logs clean.
-JVM_FLAGS=(-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -XX:-UsePerfData -Xss512k -Xmx1g '-Xlog:cds*=off')
+# -Xshare:auto, so it costs speed, never correctness; its warnings are silenced to keep logs clean
+# (a re-run of this script notices and rebuilds it). The heap cap keeps several servers, one per
+# test file and jest worker, from each sizing itself to a quarter of the machine.
+JVM_FLAGS=(-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -XX:-UsePerfData -Xmx1g '-Xlog:cds*=off')
 
 # The generated pom that resolves the test server's runtime classpath.
 test_server_pom() {
@@ -169,7 +171,7 @@ archive_loads() {
 resolve_java() {
   local java
   if [[ -n ${JAVA_HOME:-} && -x $JAVA_HOME/bin/java ]]; then java="$JAVA_HOME/bin/java"; else java=$(command -v java || true); fi
-  [[ -n $java ]] && readlink -f "$java"
+  if [[ -n $java ]]; then readlink -f "$java"; fi
 }
 
 # Runs the test server command given after $1 with a free port appended, waits until it listens,
@@ -262,8 +264,8 @@ provision_test_server() {
     -cp "$(lib_classpath "$dir/lib" "$dir/lib")" io.temporal.testserver.TestServer >/dev/null
   archive_loads "$java" "$dir" || die "the JVM did not write a usable $dir/app.jsa; see $dir/trial.log"
 
-  # shellcheck disable=SC2016 # '$dir' is for the generated wrapper to expand, not for us
   local wrapper_classpath
+  # shellcheck disable=SC2016 # '$dir' is for the generated wrapper to expand, not for us
   wrapper_classpath=$(lib_classpath "$dir/lib" '$dir/lib')
   cat >"$wrapper" <<EOF
 #!/usr/bin/env bash

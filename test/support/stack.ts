@@ -1,0 +1,270 @@
+import { randomUUID } from 'node:crypto';
+import type { Client } from '@temporalio/client';
+import { defineSearchAttributeKey } from '@temporalio/common';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import {
+  bundleWorkflowCode,
+  DefaultLogger,
+  Runtime,
+  type Worker,
+  type WorkflowBundleWithSourceMap,
+} from '@temporalio/worker';
+import type { FastifyInstance } from 'fastify';
+import type { Address } from 'viem';
+import { createUsdtLedger } from '../../src/adapters/chain/usdt-ledger';
+import { createPartner } from '../../src/adapters/db/partners-repo';
+import { createPool, type Db } from '../../src/adapters/db/pool';
+import { createHttpProvider } from '../../src/adapters/provider/http-provider';
+import { createCachedQuote } from '../../src/adapters/provider/quote-cache';
+import { buildApp } from '../../src/api/app';
+import { loadConfig, type Config } from '../../src/config';
+import type { PayoutResponse } from '../../src/domain/payout';
+import { deployTestUsdt } from '../../src/local/deploy-test-usdt';
+import { anvilAccount, startAnvil } from '../../src/local/infra/anvil';
+import { freePort } from '../../src/local/infra/ports';
+import { createLogger } from '../../src/observability/logger';
+import { createMetrics } from '../../src/observability/metrics';
+import { buildSandboxApp } from '../../src/sandbox/app';
+import { loadSandboxConfig } from '../../src/sandbox/config';
+import { createPayoutWorker } from '../../src/worker';
+import { testDatabaseUrl } from './env';
+import { createDevServerEnv } from './temporal';
+
+/**
+ * The whole service on real servers, in one test file: a Temporal dev server, the shared test
+ * PostgreSQL, anvil (chain id 42161) with the USDT test token, the provider sandbox, a worker and
+ * the api, each on a free loopback port. Nothing is mocked.
+ */
+export interface TestStack {
+  config: Config;
+  apiUrl: string;
+  sandboxUrl: string;
+  rpcUrl: string;
+  usdtAddress: Address;
+  db: Db;
+  temporal: Client;
+  testEnv: TestWorkflowEnvironment;
+  /** A new partner with a fresh API key (tests isolate themselves by partner). */
+  createPartner(name?: string): Promise<{ partnerId: string; apiKey: string }>;
+  /** Another api process-equivalent on its own port, sharing database and Temporal. */
+  startApiReplica(): Promise<{ url: string; close(): Promise<void> }>;
+  startWorker(): Promise<void>;
+  stopWorker(): Promise<void>;
+  /** The payer pays a BR Code through the sandbox's bank. */
+  pay(pixCopyPaste: string, outcome?: 'settled' | 'settlement_failed'): Promise<void>;
+  /** Polls GET /v1/payouts/{id} like a partner until the status is one of `statuses`. */
+  waitForStatus(apiKey: string, payoutId: string, statuses: string[], timeoutMs?: number): Promise<PayoutResponse>;
+  close(): Promise<void>;
+}
+
+export interface StackOptions {
+  /** Service env overrides (SETTLEMENT_MODE, rate limits, ...). */
+  env?: Record<string, string>;
+  /** Start without a worker (e.g. to prove GET falls back to the read model). Default true. */
+  worker?: boolean;
+}
+
+export const SEARCH_ATTRIBUTES = [
+  defineSearchAttributeKey('PayoutStatus', 'KEYWORD'),
+  defineSearchAttributeKey('PartnerId', 'KEYWORD'),
+];
+
+const quiet = process.env.TEST_LOG ? 'debug' : 'silent';
+// The SDK's own worker logs are noise in a passing run; TEST_LOG=1 brings them back.
+try {
+  Runtime.install({ logger: new DefaultLogger(process.env.TEST_LOG ? 'INFO' : 'WARN') });
+} catch {
+  // Already installed by an earlier import in this jest worker.
+}
+let sharedBundle: Promise<WorkflowBundleWithSourceMap> | undefined;
+
+/** The workflow bundle is built once per test file (webpack takes a second or two). */
+export function workflowBundle(): Promise<WorkflowBundleWithSourceMap> {
+  sharedBundle ??= bundleWorkflowCode({
+    workflowsPath: require.resolve('../../src/workflows'),
+    logger: { log: () => {}, trace: () => {}, debug: () => {}, info: () => {}, warn: () => {}, error: () => {} },
+  });
+  return sharedBundle;
+}
+
+export async function startStack(opts: StackOptions = {}): Promise<TestStack> {
+  const closers: (() => Promise<unknown>)[] = [];
+  const close = async () => {
+    for (const c of closers.reverse()) await c().catch(() => {});
+  };
+  try {
+    const testEnv = await createDevServerEnv({ server: { searchAttributes: SEARCH_ATTRIBUTES } });
+    closers.push(() => testEnv.teardown());
+
+    const anvil = await startAnvil({ port: await freePort(), chainId: 42161 });
+    closers.push(() => anvil.stop());
+    const usdtAddress = await deployTestUsdt({
+      rpcUrl: anvil.rpcUrl,
+      deployerKey: anvilAccount('deployer').privateKey,
+      mints: [
+        { to: anvilAccount('provider-sandbox').address, units: 1_000_000_000_000n },
+        { to: anvilAccount('treasury').address, units: 1_000_000_000_000n },
+      ],
+    });
+
+    const apiPort = await freePort();
+    const sandboxPort = await freePort();
+    const sandbox = buildSandboxApp(
+      loadSandboxConfig({
+        SANDBOX_PORT: String(sandboxPort),
+        SANDBOX_WEBHOOK_URL: `http://127.0.0.1:${apiPort}/webhooks/sandbox`,
+        SANDBOX_EVM_RPC_URL: anvil.rpcUrl,
+        SANDBOX_USDT_ADDRESS: usdtAddress,
+        SANDBOX_WALLET_PRIVATE_KEY: anvilAccount('provider-sandbox').privateKey,
+        SANDBOX_LOG_LEVEL: quiet,
+      }),
+      { webhook: { initialDelayMs: 100, maxDelayMs: 1_000 } },
+    );
+    await sandbox.listen({ host: '127.0.0.1', port: sandboxPort });
+    closers.push(() => sandbox.close());
+    const sandboxUrl = `http://127.0.0.1:${sandboxPort}`;
+
+    const config = loadConfig({
+      LOG_LEVEL: quiet,
+      PORT: String(apiPort),
+      DATABASE_URL: testDatabaseUrl(),
+      TEMPORAL_ADDRESS: testEnv.address,
+      TEMPORAL_TASK_QUEUE: `payouts-${randomUUID().slice(0, 8)}`,
+      PROVIDER_API_URL: sandboxUrl,
+      EVM_RPC_URL: anvil.rpcUrl,
+      USDT_CONTRACT_ADDRESS: usdtAddress,
+      TREASURY_PRIVATE_KEY: anvilAccount('treasury').privateKey,
+      ...opts.env,
+    });
+    const db = createPool(config.DATABASE_URL, 5);
+    closers.push(() => db.end());
+    const logger = createLogger({ level: config.LOG_LEVEL, name: 'test' });
+    const metrics = createMetrics();
+    const provider = createHttpProvider({ baseUrl: config.PROVIDER_API_URL, timeoutMs: 5_000 });
+    const temporal = testEnv.client;
+
+    const apis: FastifyInstance[] = [];
+    const listenApi = async (port: number) => {
+      const app = await buildApp({
+        config,
+        db,
+        temporal,
+        quote: createCachedQuote(provider, { ttlMs: config.QUOTE_CACHE_SECONDS * 1000 }),
+        logger,
+        metrics,
+      });
+      await app.listen({ host: '127.0.0.1', port });
+      apis.push(app);
+      return app;
+    };
+    const mainApi = await listenApi(apiPort);
+    closers.push(() => mainApi.close());
+
+    let worker: Worker | undefined;
+    let running: Promise<void> | undefined;
+    const startWorker = async () => {
+      if (worker) return;
+      worker = await createPayoutWorker({
+        connection: testEnv.nativeConnection,
+        namespace: testEnv.namespace ?? 'default',
+        taskQueue: config.TEMPORAL_TASK_QUEUE,
+        workflowBundle: await workflowBundle(),
+        deps: {
+          db,
+          provider,
+          ledger: createUsdtLedger({
+            rpcUrl: config.EVM_RPC_URL,
+            chainId: config.EVM_CHAIN_ID,
+            usdtAddress,
+            treasuryPrivateKey: anvilAccount('treasury').privateKey,
+          }),
+          logger,
+          metrics,
+        },
+      });
+      running = worker.run();
+    };
+    const stopWorker = async () => {
+      if (!worker) return;
+      worker.shutdown();
+      await running;
+      worker = undefined;
+    };
+    if (opts.worker !== false) await startWorker();
+    closers.push(stopWorker);
+
+    const apiUrl = `http://127.0.0.1:${apiPort}`;
+    return {
+      config,
+      apiUrl,
+      sandboxUrl,
+      rpcUrl: anvil.rpcUrl,
+      usdtAddress,
+      db,
+      temporal,
+      testEnv,
+      async createPartner(name = 'test partner') {
+        const { partner, apiKey } = await createPartner(db, name);
+        return { partnerId: partner.id, apiKey };
+      },
+      async startApiReplica() {
+        const port = await freePort();
+        const app = await listenApi(port);
+        return { url: `http://127.0.0.1:${port}`, close: () => app.close() };
+      },
+      startWorker,
+      stopWorker,
+      async pay(pixCopyPaste, outcome = 'settled') {
+        const res = await fetch(`${sandboxUrl}/sandbox/payments`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ pix_copy_paste: pixCopyPaste, outcome }),
+        });
+        if (res.status !== 202) throw new Error(`sandbox payment answered ${res.status}: ${await res.text()}`);
+      },
+      async waitForStatus(apiKey, payoutId, statuses, timeoutMs = 30_000) {
+        const deadline = Date.now() + timeoutMs;
+        let last: PayoutResponse | undefined;
+        while (Date.now() < deadline) {
+          const res = await fetch(`${apiUrl}/v1/payouts/${payoutId}`, { headers: { 'x-api-key': apiKey } });
+          if (res.status === 200) {
+            last = (await res.json()) as PayoutResponse;
+            if (statuses.includes(last.status)) return last;
+          }
+          await new Promise((r) => setTimeout(r, 250));
+        }
+        throw new Error(`payout ${payoutId} did not reach ${statuses.join('/')}; last: ${JSON.stringify(last)}`);
+      },
+      close,
+    };
+  } catch (err) {
+    await close();
+    throw err;
+  }
+}
+
+/** POST /v1/payouts with JSON, returning status, headers and parsed body. */
+export async function postPayout(
+  apiUrl: string,
+  apiKey: string | undefined,
+  body: unknown,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; headers: Headers; body: Record<string, unknown> }> {
+  const res = await fetch(`${apiUrl}/v1/payouts`, {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      ...(apiKey === undefined ? {} : { 'x-api-key': apiKey }),
+      ...headers,
+    },
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+  });
+  return { status: res.status, headers: res.headers, body: (await res.json()) as Record<string, unknown> };
+}
+
+export const VALID_PAYOUT = {
+  amount_brl: 100.0,
+  receiver_wallet: '0x70997970C51812dc3A010C7d01b50e0d17dc79C8',
+  pix_key: '12345678901',
+  pix_key_type: 'CPF',
+} as const;

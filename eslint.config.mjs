@@ -1,10 +1,12 @@
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
+import globals from 'globals';
 
 export default tseslint.config(
   { ignores: ['node_modules/', 'dist/', '.data/', '.tools/', 'coverage/'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
+  { files: ['**/*.js', '**/*.cjs'], languageOptions: { sourceType: 'commonjs', globals: globals.node } },
   {
     rules: {
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
@@ -18,9 +20,19 @@ export default tseslint.config(
         'error',
         {
           patterns: [
-            { group: ['node:*', 'fs', 'http', 'https', 'crypto', 'net'], message: 'workflows must stay deterministic' },
-            { group: ['**/adapters/**', 'pg', 'viem', 'viem/*', 'fastify', 'pino'], message: 'workflows do no I/O' },
-            { group: ['**/activities/*', '!**/activities/types'], message: 'import activity types only', allowTypeImports: true },
+            {
+              group: ['node:*', 'fs', 'http', 'https', 'crypto', 'net'],
+              message: 'workflows must stay deterministic',
+            },
+            {
+              group: ['**/adapters/**', 'pg', 'viem', 'viem/*', 'fastify', 'pino'],
+              message: 'workflows do no I/O',
+            },
+            {
+              group: ['**/activities/*', '!**/activities/types'],
+              message: 'import activity types only',
+              allowTypeImports: true,
+            },
           ],
         },
       ],
@@ -31,7 +43,14 @@ export default tseslint.config(
     rules: {
       'no-restricted-imports': [
         'error',
-        { patterns: [{ group: ['node:*', '../*', 'pg', 'fastify', 'pino', '@temporalio/*'], message: 'domain is pure: no I/O, nothing of the project' }] },
+        {
+          patterns: [
+            {
+              group: ['node:*', '../*', 'pg', 'fastify', 'pino', '@temporalio/*'],
+              message: 'domain is pure: no I/O, nothing of the project',
+            },
+          ],
+        },
       ],
     },
   },
@@ -40,7 +59,14 @@ export default tseslint.config(
     rules: {
       'no-restricted-imports': [
         'error',
-        { patterns: [{ group: ['**/api/**', '**/workflows/**', '**/activities/**', '**/adapters/**'], message: 'the sandbox plays an outside party' }] },
+        {
+          patterns: [
+            {
+              group: ['**/api/**', '**/workflows/**', '**/activities/**', '**/adapters/**'],
+              message: 'the sandbox plays an outside party',
+            },
+          ],
+        },
       ],
     },
   },
@@ -49,7 +75,14 @@ export default tseslint.config(
     rules: {
       'no-restricted-imports': [
         'error',
-        { patterns: [{ group: ['**/activities/**', '**/workflows/*.workflow', '**/workflows/index'], message: 'api talks to Temporal through the client' }] },
+        {
+          patterns: [
+            {
+              group: ['**/activities/**', '**/workflows/*.workflow', '**/workflows/index'],
+              message: 'api talks to Temporal through the client',
+            },
+          ],
+        },
       ],
     },
   },

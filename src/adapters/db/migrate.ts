@@ -6,7 +6,10 @@ const MIGRATIONS_DIR = path.resolve(__dirname, '../../../migrations');
  * Applies pending migrations (node-pg-migrate, SQL files in /migrations). Safe to run from several
  * processes at once: node-pg-migrate holds an advisory lock while it migrates.
  */
-export async function runMigrations(databaseUrl: string, log: (msg: string) => void = () => {}): Promise<void> {
+export async function runMigrations(
+  databaseUrl: string,
+  log: (msg: string) => void = () => {},
+): Promise<void> {
   // node-pg-migrate is ESM-only; a real dynamic import loads it from this CommonJS module.
   const { runner } = await import('node-pg-migrate');
   await runner({

@@ -19,7 +19,10 @@ async function isTemporalReachable(temporal: Client): Promise<boolean> {
 export const healthRoutes: FastifyPluginAsync<{ db: Db; temporal: Client }> = async (app, opts) => {
   app.get('/healthz', { schema: { hide: true } }, async () => ({ status: 'ok' }));
   app.get('/readyz', { schema: { hide: true } }, async (_request, reply) => {
-    const [database, temporal] = await Promise.all([isDatabaseReachable(opts.db), isTemporalReachable(opts.temporal)]);
+    const [database, temporal] = await Promise.all([
+      isDatabaseReachable(opts.db),
+      isTemporalReachable(opts.temporal),
+    ]);
     const down = [!database && 'postgresql', !temporal && 'temporal'].filter(Boolean);
     if (down.length > 0) return reply.code(503).send({ error: `not ready: ${down.join(', ')} unreachable` });
     return { status: 'ready' };

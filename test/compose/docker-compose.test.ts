@@ -1,0 +1,118 @@
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { privateKeyToAddress } from 'viem/accounts';
+import { parse } from 'yaml';
+import { CONFIG_KEYS, loadConfig } from '../../src/config';
+import { anvilAccount } from '../../src/local/infra/anvil';
+import { loadSandboxConfig, SANDBOX_ENV_KEYS } from '../../src/sandbox/config';
+
+// There is no Docker engine here, so docker-compose.yml is checked statically against the code:
+// every service, port, command and env var it names must be one the code really has.
+
+const ROOT = path.resolve(__dirname, '../..');
+interface Service {
+  image?: string;
+  build?: string;
+  command?: string[] | string;
+  environment?: Record<string, string>;
+  ports?: string[];
+  depends_on?: string[] | Record<string, { condition: string }>;
+}
+const compose = parse(readFileSync(path.join(ROOT, 'docker-compose.yml'), 'utf8'), { merge: true }) as {
+  services: Record<string, Service>;
+};
+const services = compose.services;
+const published = (name: string) => (services[name]?.ports ?? []).map((p) => p.split(':'));
+// chain-setup.ts runs main() on import, so its constant is read from the source instead.
+const tokenAddress = /EXPECTED_ADDRESS = '(0x[0-9a-fA-F]{40})'/.exec(
+  readFileSync(path.join(ROOT, 'src/local/chain-setup.ts'), 'utf8'),
+)![1]!;
+
+describe('docker-compose.yml', () => {
+  it('has every part of the system', () => {
+    expect(Object.keys(services)).toEqual(
+      expect.arrayContaining([
+        'postgres',
+        'temporal',
+        'temporal-ui',
+        'anvil',
+        'chain-setup',
+        'sandbox',
+        'worker',
+        'api',
+      ]),
+    );
+    for (const [name, service] of Object.entries(services)) {
+      expect({ name, source: Boolean(service.image || service.build) }).toEqual({ name, source: true });
+    }
+  });
+
+  it('publishes the documented ports', () => {
+    expect(published('api')).toEqual(
+      expect.arrayContaining([
+        ['3000', '3000'],
+        ['9464', '9464'],
+      ]),
+    );
+    expect(published('sandbox')).toContainEqual(['4000', '4000']);
+    expect(published('temporal')).toContainEqual(['7233', '7233']);
+    expect(published('temporal-ui')).toContainEqual(['8233', '8080']);
+    expect(published('anvil')).toContainEqual(['8545', '8545']);
+    expect(published('postgres')).toContainEqual(['5432', '5432']);
+  });
+
+  it('depends only on services it defines', () => {
+    for (const service of Object.values(services)) {
+      const deps = Array.isArray(service.depends_on)
+        ? service.depends_on
+        : Object.keys(service.depends_on ?? {});
+      for (const dep of deps) expect(Object.keys(services)).toContain(dep);
+    }
+  });
+
+  it('runs entry points that exist, from an image that contains them', () => {
+    const dockerfile = readFileSync(path.join(ROOT, 'Dockerfile'), 'utf8');
+    for (const dir of ['src', 'migrations', 'contracts'])
+      expect(dockerfile).toContain(`COPY ${dir} ./${dir}`);
+    for (const [name, service] of Object.entries(services)) {
+      if (!service.build) continue;
+      const args = Array.isArray(service.command) ? service.command : [];
+      const entry = args.find((a) => a.endsWith('.ts'));
+      expect({ name, entry: entry && existsSync(path.join(ROOT, entry)) }).toEqual({ name, entry: true });
+    }
+  });
+
+  it.each(['api', 'worker'])('gives the %s only variables the config knows, and valid ones', (name) => {
+    const env = services[name]!.environment!;
+    for (const key of Object.keys(env)) expect(CONFIG_KEYS).toContain(key);
+    const config = loadConfig(env);
+    expect(config.TEMPORAL_ADDRESS).toBe('temporal:7233');
+    expect(new URL(config.PROVIDER_API_URL).host).toBe('sandbox:4000');
+    expect(new URL(config.EVM_RPC_URL).host).toBe('anvil:8545');
+    expect(config.EVM_CHAIN_ID).toBe(42161);
+    expect(config.USDT_CONTRACT_ADDRESS.toLowerCase()).toBe(tokenAddress.toLowerCase());
+    expect(privateKeyToAddress(config.TREASURY_PRIVATE_KEY as `0x${string}`)).toBe(
+      anvilAccount('treasury').address,
+    );
+    if (name === 'api') {
+      expect(published('api')).toContainEqual([String(config.PORT), String(config.PORT)]);
+      expect(published('api')).toContainEqual([String(config.METRICS_PORT), String(config.METRICS_PORT)]);
+    }
+  });
+
+  it('points the sandbox at the api webhook, the chain and its funded wallet', () => {
+    const env = services.sandbox!.environment!;
+    for (const key of Object.keys(env)) expect(SANDBOX_ENV_KEYS).toContain(key);
+    const sandbox = loadSandboxConfig(env);
+    const api = loadConfig(services.api!.environment!);
+    expect(sandbox.webhookUrl).toBe(`http://api:${api.PORT}/webhooks/${api.PROVIDER_NAME}`);
+    expect(sandbox.port).toBe(4000);
+    expect(sandbox.usdtAddress?.toLowerCase()).toBe(tokenAddress.toLowerCase());
+    expect(privateKeyToAddress(sandbox.walletPrivateKey!)).toBe(anvilAccount('provider-sandbox').address);
+  });
+
+  it('starts anvil on chain id 42161', () => {
+    const args = services.anvil!.command as string[];
+    expect(args[args.indexOf('--chain-id') + 1]).toBe('42161');
+  });
+});

@@ -1,14 +1,16 @@
 import type { Logger } from './observability/logger';
 
 /**
- * Runs `stop` once on SIGINT or SIGTERM: stop taking work, drain, close pools. A second signal
- * exits at once, for an operator who does not want to wait.
+ * Runs `stop` once on SIGINT or SIGTERM: stop taking work, drain, close pools. A second SIGINT
+ * exits at once, for an operator who does not want to wait; a SIGTERM while draining (a
+ * supervisor repeating itself) is ignored so the drain can finish.
  */
 export function onShutdown(logger: Logger, stop: () => Promise<void>): void {
   let stopping = false;
   const handler = (signal: NodeJS.Signals) => {
     if (stopping) {
-      logger.warn({ signal }, 'second signal: exiting now');
+      if (signal !== 'SIGINT') return;
+      logger.warn({ signal }, 'second SIGINT: exiting now');
       process.exit(1);
     }
     stopping = true;

@@ -62,7 +62,11 @@ async function main(): Promise<void> {
 
   if (!process.env.EVM_RPC_URL) {
     say(`starting anvil (chain id 42161) on 127.0.0.1:${ANVIL_PORT}`);
-    const anvil = await startAnvil({ port: ANVIL_PORT, chainId: 42161, stateFile: path.join(DATA, 'anvil-state.json') });
+    const anvil = await startAnvil({
+      port: ANVIL_PORT,
+      chainId: 42161,
+      stateFile: path.join(DATA, 'anvil-state.json'),
+    });
     stops.push({ name: 'anvil', stop: anvil.stop });
     env.EVM_RPC_URL = anvil.rpcUrl;
     env.USDT_CONTRACT_ADDRESS = await ensureTestUsdt(anvil.rpcUrl);
@@ -73,13 +77,21 @@ async function main(): Promise<void> {
   const tsx = require.resolve('tsx/cli');
   const children: ManagedProcess[] = [];
   const startChild = (name: string, entry: string, childEnv: NodeJS.ProcessEnv) => {
-    const child = spawnManaged({ name, command: process.execPath, args: [tsx, entry], cwd: ROOT, env: childEnv, log: childLog });
+    const child = spawnManaged({
+      name,
+      command: process.execPath,
+      args: [tsx, entry],
+      cwd: ROOT,
+      env: childEnv,
+      log: childLog,
+    });
     children.push(child);
     void child.exited.then((status) => {
-      if (!shuttingDown) {
-        say(`${name} exited unexpectedly (${status.code ?? status.signal}); stopping the stack`);
-        void shutdown(1);
-      }
+      if (shuttingDown) return;
+      // Ctrl-C reaches the children too; one that drained and exited cleanly is no failure.
+      const clean = status.code === 0;
+      if (!clean) say(`${name} exited unexpectedly (${status.code ?? status.signal}); stopping the stack`);
+      void shutdown(clean ? 0 : 1);
     });
     return child;
   };

@@ -1,3 +1,5 @@
+import type { ProviderEvent } from '../../domain/provider-event';
+
 /**
  * The narrow view the service has of its payment provider (docs/provider-api.md). Everything the
  * workflows and activities know about the provider goes through this interface, so the HTTP client
@@ -25,35 +27,8 @@ export interface PaymentProvider {
   fetchNotification(token: string): Promise<ProviderNotification>;
 }
 
-export type ProviderNotification =
-  | {
-      type: 'pix.received';
-      eventId: string;
-      chargeId: string;
-      externalId: string;
-      occurredAt: string;
-      paidAt: string;
-      amountBrl: string;
-    }
-  | {
-      type: 'settlement.completed';
-      eventId: string;
-      chargeId: string;
-      externalId: string;
-      occurredAt: string;
-      txHash: `0x${string}`;
-      amountUsdt: string;
-      chainId: number;
-      confirmedAt: string;
-    }
-  | {
-      type: 'settlement.failed';
-      eventId: string;
-      chargeId: string;
-      externalId: string;
-      occurredAt: string;
-      failureReason: string;
-    };
+/** A provider event as fetched back by token; the type lives in the domain, shared with the workflows. */
+export type ProviderNotification = ProviderEvent;
 
 /**
  * Codes a ProviderError carries. Callers branch on `retryable`; the code is for logs, metrics and the

@@ -14,6 +14,11 @@ const bool = (def: boolean) =>
     .default(def ? 'true' : 'false')
     .transform((v) => v === 'true' || v === '1');
 const hex = z.string().regex(/^0x[0-9a-fA-F]+$/, 'must be 0x-prefixed hex');
+const payloadKeyText = '(?:[0-9a-fA-F]{64}|[A-Za-z0-9+/_-]{43}=?)';
+const payloadKey = z
+  .string()
+  .regex(new RegExp(`^${payloadKeyText}$`), 'must be 32 bytes as 64 hex digits or base64');
+const payloadKeyList = new RegExp(`^${payloadKeyText}(?:,${payloadKeyText})*$`);
 const optional = <T extends z.ZodTypeAny>(schema: T) =>
   z.preprocess((v) => (v === '' ? undefined : v), schema.optional());
 
@@ -25,6 +30,7 @@ const envSchema = z
     HOST: z.string().default('127.0.0.1'),
     PORT: int(3000),
     METRICS_PORT: int(9464),
+    WORKER_METRICS_PORT: int(9465),
     PUBLIC_BASE_URL: optional(z.url()),
 
     DATABASE_URL: z.string().default('postgres://postgres:password@127.0.0.1:5432/payouts'),
@@ -63,8 +69,17 @@ const envSchema = z
     POST_RATE_LIMIT_PER_MINUTE: int(100, 1),
     READ_RATE_LIMIT_PER_MINUTE: int(600, 1),
 
-    PAYLOAD_ENCRYPTION_KEY: optional(z.string()),
+    // 32 bytes (AES-256), as 64 hex digits or base64 (`openssl rand -base64 32`).
+    PAYLOAD_ENCRYPTION_KEY: optional(payloadKey),
+    // Keys being rotated out: still decrypt the histories written under them, never encrypt.
+    PAYLOAD_ENCRYPTION_PREVIOUS_KEYS: optional(
+      z.string().regex(payloadKeyList, 'must be comma-separated keys'),
+    ),
+    CODEC_AUTH_TOKEN: optional(z.string().min(16, 'must be at least 16 characters')),
+    CODEC_CORS_ORIGINS: z.string().default('http://127.0.0.1:8233,http://localhost:8233'),
     CALLBACK_ALLOW_PRIVATE_NETWORKS: bool(false),
+    // One partner callback attempt, DNS to response; the delivery activity's own timeout is 1 minute.
+    CALLBACK_TIMEOUT_MS: int(10_000, 100).refine((v) => v <= 30_000, 'must be at most 30000'),
   })
   .superRefine((env, ctx) => {
     if (env.SETTLEMENT_MODE === 'treasury' && !env.TREASURY_PRIVATE_KEY) {
@@ -72,6 +87,14 @@ const envSchema = z
         code: 'custom',
         path: ['TREASURY_PRIVATE_KEY'],
         message: 'is required when SETTLEMENT_MODE=treasury',
+      });
+    }
+    // PIX keys (a CPF is personal data) travel in workflow payloads; production never stores them in clear.
+    if (env.NODE_ENV === 'production' && !env.PAYLOAD_ENCRYPTION_KEY) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['PAYLOAD_ENCRYPTION_KEY'],
+        message: 'is required when NODE_ENV=production',
       });
     }
   });

@@ -1,5 +1,12 @@
+import type { DataConverter } from '@temporalio/common';
 import { Worker, type NativeConnection, type WorkerOptions } from '@temporalio/worker';
 import { createActivities, type ActivityDeps } from './activities';
+import { createCallbackActivities } from './activities/callback-activities';
+import {
+  callbackSenderOptions,
+  DEFAULT_CALLBACK_SENDER,
+  type CallbackSenderOptions,
+} from './adapters/callbacks/http-sender';
 import { createUsdtLedger } from './adapters/chain/usdt-ledger';
 import { runMigrations } from './adapters/db/migrate';
 import { createPool } from './adapters/db/pool';
@@ -7,7 +14,11 @@ import { createHttpProvider } from './adapters/provider/http-provider';
 import { loadConfig } from './config';
 import { createLogger } from './observability/logger';
 import { createMetrics } from './observability/metrics';
+import { scrapeLocal, startOpsServer } from './observability/ops-server';
 import { connectWorker } from './temporal/connection';
+import { createDataConverter } from './temporal/data-converter';
+import { requireSearchAttributes } from './temporal/search-attribute-registry';
+import { installWorkerRuntime } from './temporal/worker-runtime';
 import { onShutdown } from './shutdown';
 
 export interface PayoutWorkerOptions {
@@ -15,8 +26,12 @@ export interface PayoutWorkerOptions {
   namespace: string;
   taskQueue: string;
   deps: ActivityDeps;
+  /** Partner callback sending (URL policy, timeout); https-only, public hosts only when omitted. */
+  callbacks?: CallbackSenderOptions;
   /** A prebuilt bundle (tests build one per run); otherwise the workflows are bundled at start. */
   workflowBundle?: WorkerOptions['workflowBundle'];
+  /** Must match the clients' (payload encryption, see src/temporal/data-converter.ts). */
+  dataConverter?: DataConverter;
 }
 
 /** The payout worker: the workflow bundle plus activities wired to the real adapters. */
@@ -25,8 +40,16 @@ export function createPayoutWorker(opts: PayoutWorkerOptions): Promise<Worker> {
     connection: opts.connection,
     namespace: opts.namespace,
     taskQueue: opts.taskQueue,
+    dataConverter: opts.dataConverter,
     ...(opts.workflowBundle ? { workflowBundle: opts.workflowBundle } : { workflowsPath: require.resolve('./workflows') }),
-    activities: createActivities(opts.deps),
+    activities: {
+      ...createActivities(opts.deps),
+      ...createCallbackActivities({
+        db: opts.deps.db,
+        logger: opts.deps.logger,
+        sender: opts.callbacks ?? DEFAULT_CALLBACK_SENDER,
+      }),
+    },
   });
 }
 
@@ -48,12 +71,24 @@ async function main(): Promise<void> {
     usdtAddress: config.USDT_CONTRACT_ADDRESS as `0x${string}`,
     treasuryPrivateKey: config.TREASURY_PRIVATE_KEY as `0x${string}` | undefined,
   });
+  // Before the first connection: SDK logs into pino, and the native worker metrics.
+  const runtime = await installWorkerRuntime(logger);
   const connection = await connectWorker(config);
+  await requireSearchAttributes(connection.operatorService, config.TEMPORAL_NAMESPACE, logger);
+  const ops = await startOpsServer({
+    host: config.HOST,
+    port: config.WORKER_METRICS_PORT,
+    registry: metrics.registry,
+    extraMetrics: scrapeLocal(runtime.metricsUrl, logger),
+    logger,
+  });
   const worker = await createPayoutWorker({
     connection,
     namespace: config.TEMPORAL_NAMESPACE,
     taskQueue: config.TEMPORAL_TASK_QUEUE,
     deps: { db, provider, ledger, logger, metrics },
+    callbacks: callbackSenderOptions(config),
+    dataConverter: createDataConverter(config),
   });
   onShutdown(logger, async () => {
     // Stops polling, lets running activities finish (up to the shutdown grace time), then returns.
@@ -61,6 +96,7 @@ async function main(): Promise<void> {
   });
   logger.info({ taskQueue: config.TEMPORAL_TASK_QUEUE, mode: config.SETTLEMENT_MODE }, 'worker started');
   await worker.run();
+  await ops.close();
   await connection.close();
   await db.end();
   logger.info('worker stopped');

@@ -2,7 +2,12 @@ import { ApplicationFailure } from '@temporalio/activity';
 import { ChainError, type UsdtLedger } from '../adapters/chain/usdt-ledger';
 import { findPayoutLocation, upsertPayout, type PayoutLocation } from '../adapters/db/payouts-repo';
 import type { Db } from '../adapters/db/pool';
-import { getOrCreateTreasuryTransfer, recordRefundCase } from '../adapters/db/settlement-repo';
+import {
+  findTreasuryTransfer,
+  getOrCreateTreasuryTransfer,
+  recordRefundCase,
+  type TreasuryTransfer,
+} from '../adapters/db/settlement-repo';
 import { ProviderError, type PaymentProvider } from '../adapters/provider/types';
 import type { PayoutRecord } from '../domain/payout';
 import type { ProviderEvent } from '../domain/provider-event';
@@ -35,6 +40,26 @@ export function createActivities({ db, provider, ledger, logger, metrics }: Acti
       throw ApplicationFailure.nonRetryable(err.message, 'ChainRejected');
     }
     throw err;
+  };
+
+  const broadcastTreasuryTransfer = async (transfer: TreasuryTransfer): Promise<void> => {
+    try {
+      // Re-sending the stored transaction is idempotent: a known or mined one counts as sent.
+      await ledger.broadcast(transfer.rawTransaction);
+    } catch (err) {
+      if (err instanceof ChainError && err.kind === 'nonce_conflict') {
+        logger.error(
+          { payoutId: transfer.payoutId, txHash: transfer.txHash, nonce: transfer.nonce },
+          'treasury nonce used by another transaction: this transfer can never be mined',
+        );
+        throw ApplicationFailure.nonRetryable(err.message, 'ChainRejected');
+      }
+      throw ApplicationFailure.retryable(err instanceof Error ? err.message : String(err), 'BroadcastFailed');
+    }
+    logger.info(
+      { payoutId: transfer.payoutId, txHash: transfer.txHash, nonce: transfer.nonce },
+      'treasury transfer broadcast',
+    );
   };
 
   return {
@@ -85,16 +110,25 @@ export function createActivities({ db, provider, ledger, logger, metrics }: Acti
         .catch(fromProviderError);
     },
 
-    /** The event behind a webhook token; null when the provider does not know the token. */
+    /**
+     * The event behind a webhook token; null when the provider does not know the token. Every other
+     * failure is retried, even those the client calls final (401, 4xx): the token is already recorded
+     * as received, so giving up would lose the event, while a stuck retry is visible and heals once
+     * the provider or our configuration is fixed. Only a body that breaks the contract is final.
+     */
     async fetchProviderEvent(token: string): Promise<ProviderEvent | null> {
       try {
         return await provider.fetchNotification(token);
       } catch (err) {
-        if (err instanceof ProviderError && err.code === 'unknown_notification') {
+        if (!(err instanceof ProviderError)) throw err;
+        if (err.code === 'unknown_notification') {
           logger.warn({ tokenPrefix: token.slice(0, 6) }, 'provider does not know this webhook token');
           return null;
         }
-        return fromProviderError(err);
+        if (err.code === 'invalid_response') {
+          throw ApplicationFailure.nonRetryable(err.message, 'ProviderRejected');
+        }
+        throw ApplicationFailure.retryable(err.message, 'ProviderUnavailable');
       }
     },
 
@@ -108,41 +142,130 @@ export function createActivities({ db, provider, ledger, logger, metrics }: Acti
       amountUnits: string;
       minConfirmations: number;
     }): Promise<'confirmed' | 'reverted' | 'mismatch'> {
-      const check = await ledger
-        .verifyTransfer({
-          txHash: req.txHash,
-          to: req.to as `0x${string}`,
-          amountUnits: BigInt(req.amountUnits),
-          minConfirmations: req.minConfirmations,
-        })
-        .catch(fromChainError);
+      // Chain errors stay retryable, config ones included: they are ours to fix, and the workflow's
+      // settlement deadline bounds the retries. Failing fast would fail payouts already paid.
+      const check = await ledger.verifyTransfer({
+        txHash: req.txHash,
+        to: req.to as `0x${string}`,
+        amountUnits: BigInt(req.amountUnits),
+        minConfirmations: req.minConfirmations,
+      });
       switch (check.status) {
         case 'confirmed':
           return 'confirmed';
         case 'reverted':
           return 'reverted';
         case 'mismatch':
-          logger.error({ txHash: req.txHash, reason: check.reason }, 'settlement transfer does not match the payout');
+          logger.error(
+            { txHash: req.txHash, reason: check.reason },
+            'settlement transfer does not match the payout',
+          );
           return 'mismatch';
         case 'pending':
-          throw ApplicationFailure.retryable(`transfer has ${check.confirmations} confirmation(s)`, 'NotYetConfirmed');
+          throw ApplicationFailure.retryable(
+            `transfer has ${check.confirmations} confirmation(s)`,
+            'NotYetConfirmed',
+          );
         case 'not_found':
           throw ApplicationFailure.retryable('transfer not yet known to the node', 'NotYetConfirmed');
       }
     },
 
-    /** Treasury mode: sign once (persisted before broadcast), then (re)broadcast that same transaction. */
-    async sendTreasuryTransfer(req: { payoutId: string; to: string; amountUnits: string }): Promise<{ txHash: `0x${string}` }> {
+    /**
+     * Treasury mode: sign once (persisted before broadcast), then (re)broadcast that same transaction.
+     * A refusal before signing (no USDT in the treasury, a transfer that would revert) is final and
+     * nothing can land. After signing, only the proof that the nonce went to another transaction is
+     * final: anything else is retried, since abandoning a signed transaction would leave a nonce gap
+     * that stalls every later treasury transfer.
+     */
+    async sendTreasuryTransfer(req: {
+      payoutId: string;
+      to: string;
+      amountUnits: string;
+    }): Promise<{ txHash: `0x${string}` }> {
       const transfer = await getOrCreateTreasuryTransfer(
         db,
         { payoutId: req.payoutId, toAddress: req.to, amountUnits: BigInt(req.amountUnits) },
         () => ledger.nextNonce(),
-        (nonce) => ledger.signTransfer({ to: req.to as `0x${string}`, amountUnits: BigInt(req.amountUnits), nonce }),
+        (nonce) =>
+          ledger.signTransfer({ to: req.to as `0x${string}`, amountUnits: BigInt(req.amountUnits), nonce }),
       ).catch(fromChainError);
-      // Re-sending the stored transaction is idempotent: a known or mined one counts as sent.
-      await ledger.broadcast(transfer.rawTransaction).catch(fromChainError);
-      logger.info({ payoutId: req.payoutId, txHash: transfer.txHash, nonce: transfer.nonce }, 'treasury transfer broadcast');
+      await broadcastTreasuryTransfer(transfer);
       return { txHash: transfer.txHash };
+    },
+
+    /**
+     * Confirmed, reverted or mismatch for the payout's stored treasury transaction. A transaction the
+     * node no longer knows (dropped from the pool, a node restart) is broadcast again; one still
+     * waiting throws, so Temporal retries until it lands.
+     */
+    async confirmTreasuryTransfer(req: {
+      payoutId: string;
+      to: string;
+      amountUnits: string;
+      minConfirmations: number;
+    }): Promise<'confirmed' | 'reverted' | 'mismatch'> {
+      const transfer = await findTreasuryTransfer(db, req.payoutId);
+      if (transfer === null) {
+        // sendTreasuryTransfer returned its hash, so the row exists: this is a bug, not a state.
+        throw ApplicationFailure.nonRetryable(
+          `no treasury transfer stored for payout ${req.payoutId}`,
+          'ChainRejected',
+        );
+      }
+      const check = await ledger.verifyTransfer({
+        txHash: transfer.txHash,
+        to: req.to as `0x${string}`,
+        amountUnits: BigInt(req.amountUnits),
+        minConfirmations: req.minConfirmations,
+      });
+      switch (check.status) {
+        case 'confirmed':
+        case 'reverted':
+          return check.status;
+        case 'mismatch':
+          logger.error(
+            { txHash: transfer.txHash, reason: check.reason },
+            'treasury transfer does not match the payout',
+          );
+          return 'mismatch';
+        case 'pending':
+          throw ApplicationFailure.retryable(
+            `transfer has ${check.confirmations} confirmation(s)`,
+            'NotYetConfirmed',
+          );
+        case 'not_found':
+          await broadcastTreasuryTransfer(transfer);
+          throw ApplicationFailure.retryable('treasury transfer broadcast again', 'NotYetConfirmed');
+      }
+    },
+
+    async alertSettlementOverdue(a: {
+      payoutId: string;
+      partnerId: string;
+      mode: string;
+      overdueSeconds: number;
+    }): Promise<void> {
+      logger.error(
+        { event: 'settlement_overdue', ...a },
+        'settlement not confirmed within the settlement timeout; still waiting, check the transfer',
+      );
+    },
+
+    /** The provider reports USDT delivered for a payout that already ended: reconcile by hand. */
+    async alertLateSettlement(a: { payoutId: string; status: string; event: ProviderEvent }): Promise<void> {
+      if (a.event.type !== 'settlement.completed') return;
+      logger.error(
+        {
+          event: 'settlement_after_payout_ended',
+          payoutId: a.payoutId,
+          status: a.status,
+          eventId: a.event.eventId,
+          txHash: a.event.txHash,
+          amountUsdt: a.event.amountUsdt,
+        },
+        'provider reports a completed settlement for a payout that has ended',
+      );
     },
 
     async alertSettlementBelowMinimum(a: {
@@ -152,7 +275,10 @@ export function createActivities({ db, provider, ledger, logger, metrics }: Acti
       settledAmountUsdtUnits: string;
     }): Promise<void> {
       metrics.settlementBelowMinimum.inc();
-      logger.error({ event: 'settlement_below_minimum', ...a }, 'settled USDT is below the guaranteed minimum');
+      logger.error(
+        { event: 'settlement_below_minimum', ...a },
+        'settled USDT is below the guaranteed minimum',
+      );
     },
 
     async recordLatePayment(req: { payoutId: string; event: ProviderEvent; reason: string }): Promise<void> {

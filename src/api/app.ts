@@ -7,7 +7,9 @@ import type { Config } from '../config';
 import { parseDecimal } from '../domain/money';
 import type { Logger } from '../observability/logger';
 import type { Metrics } from '../observability/metrics';
-import { installErrorHandling } from './errors';
+import { payoutLogContext } from '../observability/request-logging';
+import { apiDocs } from './docs/plugin';
+import { clientErrorHandler, frameworkErrorHandler, installErrorHandling } from './errors';
 import { healthRoutes } from './health/routes';
 import { payoutRoutes } from './payouts/routes';
 import { webhookRoutes } from './webhooks/routes';
@@ -22,6 +24,9 @@ export interface ApiDeps {
 }
 
 const BODY_LIMIT_BYTES = 16 * 1024;
+// As long as Node's own request-line limit: a long path parameter reaches its route (and its 404)
+// instead of Fastify's 414 body.
+const MAX_PARAM_LENGTH = 16 * 1024;
 
 export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
   const { config } = deps;
@@ -33,10 +38,16 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
       return typeof given === 'string' && /^[\w.-]{1,64}$/.test(given) ? given : randomUUID();
     },
     requestIdHeader: false,
+    routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
+    frameworkErrors: frameworkErrorHandler,
+    clientErrorHandler,
   });
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
   installErrorHandling(app);
+  // Every body this api takes is JSON; without this, text/plain would parse into a string and get a
+  // schema message instead of 415.
+  app.removeContentTypeParser('text/plain');
 
   app.addHook('onSend', async (request, reply) => {
     reply.header('x-request-id', request.id);
@@ -48,6 +59,8 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
     );
   });
 
+  await app.register(apiDocs, { publicBaseUrl: config.PUBLIC_BASE_URL });
+  await app.register(payoutLogContext);
   await app.register(healthRoutes, { db: deps.db, temporal: deps.temporal });
   await app.register(payoutRoutes, {
     db: deps.db,

@@ -1,4 +1,6 @@
-import type { FastifyError, FastifyInstance } from 'fastify';
+import { STATUS_CODES } from 'node:http';
+import type { Socket } from 'node:net';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
 
 /** An error whose status and message are meant for the client, as `{"error": message}`. */
@@ -18,6 +20,9 @@ const FRAMEWORK_ERRORS: Record<string, [number, string]> = {
   FST_ERR_CTP_BODY_TOO_LARGE: [413, 'request body too large (limit 16 KiB)'],
   FST_ERR_CTP_INVALID_MEDIA_TYPE: [415, 'content-type must be application/json'],
   FST_ERR_CTP_INVALID_CONTENT_LENGTH: [400, 'invalid content-length'],
+  FST_ERR_BAD_URL: [400, 'invalid URL'],
+  // Only reachable past maxParamLength (see app.ts): no id that long exists.
+  FST_ERR_MAX_PARAM_LENGTH: [404, 'not found'],
 };
 
 /**
@@ -43,4 +48,35 @@ export function installErrorHandling(app: FastifyInstance): void {
     return reply.code(500).send({ error: 'internal error' });
   });
   app.setNotFoundHandler((_request, reply) => reply.code(404).send({ error: 'not found' }));
+}
+
+/**
+ * Fastify's `frameworkErrors` option: errors raised while routing (an undecodable percent-escape in
+ * the path), which otherwise get Fastify's own `{"error","code","message","statusCode"}` body.
+ */
+export function frameworkErrorHandler(error: FastifyError, _request: FastifyRequest, reply: FastifyReply): void {
+  const [status, message] = FRAMEWORK_ERRORS[error.code] ?? [400, 'invalid request'];
+  void reply.code(status).send({ error: message });
+}
+
+/**
+ * Fastify's `clientErrorHandler` option: requests Node's HTTP parser refuses (bad header bytes,
+ * headers over the size limit) never reach a route, and Fastify's default answer for them has extra
+ * keys. This writes the same `{"error": string}` shape by hand and closes the connection, as Node does.
+ */
+export function clientErrorHandler(error: Error & { code?: string }, socket: Socket): void {
+  if (error.code === 'ECONNRESET' || socket.destroyed) return;
+  const [status, message] =
+    error.code === 'HPE_HEADER_OVERFLOW'
+      ? [431, 'request headers too large']
+      : error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+        ? [408, 'request timeout']
+        : [400, 'malformed HTTP request'];
+  if (!socket.writable) return void socket.destroy();
+  const body = JSON.stringify({ error: message });
+  socket.end(
+    `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\n` +
+      `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    () => socket.destroy(),
+  );
 }

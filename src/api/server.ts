@@ -1,4 +1,3 @@
-import { createServer } from 'node:http';
 import { runMigrations } from '../adapters/db/migrate';
 import { createPool } from '../adapters/db/pool';
 import { createHttpProvider } from '../adapters/provider/http-provider';
@@ -6,6 +5,7 @@ import { createCachedQuote } from '../adapters/provider/quote-cache';
 import { loadConfig } from '../config';
 import { createLogger } from '../observability/logger';
 import { createMetrics } from '../observability/metrics';
+import { startApiOpsServer } from '../observability/api-ops';
 import { onShutdown } from '../shutdown';
 import { connectClient } from '../temporal/connection';
 import { buildApp } from './app';
@@ -27,19 +27,13 @@ async function main(): Promise<void> {
   const app = await buildApp({ config, db, temporal, quote, logger, metrics });
   await app.listen({ host: config.HOST, port: config.PORT });
 
-  // Metrics on their own port, so they are never exposed with the partner API.
-  const metricsServer = createServer((req, res) => {
-    if (req.url !== '/metrics') return res.writeHead(404).end();
-    metrics.registry
-      .metrics()
-      .then((body) => res.writeHead(200, { 'content-type': metrics.registry.contentType }).end(body))
-      .catch(() => res.writeHead(500).end());
-  }).listen(config.METRICS_PORT, config.HOST);
+  // Metrics and the Web UI's payload codec on their own port, never exposed with the partner API.
+  const ops = await startApiOpsServer(config, { db, metrics, logger });
 
   onShutdown(logger, async () => {
     // close() stops accepting connections and waits for in-flight requests to finish.
     await app.close();
-    metricsServer.close();
+    await ops.close();
     await connection.close();
     await db.end();
     logger.info('api stopped');

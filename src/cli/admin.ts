@@ -8,146 +8,303 @@ import {
   setPartnerCallback,
   setPartnerStatus,
 } from '../adapters/db/partners-repo';
+import { callbackUrlPolicy, CallbackUrlRefused, vetCallbackUrl } from '../adapters/callbacks/url-guard';
+import { listCallbackEvents } from '../adapters/db/callbacks-repo';
 import { createPool, type Db } from '../adapters/db/pool';
 import { loadConfig } from '../config';
 
 /**
- * Admin CLI for the operator's account managers. Prints JSON on stdout (one object per command),
- * errors on stderr with exit code 1 (usage errors: 2). Talks to DATABASE_URL (default: the local
+ * Admin CLI for the operator's account managers. Prints one JSON object on stdout per command;
+ * errors go to stderr with exit code 1 (usage errors: 2). Talks to DATABASE_URL (default: the local
  * stack of `npm start`).
+ *
+ * A command is one entry of COMMANDS: its synopsis and help, its own options (anything else is a
+ * usage error) and its plan. The overview help is built from the table.
  */
 
-const HELP: Record<string, string> = {
-  '': `usage: npm run --silent admin -- <command> [options]
+type OptionSpec = { type: 'string' } | { type: 'boolean' };
+type Values = Record<string, string | boolean | undefined>;
 
-commands:
-  partner create --name <name>                      create a partner and issue its API key (shown once)
-  partner list                                      list partners
-  partner rotate-key --id <partner_id>              revoke the partner's keys and issue a new one (shown once)
-  partner disable --id <partner_id>                 refuse the partner's keys from now on
-  partner enable --id <partner_id>                  accept the partner's keys again
-  partner set-callback --id <partner_id> --url <https url> [--secret <secret>]
-                                                    set the callback URL (a secret is generated if not given)
-  partner clear-callback --id <partner_id>          stop sending callbacks to the partner
+interface Command {
+  /** Arguments after the command words, as shown in help ("--id <partner_id>"). */
+  args: string;
+  summary: string;
+  /** More text for the command's own --help. */
+  details?: string;
+  options: Record<string, OptionSpec>;
+  /**
+   * Checks the options (a UsageError before any database work) and returns the work itself, whose
+   * result is printed as JSON.
+   */
+  plan(values: Values): (db: Db) => Promise<unknown>;
+}
 
-Every command takes --help. Environment: DATABASE_URL.`,
-  'partner create': 'usage: partner create --name <name>\nCreates a partner; prints {"partner_id", "api_key"}. The key is shown only this once.',
-  'partner list': 'usage: partner list\nPrints {"partners": [...]}.',
-  'partner rotate-key': 'usage: partner rotate-key --id <partner_id>\nRevokes every key of the partner and prints the new {"partner_id", "api_key"}.',
-  'partner disable': 'usage: partner disable --id <partner_id>\nRequests with the partner\'s keys get 401 from now on.',
-  'partner enable': 'usage: partner enable --id <partner_id>\nRe-enables a disabled partner.',
-  'partner set-callback':
-    'usage: partner set-callback --id <partner_id> --url <url> [--secret <secret>]\nPrints {"partner_id", "callback_url", "callback_secret"}; the secret signs X-Payout-Signature.',
-  'partner clear-callback': 'usage: partner clear-callback --id <partner_id>',
-};
+const INVOCATION = 'npm run --silent admin --';
+const str: OptionSpec = { type: 'string' };
 
 class UsageError extends Error {}
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
-function requireOption(values: Record<string, unknown>, name: string, command: string): string {
+function requireOption(values: Values, name: string): string {
   const value = values[name];
-  if (typeof value !== 'string' || value.trim() === '') throw new UsageError(`--${name} is required\n\n${HELP[command]}`);
+  if (typeof value !== 'string' || value.trim() === '') throw new UsageError(`--${name} is required`);
   return value.trim();
 }
 
-function requirePartnerId(values: Record<string, unknown>, command: string): string {
-  const id = requireOption(values, 'id', command);
-  if (!UUID.test(id)) throw new UsageError(`--id must be a partner id (a UUID)`);
-  return id;
+function requirePartnerId(values: Values): string {
+  const id = requireOption(values, 'id');
+  if (!UUID.test(id)) throw new UsageError('--id must be a partner id (a UUID)');
+  return id.toLowerCase();
 }
 
-async function run(command: string, values: Record<string, unknown>, db: Db): Promise<unknown> {
-  switch (command) {
-    case 'partner create': {
-      const name = requireOption(values, 'name', command);
+/** A partner id that matched no row is an operator mistake, not a bug: exit 1 with a plain message. */
+function found<T>(result: T | null | false, id: string): T {
+  if (result === null || result === false) throw new Error(`no partner ${id}`);
+  return result;
+}
+
+const COMMANDS: Record<string, Command> = {
+  'partner create': {
+    args: '--name <name>',
+    summary: 'create a partner and issue its API key (shown once)',
+    details: 'Prints {"partner_id", "api_key"}. Only a hash of the key is stored: it cannot be shown again.',
+    options: { name: str },
+    plan(values) {
+      const name = requireOption(values, 'name');
       if (name.length > 200) throw new UsageError('--name must be at most 200 characters');
-      const { partner, apiKey } = await createPartner(db, name);
-      return { partner_id: partner.id, api_key: apiKey };
-    }
-    case 'partner list':
-      return {
-        partners: (await listPartners(db)).map((p) => ({
-          partner_id: p.id,
-          name: p.name,
-          status: p.status,
-          callback_url: p.callbackUrl,
-          created_at: p.createdAt,
-        })),
+      return async (db) => {
+        const { partner, apiKey } = await createPartner(db, name);
+        return { partner_id: partner.id, api_key: apiKey };
       };
-    case 'partner rotate-key': {
-      const id = requirePartnerId(values, command);
-      const apiKey = await rotateApiKey(db, id);
-      if (!apiKey) throw new Error(`no partner ${id}`);
-      return { partner_id: id, api_key: apiKey };
-    }
-    case 'partner disable':
-    case 'partner enable': {
-      const id = requirePartnerId(values, command);
-      const status = command === 'partner disable' ? 'disabled' : 'active';
-      if (!(await setPartnerStatus(db, id, status))) throw new Error(`no partner ${id}`);
-      return { partner_id: id, status };
-    }
-    case 'partner set-callback': {
-      const id = requirePartnerId(values, command);
-      const url = requireOption(values, 'url', command);
-      if (!URL.canParse(url) || !/^https?:$/.test(new URL(url).protocol)) throw new UsageError('--url must be an http(s) URL');
-      const secret = typeof values.secret === 'string' && values.secret ? values.secret : `whsec_${randomBytes(24).toString('base64url')}`;
-      if (!(await setPartnerCallback(db, id, { url, secret }))) throw new Error(`no partner ${id}`);
-      return { partner_id: id, callback_url: url, callback_secret: secret };
-    }
-    case 'partner clear-callback': {
-      const id = requirePartnerId(values, command);
-      if (!(await setPartnerCallback(db, id, null))) throw new Error(`no partner ${id}`);
-      return { partner_id: id, callback_url: null };
-    }
-    default:
-      throw new UsageError(`unknown command "${command}"\n\n${HELP['']}`);
-  }
+    },
+  },
+  'partner list': {
+    args: '',
+    summary: 'list partners',
+    details: 'Prints {"partners": [{"partner_id", "name", "status", "callback_url", "created_at"}]}.',
+    options: {},
+    plan: () => async (db) => ({
+      partners: (await listPartners(db)).map((p) => ({
+        partner_id: p.id,
+        name: p.name,
+        status: p.status,
+        callback_url: p.callbackUrl,
+        created_at: p.createdAt,
+      })),
+    }),
+  },
+  'partner rotate-key': {
+    args: '--id <partner_id>',
+    summary: "revoke the partner's keys and issue a new one (shown once)",
+    details: 'Prints {"partner_id", "api_key"}. The old keys are refused from now on.',
+    options: { id: str },
+    plan(values) {
+      const id = requirePartnerId(values);
+      return async (db) => ({ partner_id: id, api_key: found(await rotateApiKey(db, id), id) });
+    },
+  },
+  'partner disable': {
+    args: '--id <partner_id>',
+    summary: "refuse the partner's keys from now on (401)",
+    options: { id: str },
+    plan(values) {
+      const id = requirePartnerId(values);
+      return async (db) => {
+        found(await setPartnerStatus(db, id, 'disabled'), id);
+        return { partner_id: id, status: 'disabled' };
+      };
+    },
+  },
+  'partner enable': {
+    args: '--id <partner_id>',
+    summary: "accept the partner's keys again",
+    options: { id: str },
+    plan(values) {
+      const id = requirePartnerId(values);
+      return async (db) => {
+        found(await setPartnerStatus(db, id, 'active'), id);
+        return { partner_id: id, status: 'active' };
+      };
+    },
+  },
+  'partner set-callback': {
+    args: '--id <partner_id> --url <url> [--secret <secret>]',
+    summary: 'set the callback URL (a signing secret is generated unless given)',
+    details:
+      'Prints {"partner_id", "callback_url", "callback_secret"}; the secret signs X-Payout-Signature.\n' +
+      'Give the secret to the partner: it is how they verify callbacks.\n' +
+      'The URL must be https in production (elsewhere http only for loopback); hosts that resolve to\n' +
+      'loopback, private or link-local addresses are refused unless CALLBACK_ALLOW_PRIVATE_NETWORKS=true.',
+    options: { id: str, url: str, secret: str },
+    plan(values) {
+      const id = requirePartnerId(values);
+      const url = requireOption(values, 'url');
+      if (!URL.canParse(url) || !/^https?:$/.test(new URL(url).protocol)) {
+        throw new UsageError('--url must be an http(s) URL');
+      }
+      const given = values.secret;
+      const secret =
+        typeof given === 'string' && given ? given : `whsec_${randomBytes(24).toString('base64url')}`;
+      return async (db) => {
+        // The send-time guard, applied here too: a URL the worker would refuse is refused up front.
+        // A name that does not resolve yet is accepted (the partner may still be setting up DNS):
+        // every send resolves and checks it again.
+        await vetCallbackUrl(url, callbackUrlPolicy(loadConfig())).catch((err: unknown) => {
+          if (err instanceof CallbackUrlRefused && err.unresolvable) return;
+          throw err instanceof CallbackUrlRefused ? new UsageError(`--url refused: ${err.message}`) : err;
+        });
+        found(await setPartnerCallback(db, id, { url, secret }), id);
+        return { partner_id: id, callback_url: url, callback_secret: secret };
+      };
+    },
+  },
+  'partner clear-callback': {
+    args: '--id <partner_id>',
+    summary: 'stop sending callbacks to the partner',
+    options: { id: str },
+    plan(values) {
+      const id = requirePartnerId(values);
+      return async (db) => {
+        found(await setPartnerCallback(db, id, null), id);
+        return { partner_id: id, callback_url: null };
+      };
+    },
+  },
+  'partner deliveries': {
+    args: '--id <partner_id> [--limit <n>]',
+    summary: "list the partner's recent callbacks and every delivery attempt",
+    details:
+      'Prints {"partner_id", "events": [...]}, newest first (default 20 events, at most 500).\n' +
+      'state: pending (being retried), delivered (2xx received), gave_up (no 2xx within 24 h),\n' +
+      'skipped (no callback URL configured when it was due).',
+    options: { id: str, limit: str },
+    plan(values) {
+      const id = requirePartnerId(values);
+      const limitText = typeof values.limit === 'string' ? values.limit.trim() : '20';
+      const limit = Number(limitText);
+      if (!/^\d+$/.test(limitText) || limit < 1 || limit > 500) {
+        throw new UsageError('--limit must be a whole number from 1 to 500');
+      }
+      return async (db) => ({
+        partner_id: id,
+        events: (await listCallbackEvents(db, id, limit)).map((e) => ({
+          event_id: e.eventId,
+          payout_id: e.payoutId,
+          event: e.event,
+          state: e.state,
+          attempt_count: e.attemptCount,
+          created_at: e.createdAt,
+          updated_at: e.updatedAt,
+          attempts: e.attempts.map((a) => ({
+            attempt: a.attempt,
+            started_at: a.startedAt,
+            duration_ms: a.durationMs,
+            url: a.url,
+            status_code: a.statusCode,
+            error: a.error,
+            response_excerpt: a.responseExcerpt,
+          })),
+        })),
+      });
+    },
+  },
+};
+
+function synopsis(name: string): string {
+  return `${name} ${COMMANDS[name]!.args}`.trim();
+}
+
+const SUMMARY_COLUMN = 52;
+
+function overview(): string {
+  const lines = Object.keys(COMMANDS).map((name) => {
+    const left = `  ${synopsis(name)}`;
+    // A synopsis too long for the column gets its summary on the next line.
+    const pad =
+      left.length < SUMMARY_COLUMN ? left.padEnd(SUMMARY_COLUMN) : `${left}\n${' '.repeat(SUMMARY_COLUMN)}`;
+    return pad + COMMANDS[name]!.summary;
+  });
+  return [
+    `usage: ${INVOCATION} <command> [options]`,
+    '',
+    'commands:',
+    ...lines,
+    '',
+    'Every command takes --help. Environment: DATABASE_URL (default: the stack of `npm start`).',
+  ].join('\n');
+}
+
+function commandHelp(name: string): string {
+  const command = COMMANDS[name]!;
+  return [`usage: ${INVOCATION} ${synopsis(name)}`, '', command.summary, command.details]
+    .filter((l) => l !== undefined)
+    .join('\n');
+}
+
+/** Leading words up to the first option name the command: "partner create --name x". */
+function splitCommand(argv: string[]): { name: string; rest: string[] } {
+  const firstOption = argv.findIndex((a) => a.startsWith('-'));
+  const words = firstOption === -1 ? argv : argv.slice(0, firstOption);
+  return { name: words.join(' '), rest: argv.slice(words.length) };
 }
 
 async function main(argv: string[]): Promise<number> {
-  const { values, positionals } = parseArgs({
-    args: argv,
-    allowPositionals: true,
-    strict: true,
-    options: {
-      help: { type: 'boolean', short: 'h' },
-      name: { type: 'string' },
-      id: { type: 'string' },
-      url: { type: 'string' },
-      secret: { type: 'string' },
-    },
-  });
-  const command = positionals.join(' ');
-  if (values.help || command === '') {
-    const help = HELP[command];
-    if (help === undefined) throw new UsageError(`unknown command "${command}"\n\n${HELP['']}`);
-    process.stdout.write(`${help}\n`);
-    return 0;
+  const { name, rest } = splitCommand(argv);
+  const wantsHelp = rest.includes('--help') || rest.includes('-h');
+  const command = COMMANDS[name];
+  if (!command) {
+    // `--help` alone or after a command group ("partner --help") shows the overview.
+    const isGroup = name === '' || Object.keys(COMMANDS).some((n) => n.startsWith(`${name} `));
+    if (isGroup && wantsHelp) {
+      process.stdout.write(`${overview()}\n`);
+      return 0;
+    }
+    if (name === '') {
+      process.stderr.write(`${overview()}\n`);
+      return 2;
+    }
+    throw new UsageError(`unknown command "${name}"\n\n${overview()}`);
   }
-  if (!(command in HELP)) throw new UsageError(`unknown command "${command}"\n\n${HELP['']}`);
+
+  let work: (db: Db) => Promise<unknown>;
+  try {
+    const { values } = parseArgs({
+      args: rest,
+      strict: true,
+      allowPositionals: false,
+      options: { ...command.options, help: { type: 'boolean', short: 'h' } },
+    });
+    if (values.help) {
+      process.stdout.write(`${commandHelp(name)}\n`);
+      return 0;
+    }
+    work = command.plan(values);
+  } catch (err) {
+    throw new UsageError(`${(err as Error).message}\n\n${commandHelp(name)}`);
+  }
 
   const config = loadConfig();
   await runMigrations(config.DATABASE_URL);
   const db = createPool(config.DATABASE_URL, 2);
   try {
-    const result = await run(command, values, db);
-    process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
+    process.stdout.write(`${JSON.stringify(await work(db), null, 2)}\n`);
     return 0;
   } finally {
     await db.end();
   }
 }
 
+// exitCode rather than exit(): the process ends once stdout has drained.
 main(process.argv.slice(2)).then(
-  (code) => process.exit(code),
+  (code) => {
+    process.exitCode = code;
+  },
   (err: unknown) => {
-    const usage = err instanceof UsageError || (err as { code?: string })?.code?.startsWith('ERR_PARSE_ARGS');
     process.stderr.write(`error: ${err instanceof Error ? err.message : String(err)}\n`);
     if ((err as { code?: string })?.code === 'ECONNREFUSED') {
       process.stderr.write('is the database up? start the stack with `npm start`, or set DATABASE_URL\n');
     }
-    process.exit(usage ? 2 : 1);
+    process.exitCode = err instanceof UsageError ? 2 : 1;
   },
 );

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { createPublicClient, http, type Address } from 'viem';
@@ -5,6 +6,8 @@ import { findPartnerByKeyHash, createPartner, hashApiKey } from '../adapters/db/
 import { runMigrations } from '../adapters/db/migrate';
 import { createPool } from '../adapters/db/pool';
 import { loadConfig } from '../config';
+import { CODEC_BASE_PATH } from '../temporal/codec-endpoint';
+import { devServerSearchAttributes } from '../temporal/search-attribute-registry';
 import { deployTestUsdt } from './deploy-test-usdt';
 import { anvilAccount, startAnvil } from './infra/anvil';
 import { startEmbeddedPostgres } from './infra/postgres';
@@ -48,13 +51,19 @@ async function main(): Promise<void> {
   }
   await runMigrations(env.DATABASE_URL ?? config.DATABASE_URL);
 
+  // PIX keys are encrypted in Temporal payloads locally too; the key stays in .data across restarts.
+  env.PAYLOAD_ENCRYPTION_KEY ??= ensurePayloadKey();
+  const codecEndpoint = `http://127.0.0.1:${config.METRICS_PORT}${CODEC_BASE_PATH}`;
+
   if (!process.env.TEMPORAL_ADDRESS) {
     say(`starting Temporal dev server on 127.0.0.1:7233, Web UI on ${TEMPORAL_UI_PORT}`);
     const temporal = await startTemporalDevServer({
       port: 7233,
       uiPort: TEMPORAL_UI_PORT,
       dbFile: path.join(DATA, 'temporal.sqlite'),
-      searchAttributes: { PayoutStatus: 'Keyword', PartnerId: 'Keyword' },
+      searchAttributes: devServerSearchAttributes(),
+      // The Web UI decrypts payloads through the api's codec endpoint (ops port).
+      extraArgs: ['--ui-codec-endpoint', codecEndpoint],
     });
     stops.push({ name: 'temporal', stop: temporal.stop });
     env.TEMPORAL_ADDRESS = temporal.address;
@@ -120,7 +129,9 @@ async function main(): Promise<void> {
       'Payout service is up:',
       `  API              ${apiUrl}   (ready: ${apiUrl}/readyz, docs: ${apiUrl}/docs)`,
       `  Temporal Web UI  http://127.0.0.1:${TEMPORAL_UI_PORT}`,
-      `  Metrics          http://127.0.0.1:${config.METRICS_PORT}/metrics`,
+      `  Metrics          http://127.0.0.1:${config.METRICS_PORT}/metrics (api), http://127.0.0.1:${config.WORKER_METRICS_PORT}/metrics (worker)`,
+      `  Payload codec    ${codecEndpoint} (the Web UI decrypts workflow payloads through it)`,
+      `  Payouts in UI    http://127.0.0.1:${TEMPORAL_UI_PORT}/namespaces/${config.TEMPORAL_NAMESPACE}/workflows?query=${encodeURIComponent(`PartnerId="${demo.partner_id}"`)}`,
       `  Provider sandbox ${env.PROVIDER_API_URL}`,
       `  EVM node         ${env.EVM_RPC_URL} (chain id ${config.EVM_CHAIN_ID}), USDT ${env.USDT_CONTRACT_ADDRESS}`,
       `  PostgreSQL       ${redactPassword(env.DATABASE_URL ?? config.DATABASE_URL)}`,
@@ -131,6 +142,8 @@ async function main(): Promise<void> {
       'Try:',
       `  curl -s -X POST ${apiUrl}/v1/payouts -H 'X-Api-Key: ${demo.api_key}' -H 'content-type: application/json' \\`,
       `    -d '{"amount_brl": 100.00, "receiver_wallet": "0x70997970C51812dc3A010C7d01b50e0d17dc79C8", "pix_key": "12345678901", "pix_key_type": "CPF"}'`,
+      '',
+      'Or watch one payout go through, with its PIX QR code: npm run demo',
       '',
       'Ctrl-C stops everything.',
       '',
@@ -151,6 +164,15 @@ async function main(): Promise<void> {
   }
   process.on('SIGINT', () => void shutdown(0));
   process.on('SIGTERM', () => void shutdown(0));
+}
+
+/** One payload key per checkout, made on first start (AES-256; never used outside this machine). */
+function ensurePayloadKey(): string {
+  const file = path.join(DATA, 'payload-encryption-key');
+  if (existsSync(file)) return readFileSync(file, 'utf8').trim();
+  const key = randomBytes(32).toString('base64');
+  writeFileSync(file, `${key}\n`, { mode: 0o600 });
+  return key;
 }
 
 /** The token survives restarts with anvil's state file; redeploy only when the chain lost it. */

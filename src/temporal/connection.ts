@@ -2,14 +2,24 @@ import { readFileSync } from 'node:fs';
 import { Client, Connection, type ConnectionOptions } from '@temporalio/client';
 import { NativeConnection, type NativeConnectionOptions } from '@temporalio/worker';
 import type { Config } from '../config';
+import { createDataConverter } from './data-converter';
 
 type TemporalConfig = Pick<
   Config,
-  'TEMPORAL_ADDRESS' | 'TEMPORAL_NAMESPACE' | 'TEMPORAL_TLS' | 'TEMPORAL_API_KEY' | 'TEMPORAL_TLS_CERT_PATH' | 'TEMPORAL_TLS_KEY_PATH'
+  | 'TEMPORAL_ADDRESS'
+  | 'TEMPORAL_NAMESPACE'
+  | 'TEMPORAL_TLS'
+  | 'TEMPORAL_API_KEY'
+  | 'TEMPORAL_TLS_CERT_PATH'
+  | 'TEMPORAL_TLS_KEY_PATH'
+  | 'PAYLOAD_ENCRYPTION_KEY'
+  | 'PAYLOAD_ENCRYPTION_PREVIOUS_KEYS'
 >;
 
 /** TLS and auth for Temporal Cloud or a secured cluster; nothing for the local dev server. */
-function security(config: TemporalConfig): Pick<ConnectionOptions & NativeConnectionOptions, 'tls' | 'apiKey'> {
+function security(
+  config: TemporalConfig,
+): Pick<ConnectionOptions & NativeConnectionOptions, 'tls' | 'apiKey'> {
   const mtls =
     config.TEMPORAL_TLS_CERT_PATH && config.TEMPORAL_TLS_KEY_PATH
       ? {
@@ -23,9 +33,17 @@ function security(config: TemporalConfig): Pick<ConnectionOptions & NativeConnec
   return { ...(tls ? { tls } : {}), ...(config.TEMPORAL_API_KEY ? { apiKey: config.TEMPORAL_API_KEY } : {}) };
 }
 
-export async function connectClient(config: TemporalConfig): Promise<{ client: Client; connection: Connection }> {
+/** A client that encrypts what it sends and decrypts what it reads (see payload-codec.ts). */
+export async function connectClient(
+  config: TemporalConfig,
+): Promise<{ client: Client; connection: Connection }> {
   const connection = await Connection.connect({ address: config.TEMPORAL_ADDRESS, ...security(config) });
-  return { client: new Client({ connection, namespace: config.TEMPORAL_NAMESPACE }), connection };
+  const client = new Client({
+    connection,
+    namespace: config.TEMPORAL_NAMESPACE,
+    dataConverter: createDataConverter(config),
+  });
+  return { client, connection };
 }
 
 export function connectWorker(config: TemporalConfig): Promise<NativeConnection> {

@@ -57,6 +57,11 @@ export function idempotentPayoutWorkflowId(partnerId: string, keyHash: string): 
   return `payout-${partnerId}-idem-${keyHash.slice(0, 32)}`;
 }
 
-export function providerEventWorkflowId(provider: string, token: string): string {
-  return `provider-event-${provider}-${token}`;
+/**
+ * One provider-event workflow per delivered token, so a repeat cannot start a second one. Built from
+ * a hash of the token (hex SHA-256, computed by the api): the token is the key to the provider's
+ * event, and workflow ids are shown to every operator of the Temporal namespace.
+ */
+export function providerEventWorkflowId(provider: string, tokenHash: string): string {
+  return `provider-event-${provider}-${tokenHash}`;
 }

@@ -1,9 +1,12 @@
 import {
   ActivityFailure,
+  ApplicationFailure,
+  CancellationScope,
   condition,
   log,
   proxyActivities,
   setHandler,
+  sleep,
   workflowInfo,
 } from '@temporalio/workflow';
 import type { PayoutActivities } from '../activities';
@@ -17,6 +20,8 @@ import {
 } from '../domain/payout';
 import { usdtUnitsFromDecimal } from '../domain/money';
 import type { ProviderEvent } from '../domain/provider-event';
+import { startPartnerCallback } from './callback.workflow';
+import { upsertPayoutSearchAttributes } from './search-attributes';
 import {
   awaitChargeUpdate,
   getPayoutQuery,
@@ -34,21 +39,56 @@ const bookkeeping = proxyActivities<PayoutActivities>({
 const charging = proxyActivities<PayoutActivities>({
   startToCloseTimeout: '20 seconds',
   scheduleToCloseTimeout: '2 minutes',
-  retry: { initialInterval: '1 second', maximumInterval: '10 seconds', nonRetryableErrorTypes: ['ProviderRejected'] },
+  retry: {
+    initialInterval: '1 second',
+    maximumInterval: '10 seconds',
+    nonRetryableErrorTypes: ['ProviderRejected'],
+  },
 });
 
-const settling = proxyActivities<PayoutActivities>({
-  startToCloseTimeout: '1 minute',
-  scheduleToCloseTimeout: '30 minutes',
-  retry: { initialInterval: '1 second', maximumInterval: '1 minute', nonRetryableErrorTypes: ['ProviderRejected', 'ChainRejected'] },
-});
-
-// Treasury sends retry until they succeed or are refused for good: once a transaction is signed it
-// may be in a mempool, so giving up on a timeout could fail a payout whose USDT still arrives.
+// Treasury sends and confirmations retry until they succeed or are refused for good, with no time
+// limit: once a transaction is signed it may be in a mempool, so giving up on a timeout could fail a
+// payout whose USDT still arrives. An overdue transfer raises an alert instead (settleFromTreasury).
+// Each attempt is a few RPC calls; a short start-to-close gets a crashed worker's attempt retried soon.
 const treasury = proxyActivities<PayoutActivities>({
-  startToCloseTimeout: '1 minute',
-  retry: { initialInterval: '1 second', maximumInterval: '1 minute', nonRetryableErrorTypes: ['ChainRejected'] },
+  startToCloseTimeout: '30 seconds',
+  retry: {
+    initialInterval: '2 seconds',
+    backoffCoefficient: 1.5,
+    maximumInterval: '1 minute',
+    nonRetryableErrorTypes: ['ChainRejected'],
+  },
 });
+
+/**
+ * A settlement the provider reported as completed gets at least this long to reach its
+ * confirmations, even when the report arrives just before the settlement deadline: failing a payout
+ * whose USDT is already on chain over that race would be worse than finishing a few minutes late.
+ */
+const MIN_VERIFY_WINDOW_MS = 10 * 60 * 1000;
+
+/** Activities bounded by the settlement deadline: when it passes, Temporal stops retrying them. */
+function untilDeadline(deadline: number) {
+  return proxyActivities<PayoutActivities>({
+    startToCloseTimeout: '30 seconds',
+    scheduleToCloseTimeout: Math.max(1000, deadline - Date.now()),
+    retry: {
+      initialInterval: '2 seconds',
+      backoffCoefficient: 1.5,
+      maximumInterval: '1 minute',
+      nonRetryableErrorTypes: ['ProviderRejected'],
+    },
+  });
+}
+
+/** A refusal the activity marked as final, as opposed to running out of time or attempts. */
+function isRefusal(err: ActivityFailure): boolean {
+  const cause = err.cause;
+  return (
+    cause instanceof ApplicationFailure &&
+    (cause.nonRetryable || cause.type === 'ProviderRejected' || cause.type === 'ChainRejected')
+  );
+}
 
 type Settlement = Extract<ProviderEvent, { type: 'settlement.completed' | 'settlement.failed' }>;
 type Payment = Extract<ProviderEvent, { type: 'pix.received' }>;
@@ -58,6 +98,10 @@ type Payment = Extract<ProviderEvent, { type: 'pix.received' }>;
  * PENDING: the PIX charge is created and waits, under a durable expiry timer, for the payment.
  * PROCESSING: the USDT is sent (by the provider, or by our treasury) and verified on chain.
  */
+function toFailure(check: 'reverted' | 'mismatch'): 'transfer_reverted' | 'transfer_mismatch' {
+  return check === 'reverted' ? 'transfer_reverted' : 'transfer_mismatch';
+}
+
 export async function payoutWorkflow(input: PayoutWorkflowInput): Promise<PayoutRecord> {
   const { settings } = input;
   let payout: PayoutRecord = {
@@ -79,51 +123,92 @@ export async function payoutWorkflow(input: PayoutWorkflowInput): Promise<Payout
   let payment: Payment | undefined;
   let settlement: Settlement | undefined;
   const appliedEventIds = new Set<string>();
-  const latePayments: Payment[] = [];
+  // Events that cannot change the payout any more but still need someone's attention (a payment to
+  // refund, a settlement that landed after FAILED); handled once the payout has ended.
+  const lateEvents: { event: ProviderEvent; reason: string }[] = [];
 
   setHandler(getPayoutQuery, () => payout);
   setHandler(awaitChargeUpdate, async () => {
     await condition(() => payout.pixCopyPaste !== '' || isTerminal(payout.status));
     return payout;
   });
+  // Synchronous on purpose: the SDK runs signal handlers before the main code resumes in the same
+  // activation, so an event that arrives together with the last activity result is still seen here
+  // before the workflow returns, and lands in lateEvents rather than vanishing.
   setHandler(providerEventSignal, (event) => {
     // Providers deliver at least once; each event changes the payout at most once.
     if (appliedEventIds.has(event.eventId)) return;
     appliedEventIds.add(event.eventId);
     if (event.externalId !== payout.id) {
-      log.warn('provider event for another payout ignored', { eventId: event.eventId });
+      log.warn('provider event for another payout ignored', { eventId: event.eventId, type: event.type });
       return;
     }
+    const ended = isTerminal(payout.status);
     if (event.type === 'pix.received') {
-      if (payment === undefined && !isTerminal(payout.status)) payment = event;
-      else if (isTerminal(payout.status)) latePayments.push(event);
-      else log.warn('second PIX payment for one charge', { eventId: event.eventId });
-    } else if (settlement === undefined && !isTerminal(payout.status)) {
+      if (ended) {
+        lateEvents.push({ event, reason: `payment received after the payout was ${payout.status}` });
+      } else if (payment === undefined) {
+        payment = event;
+      } else {
+        // A static BR Code can be paid twice; only the first payment is settled.
+        lateEvents.push({ event, reason: 'second payment for the same PIX charge' });
+      }
+      return;
+    }
+    if (ended) {
+      lateEvents.push({ event, reason: `settlement reported after the payout was ${payout.status}` });
+    } else if (settings.settlementMode !== 'provider') {
+      log.warn('provider settlement event ignored in treasury mode', { eventId: event.eventId });
+    } else if (payout.providerChargeId !== undefined && event.chargeId !== payout.providerChargeId) {
+      log.warn('settlement event for another charge ignored', { eventId: event.eventId });
+    } else if (settlement === undefined) {
+      // Kept even while PENDING: deliveries are unordered, and the settlement is only acted on in
+      // PROCESSING anyway.
       settlement = event;
     } else {
-      log.warn('settlement event ignored in this state', { eventId: event.eventId, status: payout.status });
+      log.warn('second settlement event ignored', { eventId: event.eventId, type: event.type });
     }
   });
 
   const now = () => new Date().toISOString(); // workflow time: deterministic on replay
   const save = async (next: PayoutRecord) => {
+    const ended = isTerminal(next.status) && !isTerminal(payout.status);
     payout = next;
+    upsertPayoutSearchAttributes(payout);
     await bookkeeping.recordPayout(payout, workflowInfo().workflowId, workflowInfo().runId);
+    // Partner callback, started once the read model agrees, so a partner who GETs on receipt sees it.
+    if (ended) await startPartnerCallback(payout);
   };
   const fail = async (reason: FailureReason) => {
     log.warn('payout failed', { payoutId: payout.id, reason });
     await save(transition(payout, 'FAILED', now(), { failureReason: reason }));
   };
-  const moveTo = (to: PayoutStatus, changes: Partial<PayoutRecord> = {}) => save(transition(payout, to, now(), changes));
+  const moveTo = (to: PayoutStatus, changes: Partial<PayoutRecord> = {}) =>
+    save(transition(payout, to, now(), changes));
 
   await save(payout);
   await runPayout();
-  // A payment that reached us after the payout failed is kept for refund, never settled.
-  while (latePayments.length > 0) {
-    const late = latePayments.shift()!;
-    await bookkeeping.recordLatePayment({ payoutId: payout.id, event: late, reason: `payout ${payout.status}` });
-  }
+  // Every path of runPayout ends here with the payout COMPLETED or FAILED, saved.
+  await handleLateEvents();
   return payout;
+
+  async function handleLateEvents(): Promise<void> {
+    // Events may keep arriving while these activities run; the loop takes them too.
+    for (let late = lateEvents.shift(); late !== undefined; late = lateEvents.shift()) {
+      const { event, reason } = late;
+      if (event.type === 'pix.received') {
+        // Money received that will not be settled: recorded for refund, never settled.
+        await bookkeeping.recordLatePayment({ payoutId: payout.id, event, reason });
+      } else if (event.type === 'settlement.completed') {
+        await bookkeeping.alertLateSettlement({ payoutId: payout.id, status: payout.status, event });
+      } else {
+        log.info('settlement failure reported for an ended payout', {
+          eventId: event.eventId,
+          status: payout.status,
+        });
+      }
+    }
+  }
 
   async function runPayout(): Promise<void> {
     try {
@@ -134,16 +219,19 @@ export async function payoutWorkflow(input: PayoutWorkflowInput): Promise<Payout
         pixKeyType: payout.pixKeyType,
         expiresInSeconds: settings.chargeExpirySeconds,
       });
-      await save(amend(payout, now(), { pixCopyPaste: charge.pixCopyPaste, providerChargeId: charge.chargeId }));
+      await save(
+        amend(payout, now(), { pixCopyPaste: charge.pixCopyPaste, providerChargeId: charge.chargeId }),
+      );
     } catch (err) {
       if (!(err instanceof ActivityFailure)) throw err;
       return fail('charge_creation_failed');
     }
 
-    if (!(await condition(() => payment !== undefined, settings.chargeExpirySeconds * 1000))) {
-      return fail('charge_expired');
-    }
-    await moveTo('PROCESSING', { paidAt: payment!.paidAt });
+    // The state, not the condition's result, decides: a payment applied in the same activation as
+    // the expiry timer fired was received in time and must be settled, not dropped.
+    await condition(() => payment !== undefined, settings.chargeExpirySeconds * 1000);
+    if (payment === undefined) return fail('charge_expired');
+    await moveTo('PROCESSING', { paidAt: payment.paidAt });
 
     if (settings.settlementMode === 'provider') await settleThroughProvider();
     else await settleFromTreasury();
@@ -152,7 +240,7 @@ export async function payoutWorkflow(input: PayoutWorkflowInput): Promise<Payout
   async function settleThroughProvider(): Promise<void> {
     const deadline = Date.now() + settings.settlementTimeoutSeconds * 1000;
     try {
-      await settling.requestSettlement({
+      await untilDeadline(deadline).requestSettlement({
         payoutId: payout.id,
         chargeId: payout.providerChargeId!,
         receiverWallet: payout.receiverWallet,
@@ -160,37 +248,95 @@ export async function payoutWorkflow(input: PayoutWorkflowInput): Promise<Payout
       });
     } catch (err) {
       if (!(err instanceof ActivityFailure)) throw err;
-      return fail('settlement_request_failed');
+      // The provider refused: it will send nothing. Merely running out of time is different: an
+      // attempt whose answer was lost may have been accepted, so a settlement event may still come.
+      if (isRefusal(err)) return fail('settlement_request_failed');
     }
-    if (!(await condition(() => settlement !== undefined, Math.max(0, deadline - Date.now())))) {
-      return fail('settlement_timeout');
+    await condition(() => settlement !== undefined, Math.max(0, deadline - Date.now()));
+    const outcome = settlement;
+    if (outcome === undefined) return fail('settlement_timeout');
+    if (outcome.type === 'settlement.failed') {
+      log.warn('provider reported settlement failure', {
+        payoutId: payout.id,
+        reason: outcome.failureReason,
+      });
+      return fail('provider_reported_failure');
     }
-    const outcome = settlement!;
-    if (outcome.type === 'settlement.failed') return fail('provider_reported_failure');
     if (outcome.chainId !== settings.chainId) return fail('transfer_mismatch');
 
     const amountUnits = usdtUnitsFromDecimal(outcome.amountUsdt).toString();
-    const verdict = await verifyOnChain(outcome.txHash, amountUnits, deadline);
+    const verdict = await verifyOnChain(
+      outcome.txHash,
+      amountUnits,
+      Math.max(deadline, Date.now() + MIN_VERIFY_WINDOW_MS),
+    );
     if (verdict !== 'confirmed') return fail(verdict);
     await complete(outcome.txHash, amountUnits, outcome.confirmedAt);
   }
 
+  /**
+   * The worker pays the guaranteed minimum from the operator's treasury (the margin is the spread
+   * above it). No timeout ever fails this path: once the transaction is signed it may be mined at any
+   * time, and FAILED must mean no USDT moved. Past the settlement timeout an alert calls a human
+   * instead. FAILED comes only from a proof that the transfer cannot land: a refusal before anything
+   * was signed, a revert, or the nonce consumed by another transaction.
+   */
   async function settleFromTreasury(): Promise<void> {
-    const deadline = Date.now() + settings.settlementTimeoutSeconds * 1000;
-    // The treasury pays the guaranteed minimum: the operator's margin is the spread above it.
+    const overdueAt = Date.now() + settings.settlementTimeoutSeconds * 1000;
     const amountUnits = payout.minAmountUsdtUnits;
-    let txHash: `0x${string}`;
-    try {
-      ({ txHash } = await treasury.sendTreasuryTransfer({ payoutId: payout.id, to: payout.receiverWallet, amountUnits }));
-    } catch (err) {
-      // Only a refusal that cannot heal (e.g. the treasury lacks funds) ends up here; the stored
-      // transaction was never mined, so no USDT moved.
-      if (!(err instanceof ActivityFailure)) throw err;
-      return fail('settlement_request_failed');
+    const transfer = { payoutId: payout.id, to: payout.receiverWallet, amountUnits };
+    const result = await alertWhenOverdue(overdueAt, async () => {
+      let txHash: `0x${string}`;
+      try {
+        ({ txHash } = await treasury.sendTreasuryTransfer(transfer));
+      } catch (err) {
+        if (!(err instanceof ActivityFailure)) throw err;
+        return { verdict: 'settlement_request_failed' as const };
+      }
+      try {
+        const check = await treasury.confirmTreasuryTransfer({
+          ...transfer,
+          minConfirmations: settings.settlementConfirmations,
+        });
+        return { txHash, verdict: check === 'confirmed' ? check : toFailure(check) };
+      } catch (err) {
+        if (!(err instanceof ActivityFailure)) throw err;
+        // Only the proof that the nonce went to another transaction is final (see the activity).
+        return { txHash, verdict: 'settlement_request_failed' as const };
+      }
+    });
+    if (result.verdict !== 'confirmed') return fail(result.verdict);
+    await complete(result.txHash!, amountUnits, now());
+  }
+
+  /** Runs `work`; if it is still going at `at`, raises the overdue alert once and keeps waiting. */
+  async function alertWhenOverdue<T>(at: number, work: () => Promise<T>): Promise<T> {
+    const timer = new CancellationScope();
+    const alarm = timer
+      .run(() => sleep(Math.max(0, at - Date.now())))
+      .then(
+        () => 'overdue' as const,
+        () => 'cancelled' as const,
+      );
+    const running = work();
+    const first = await Promise.race([
+      running.then(
+        () => 'done' as const,
+        () => 'done' as const,
+      ),
+      alarm,
+    ]);
+    if (first === 'overdue') {
+      await bookkeeping.alertSettlementOverdue({
+        payoutId: payout.id,
+        partnerId: payout.partnerId,
+        mode: settings.settlementMode,
+        overdueSeconds: settings.settlementTimeoutSeconds,
+      });
+    } else {
+      timer.cancel();
     }
-    const verdict = await verifyOnChain(txHash, amountUnits, deadline);
-    if (verdict !== 'confirmed') return fail(verdict);
-    await complete(txHash, amountUnits, now());
+    return running;
   }
 
   async function verifyOnChain(
@@ -198,20 +344,16 @@ export async function payoutWorkflow(input: PayoutWorkflowInput): Promise<Payout
     amountUnits: string,
     deadline: number,
   ): Promise<'confirmed' | 'transfer_reverted' | 'transfer_mismatch' | 'settlement_timeout'> {
-    const verifying = proxyActivities<PayoutActivities>({
-      startToCloseTimeout: '30 seconds',
-      scheduleToCloseTimeout: Math.max(1000, deadline - Date.now()),
-      retry: { initialInterval: '2 seconds', backoffCoefficient: 1.5, maximumInterval: '1 minute' },
-    });
     try {
-      const check = await verifying.verifyUsdtTransfer({
+      const check = await untilDeadline(deadline).verifyUsdtTransfer({
         txHash,
         to: payout.receiverWallet,
         amountUnits,
         minConfirmations: settings.settlementConfirmations,
       });
-      return check === 'confirmed' ? 'confirmed' : check === 'reverted' ? 'transfer_reverted' : 'transfer_mismatch';
+      return check === 'confirmed' ? check : toFailure(check);
     } catch (err) {
+      // Not mined, or not deep enough, by the deadline (the activity retries everything else).
       if (err instanceof ActivityFailure) return 'settlement_timeout';
       throw err;
     }

@@ -1,11 +1,23 @@
-import { getExternalWorkflowHandle, log, proxyActivities } from '@temporalio/workflow';
+import {
+  ActivityFailure,
+  getExternalWorkflowHandle,
+  log,
+  proxyActivities,
+  sleep,
+} from '@temporalio/workflow';
 import type { PayoutActivities } from '../activities';
+import type { ProviderEvent } from '../domain/provider-event';
 import { providerEventSignal } from './definitions';
 
-// A provider outage must lose nothing: the fetch is retried for as long as it takes.
+// A provider outage must lose nothing: the fetch is retried for as long as it takes. Only a token the
+// provider does not know (null) or an event it cannot describe within its contract ends the retries.
 const fetching = proxyActivities<PayoutActivities>({
   startToCloseTimeout: '30 seconds',
-  retry: { initialInterval: '1 second', maximumInterval: '5 minutes', nonRetryableErrorTypes: ['ProviderRejected'] },
+  retry: {
+    initialInterval: '1 second',
+    maximumInterval: '5 minutes',
+    nonRetryableErrorTypes: ['ProviderRejected'],
+  },
 });
 
 const bookkeeping = proxyActivities<PayoutActivities>({
@@ -13,23 +25,54 @@ const bookkeeping = proxyActivities<PayoutActivities>({
   retry: { initialInterval: '1 second', maximumInterval: '1 minute' },
 });
 
+// Provider external ids are our payout ids; anything else cannot be one of ours.
+const PAYOUT_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/**
+ * How long an event for a payout id we have no read-model row for is retried before it is given up
+ * as not ours. The row is written before the PIX charge is even requested, so in a healthy system it
+ * is always there; the wait covers a read that lags (a replica, a restore) without holding a
+ * genuinely foreign event forever.
+ */
+const UNKNOWN_PAYOUT_RETRY_DELAYS = ['5 seconds', '30 seconds', '2 minutes', '5 minutes'] as const;
+
 export interface ProviderEventInput {
   provider: string;
   token: string;
 }
 
-export type ProviderEventOutcome = 'delivered' | 'unknown_token' | 'unknown_payout' | 'late_payment' | 'ignored';
+export type ProviderEventOutcome =
+  | 'delivered'
+  | 'unknown_token'
+  | 'unreadable_event'
+  | 'unknown_payout'
+  | 'late_payment'
+  | 'late_settlement'
+  | 'ignored';
 
 /**
  * One webhook token, started by POST /webhooks/{provider} under an id made of provider and token,
  * so a token is processed once however often it is delivered. The event is fetched back from the
- * provider (the webhook body is never trusted) and handed to its payout workflow as a signal.
+ * provider (the webhook body is never trusted) and handed to its payout workflow as a signal, which
+ * applies it at most once (it de-duplicates on the event id as well).
  */
 export async function providerEventWorkflow(input: ProviderEventInput): Promise<ProviderEventOutcome> {
-  const event = await fetching.fetchProviderEvent(input.token);
-  if (event === null) return 'unknown_token';
+  let event: ProviderEvent | null;
+  try {
+    event = await fetching.fetchProviderEvent(input.token);
+  } catch (err) {
+    if (!(err instanceof ActivityFailure)) throw err;
+    log.error('provider event could not be read; it breaks the provider contract', {
+      provider: input.provider,
+    });
+    return 'unreadable_event';
+  }
+  if (event === null) {
+    log.warn('webhook token unknown to the provider; nothing changed', { provider: input.provider });
+    return 'unknown_token';
+  }
 
-  const target = await bookkeeping.findPayoutWorkflow(event.externalId);
+  const target = await findPayout(event.externalId);
   if (target === null) {
     log.warn('provider event names no payout of ours', { eventId: event.eventId, type: event.type });
     return 'unknown_payout';
@@ -37,13 +80,33 @@ export async function providerEventWorkflow(input: ProviderEventInput): Promise<
   try {
     await getExternalWorkflowHandle(target.workflowId, target.runId).signal(providerEventSignal, event);
     return 'delivered';
-  } catch (err) {
-    // Signalling fails only when the payout workflow has ended: the payout is COMPLETED or FAILED.
+  } catch {
+    // Signalling a workflow fails only when that run has closed: the payout is COMPLETED or FAILED.
+    // The run may have closed after the lookup above, so its final status is read again.
+    const ended = (await bookkeeping.findPayoutWorkflow(target.payoutId)) ?? target;
     if (event.type === 'pix.received') {
-      await bookkeeping.recordLatePayment({ payoutId: target.payoutId, event, reason: `payout ${target.status}` });
+      await bookkeeping.recordLatePayment({
+        payoutId: target.payoutId,
+        event,
+        reason: `payment received after the payout was ${ended.status}`,
+      });
       return 'late_payment';
     }
-    log.warn('event for a finished payout ignored', { eventId: event.eventId, type: event.type, error: String(err) });
+    if (event.type === 'settlement.completed') {
+      await bookkeeping.alertLateSettlement({ payoutId: target.payoutId, status: ended.status, event });
+      return 'late_settlement';
+    }
+    log.warn('event for a finished payout ignored', { eventId: event.eventId, type: event.type });
     return 'ignored';
   }
+}
+
+async function findPayout(externalId: string) {
+  if (!PAYOUT_ID.test(externalId)) return null;
+  for (const delay of [...UNKNOWN_PAYOUT_RETRY_DELAYS, undefined]) {
+    const found = await bookkeeping.findPayoutWorkflow(externalId.toLowerCase());
+    if (found !== null || delay === undefined) return found;
+    await sleep(delay);
+  }
+  return null;
 }

@@ -1,6 +1,5 @@
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import type { Client } from '@temporalio/client';
-import { defineSearchAttributeKey } from '@temporalio/common';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import {
   bundleWorkflowCode,
@@ -11,6 +10,7 @@ import {
 } from '@temporalio/worker';
 import type { FastifyInstance } from 'fastify';
 import type { Address } from 'viem';
+import { callbackSenderOptions } from '../../src/adapters/callbacks/http-sender';
 import { createUsdtLedger } from '../../src/adapters/chain/usdt-ledger';
 import { createPartner } from '../../src/adapters/db/partners-repo';
 import { createPool, type Db } from '../../src/adapters/db/pool';
@@ -29,6 +29,8 @@ import { loadSandboxConfig } from '../../src/sandbox/config';
 import { createPayoutWorker } from '../../src/worker';
 import { testDatabaseUrl } from './env';
 import { createDevServerEnv } from './temporal';
+import { createDataConverter } from '../../src/temporal/data-converter';
+import { PAYOUT_SEARCH_ATTRIBUTES } from '../../src/workflows/search-attributes';
 
 /**
  * The whole service on real servers, in one test file: a Temporal dev server, the shared test
@@ -53,7 +55,12 @@ export interface TestStack {
   /** The payer pays a BR Code through the sandbox's bank. */
   pay(pixCopyPaste: string, outcome?: 'settled' | 'settlement_failed'): Promise<void>;
   /** Polls GET /v1/payouts/{id} like a partner until the status is one of `statuses`. */
-  waitForStatus(apiKey: string, payoutId: string, statuses: string[], timeoutMs?: number): Promise<PayoutResponse>;
+  waitForStatus(
+    apiKey: string,
+    payoutId: string,
+    statuses: string[],
+    timeoutMs?: number,
+  ): Promise<PayoutResponse>;
   close(): Promise<void>;
 }
 
@@ -64,10 +71,7 @@ export interface StackOptions {
   worker?: boolean;
 }
 
-export const SEARCH_ATTRIBUTES = [
-  defineSearchAttributeKey('PayoutStatus', 'KEYWORD'),
-  defineSearchAttributeKey('PartnerId', 'KEYWORD'),
-];
+export const SEARCH_ATTRIBUTES = [...PAYOUT_SEARCH_ATTRIBUTES];
 
 const quiet = process.env.TEST_LOG ? 'debug' : 'silent';
 // The SDK's own worker logs are noise in a passing run; TEST_LOG=1 brings them back.
@@ -82,7 +86,14 @@ let sharedBundle: Promise<WorkflowBundleWithSourceMap> | undefined;
 export function workflowBundle(): Promise<WorkflowBundleWithSourceMap> {
   sharedBundle ??= bundleWorkflowCode({
     workflowsPath: require.resolve('../../src/workflows'),
-    logger: { log: () => {}, trace: () => {}, debug: () => {}, info: () => {}, warn: () => {}, error: () => {} },
+    logger: {
+      log: () => {},
+      trace: () => {},
+      debug: () => {},
+      info: () => {},
+      warn: () => {},
+      error: () => {},
+    },
   });
   return sharedBundle;
 }
@@ -93,7 +104,13 @@ export async function startStack(opts: StackOptions = {}): Promise<TestStack> {
     for (const c of closers.reverse()) await c().catch(() => {});
   };
   try {
-    const testEnv = await createDevServerEnv({ server: { searchAttributes: SEARCH_ATTRIBUTES } });
+    // Payloads are encrypted as in production (a test may pass PAYLOAD_ENCRYPTION_KEY: '' to turn it off).
+    const payloadKey = opts.env?.PAYLOAD_ENCRYPTION_KEY ?? randomBytes(32).toString('base64');
+    const dataConverter = createDataConverter({ PAYLOAD_ENCRYPTION_KEY: payloadKey || undefined });
+    const testEnv = await createDevServerEnv({
+      server: { searchAttributes: SEARCH_ATTRIBUTES },
+      client: { dataConverter },
+    });
     closers.push(() => testEnv.teardown());
 
     const anvil = await startAnvil({ port: await freePort(), chainId: 42161 });
@@ -134,6 +151,7 @@ export async function startStack(opts: StackOptions = {}): Promise<TestStack> {
       EVM_RPC_URL: anvil.rpcUrl,
       USDT_CONTRACT_ADDRESS: usdtAddress,
       TREASURY_PRIVATE_KEY: anvilAccount('treasury').privateKey,
+      PAYLOAD_ENCRYPTION_KEY: payloadKey,
       ...opts.env,
     });
     const db = createPool(config.DATABASE_URL, 5);
@@ -166,6 +184,7 @@ export async function startStack(opts: StackOptions = {}): Promise<TestStack> {
       if (worker) return;
       worker = await createPayoutWorker({
         connection: testEnv.nativeConnection,
+        dataConverter,
         namespace: testEnv.namespace ?? 'default',
         taskQueue: config.TEMPORAL_TASK_QUEUE,
         workflowBundle: await workflowBundle(),
@@ -181,6 +200,7 @@ export async function startStack(opts: StackOptions = {}): Promise<TestStack> {
           logger,
           metrics,
         },
+        callbacks: callbackSenderOptions(config),
       });
       running = worker.run();
     };
@@ -220,7 +240,8 @@ export async function startStack(opts: StackOptions = {}): Promise<TestStack> {
           headers: { 'content-type': 'application/json' },
           body: JSON.stringify({ pix_copy_paste: pixCopyPaste, outcome }),
         });
-        if (res.status !== 202) throw new Error(`sandbox payment answered ${res.status}: ${await res.text()}`);
+        if (res.status !== 202)
+          throw new Error(`sandbox payment answered ${res.status}: ${await res.text()}`);
       },
       async waitForStatus(apiKey, payoutId, statuses, timeoutMs = 30_000) {
         const deadline = Date.now() + timeoutMs;
@@ -233,7 +254,9 @@ export async function startStack(opts: StackOptions = {}): Promise<TestStack> {
           }
           await new Promise((r) => setTimeout(r, 250));
         }
-        throw new Error(`payout ${payoutId} did not reach ${statuses.join('/')}; last: ${JSON.stringify(last)}`);
+        throw new Error(
+          `payout ${payoutId} did not reach ${statuses.join('/')}; last: ${JSON.stringify(last)}`,
+        );
       },
       close,
     };

@@ -4,6 +4,7 @@ import {
   type TimeSkippingTestWorkflowEnvironmentOptions,
 } from '@temporalio/testing';
 import { resolveTemporalCliPath, resolveTestServerPath } from '../../src/local/infra/temporal-binaries';
+import { registerSearchAttributes } from '../../src/temporal/search-attribute-registry';
 
 // Temporal test environments backed by the servers scripts/provision.sh builds from package registries.
 // With nothing provisioned (and no explicit executable in opts), the SDK's default download is used,
@@ -11,19 +12,28 @@ import { resolveTemporalCliPath, resolveTestServerPath } from '../../src/local/i
 
 /**
  * Java test server with time skipping: timers and sleeps in workflows pass instantly while a test
- * awaits a result. One per test file; do not share it between concurrent tests.
+ * awaits a result. One per test file; do not share it between concurrent tests. The payout search
+ * attributes are registered on it, since the payout workflow upserts them and this server refuses
+ * keys it does not know.
  */
-export function createTimeSkippingEnv(
+export async function createTimeSkippingEnv(
   opts: TimeSkippingTestWorkflowEnvironmentOptions = {},
 ): Promise<TestWorkflowEnvironment> {
   const path = resolveTestServerPath();
-  return TestWorkflowEnvironment.createTimeSkipping({
+  const env = await TestWorkflowEnvironment.createTimeSkipping({
     ...opts,
     server: {
       ...(path ? { executable: { type: 'existing-path', path } } : {}),
       ...opts.server,
     },
   });
+  try {
+    await registerSearchAttributes(env.connection.operatorService, env.namespace ?? 'default');
+  } catch (err) {
+    await env.teardown();
+    throw err;
+  }
+  return env;
 }
 
 /**

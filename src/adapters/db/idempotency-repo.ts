@@ -87,6 +87,14 @@ export async function markIdempotencyKeyRecorded(db: Db, partnerId: string, key:
   );
 }
 
+/** Gives up a claim whose payout could not be created, so the key is free for a new attempt. */
+export async function releaseIdempotencyKey(db: Db, partnerId: string, key: string, payoutId: string): Promise<void> {
+  await db.query(
+    `DELETE FROM idempotency_keys WHERE partner_id = $1 AND key = $2 AND payout_id = $3 AND state = 'claimed'`,
+    [partnerId, key, payoutId],
+  );
+}
+
 /** A live recorded key, for replays that skip body validation entirely. */
 export async function findRecordedKey(
   db: Db,

@@ -35,7 +35,9 @@ export async function getOrCreateTreasuryTransfer(
       await client.query('COMMIT');
       return toTransfer(existing.rows[0]);
     }
-    const { rows } = await client.query<{ next: bigint | null }>('SELECT max(nonce) + 1 AS next FROM treasury_transfers');
+    const { rows } = await client.query<{ next: bigint | null }>(
+      'SELECT max(nonce) + 1 AS next FROM treasury_transfers',
+    );
     const nonce = Math.max(await chainNonce(), Number(rows[0]?.next ?? 0));
     const signed = await sign(nonce);
     const inserted = await client.query(
@@ -52,6 +54,14 @@ export async function getOrCreateTreasuryTransfer(
   } finally {
     client.release();
   }
+}
+
+export async function findTreasuryTransfer(db: Db, payoutId: string): Promise<TreasuryTransfer | null> {
+  const { rows } = await db.query(
+    'SELECT payout_id, nonce, to_address, amount_units, raw_transaction, tx_hash FROM treasury_transfers WHERE payout_id = $1',
+    [payoutId],
+  );
+  return rows[0] ? toTransfer(rows[0]) : null;
 }
 
 function toTransfer(row: {

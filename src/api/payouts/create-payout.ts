@@ -4,7 +4,12 @@ import {
   WorkflowExecutionAlreadyStartedError,
   type Client,
 } from '@temporalio/client';
-import { claimIdempotencyKey, markIdempotencyKeyRecorded } from '../../adapters/db/idempotency-repo';
+import {
+  claimIdempotencyKey,
+  markIdempotencyKeyRecorded,
+  releaseIdempotencyKey,
+} from '../../adapters/db/idempotency-repo';
+import { findPartnerPayout, upsertPayout } from '../../adapters/db/payouts-repo';
 import type { Db } from '../../adapters/db/pool';
 import { formatCentavos, MIN_QUOTE_USDT_UNITS, minAmountUsdtUnits } from '../../domain/money';
 import type { PayoutRecord } from '../../domain/payout';
@@ -16,6 +21,7 @@ import {
   type PayoutSettings,
   type PayoutWorkflowInput,
 } from '../../workflows/definitions';
+import { payoutSearchAttributes } from '../../workflows/search-attributes';
 import { HttpError } from '../errors';
 import type { CreatePayoutBody } from './schemas';
 
@@ -87,8 +93,12 @@ export async function createPayout(
   };
   const payout = await startAndAwaitCharge(deps, workflowId, input);
   if (payout.status === 'FAILED') {
+    // The partner never saw this payout: free the key so that retrying it makes a new attempt
+    // instead of replaying a failure for 24 h.
+    if (idempotencyKey !== undefined) await releaseIdempotencyKey(deps.db, partnerId, idempotencyKey, payout.id);
     throw new HttpError(502, 'payment provider could not create the PIX charge, retry later');
   }
+  await catchUpReadModel(deps.db, payout);
   if (idempotencyKey !== undefined) await markIdempotencyKeyRecorded(deps.db, partnerId, idempotencyKey, payout.id);
   return { kind: 'created', payout };
 }
@@ -107,6 +117,7 @@ async function startAndAwaitCharge(
     workflowIdReusePolicy: 'REJECT_DUPLICATE',
     // What an operator sees in the Web UI list; no PIX key (personal data) in it.
     memo: { amountBrl: formatCentavos(BigInt(input.amountCentavos)), wallet: shortWallet(input.receiverWallet) },
+    typedSearchAttributes: payoutSearchAttributes({ status: 'PENDING', partnerId: input.partnerId }),
   });
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
@@ -126,6 +137,17 @@ async function startAndAwaitCharge(
   } finally {
     clearTimeout(timer);
   }
+}
+
+/**
+ * The update answers as soon as the workflow holds the charge, which can be before its activity has
+ * written that to the read model. A GET that falls back to the read model (worker down, workflow
+ * deleted) must still show the pix_copy_paste this response hands out, so the api writes the same
+ * version itself; the version guard makes the two writes one.
+ */
+async function catchUpReadModel(db: Db, payout: PayoutRecord): Promise<void> {
+  const stored = await findPartnerPayout(db, payout.partnerId, payout.id);
+  if (stored && stored.version < payout.version) await upsertPayout(db, payout, stored.workflowId, stored.runId);
 }
 
 function shortWallet(wallet: string): string {

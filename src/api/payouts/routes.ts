@@ -1,3 +1,4 @@
+import type { FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { Db } from '../../adapters/db/pool';
 import { findRecordedKey } from '../../adapters/db/idempotency-repo';
@@ -32,6 +33,15 @@ const errorResponses = {
   503: errorBodySchema,
 };
 
+/** The Idempotency-Key header, if any; 400 when it is not 1-255 printable ASCII characters. */
+function idempotencyKeyOf(request: FastifyRequest): string | undefined {
+  const raw = request.headers['idempotency-key'];
+  if (raw === undefined) return undefined;
+  const key = idempotencyKeySchema.safeParse(Array.isArray(raw) ? raw[0] : raw);
+  if (!key.success) throw new HttpError(400, key.error.issues[0]!.message);
+  return key.data;
+}
+
 /** POST /v1/payouts and GET /v1/payouts/{id} (SPEC.md "Endpoints"). */
 export const payoutRoutes: FastifyPluginAsyncZod<PayoutRoutesOptions> = async (app, opts) => {
   const authenticate = authenticatePartner(opts.db);
@@ -48,17 +58,14 @@ export const payoutRoutes: FastifyPluginAsyncZod<PayoutRoutesOptions> = async (a
     {
       onRequest: [authenticate, rateLimit(opts.db, 'post-payouts', opts.postRateLimitPerMinute)],
       // A replayed key returns the original payout whatever the new body says (SPEC.md idempotency
-      // rule 2), so the replay is answered before the body is validated.
-      preValidation: async (request, reply) => {
-        const raw = request.headers['idempotency-key'];
-        if (raw === undefined) return;
-        const key = idempotencyKeySchema.safeParse(Array.isArray(raw) ? raw[0] : raw);
-        if (!key.success) throw new HttpError(400, key.error.issues[0]!.message);
-        const recorded = await findRecordedKey(opts.db, partnerOf(request).id, key.data);
-        if (recorded) {
-          const payout = await replay(partnerOf(request).id, recorded.payoutId);
-          return reply.code(201).header('idempotent-replayed', 'true').send(payout);
-        }
+      // rule 2): answered before the body is even parsed, so malformed JSON, a wrong content-type or
+      // an oversized body do not turn a replay into an error.
+      preParsing: async (request, reply, payload) => {
+        const key = idempotencyKeyOf(request);
+        const recorded = key === undefined ? null : await findRecordedKey(opts.db, partnerOf(request).id, key);
+        if (!recorded) return payload;
+        const payout = await replay(partnerOf(request).id, recorded.payoutId);
+        return reply.code(201).header('idempotent-replayed', 'true').send(payout);
       },
       schema: {
         summary: 'Create a payout',
@@ -68,8 +75,7 @@ export const payoutRoutes: FastifyPluginAsyncZod<PayoutRoutesOptions> = async (a
     },
     async (request, reply) => {
       const partner = partnerOf(request);
-      const key = request.headers['idempotency-key'];
-      const result = await createPayout(opts, partner.id, request.body, Array.isArray(key) ? key[0] : key);
+      const result = await createPayout(opts, partner.id, request.body, idempotencyKeyOf(request));
       if (result.kind === 'replay') {
         return reply.code(201).header('idempotent-replayed', 'true').send(await replay(partner.id, result.payoutId));
       }

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { centavosFromJsonNumber, MoneyFormatError } from '../../domain/money';
+import { centavosFromJsonNumber, formatCentavos, MoneyFormatError } from '../../domain/money';
 import { PAYOUT_STATUSES } from '../../domain/payout';
 import { normalizePixKeyType, PIX_KEY_TYPES, pixKeyError } from '../../domain/pix-key';
 import { checksumWallet, receiverWalletError } from '../../domain/wallet';
@@ -9,16 +9,26 @@ const typed = (field: string, type: string) => ({
   error: (issue: { input?: unknown }) => (issue.input === undefined ? `${field} is required` : `${field} must be a ${type}`),
 });
 
+/** JSON.parse turns 1e400 into Infinity, which z.number refuses as a type: say what is wrong with it. */
+const amountTypeError = (maxText: string) => ({
+  error: (issue: { input?: unknown }) =>
+    issue.input === Infinity
+      ? `amount_brl must be at most ${maxText}`
+      : issue.input === -Infinity
+        ? 'amount_brl must be > 0'
+        : typed('amount_brl', 'number').error(issue),
+});
+
 /**
  * Body of POST /v1/payouts. Validation and normalisation in one place: amounts become integer
  * centavos, the PIX key type upper case, the wallet its EIP-55 form. Messages name the field.
  */
 export function createPayoutBodySchema(maxCentavos: bigint) {
-  const maxText = (Number(maxCentavos) / 100).toFixed(2);
+  const maxText = formatCentavos(maxCentavos);
   return z
     .object(
       {
-        amount_brl: z.number(typed('amount_brl', 'number')).transform((value, ctx) => {
+        amount_brl: z.number(amountTypeError(maxText)).transform((value, ctx) => {
           if (!(value > 0)) {
             ctx.addIssue({ code: 'custom', message: 'amount_brl must be > 0' });
             return z.NEVER;

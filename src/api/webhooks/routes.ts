@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
 import { z } from 'zod';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
@@ -20,7 +21,10 @@ export const webhookBodySchema = z.object(
   {
     token: z
       .string({ error: (i) => (i.input === undefined ? 'token is required' : 'token must be a string') })
-      .regex(/^[A-Za-z0-9._~-]{1,512}$/, 'token must be 1-512 characters of A-Z, a-z, 0-9, ".", "_", "~", "-"'),
+      .regex(
+        /^[A-Za-z0-9._~-]{1,512}$/,
+        'token must be 1-512 characters of A-Z, a-z, 0-9, ".", "_", "~", "-"',
+      ),
   },
   { error: 'request body must be a JSON object' },
 );
@@ -32,6 +36,12 @@ export const webhookAckSchema = z.object({ received: z.literal(true) });
  * recorded: a provider-event workflow exists for it (its id is made of provider and token, so a
  * repeat cannot start a second one) and the de-dup row is written. All processing happens in that
  * workflow, with retries, so a provider outage loses nothing.
+ *
+ * The workflow is started before the de-dup row is written, never after: a row therefore always
+ * means a workflow was started, so a crash between the two steps can only cause a redundant start
+ * attempt (rejected by Temporal), never a token marked as seen whose event nobody processes. The row,
+ * kept at least 90 days, outlives Temporal's retention of closed workflows: it is what keeps a very
+ * late redelivery from starting a second workflow once the first one has been purged.
  */
 export const webhookRoutes: FastifyPluginAsyncZod<WebhookRoutesOptions> = async (app, opts) => {
   app.post(
@@ -54,14 +64,16 @@ export const webhookRoutes: FastifyPluginAsyncZod<WebhookRoutesOptions> = async 
     async (request) => {
       const { provider } = request.params;
       const { token } = request.body;
-      if (await isWebhookTokenRecorded(opts.db, provider, token)) {
+      // Only a hash of the token is kept anywhere outside the workflow's input (see definitions.ts).
+      const tokenHash = createHash('sha256').update(token).digest('hex');
+      if (await isWebhookTokenRecorded(opts.db, provider, tokenHash)) {
         opts.metrics.webhooks.inc({ provider, outcome: 'duplicate' });
         return { received: true as const };
       }
       let duplicate = false;
       try {
         await opts.temporal.workflow.start('providerEventWorkflow', {
-          workflowId: providerEventWorkflowId(provider, token),
+          workflowId: providerEventWorkflowId(provider, tokenHash),
           taskQueue: opts.taskQueue,
           args: [{ provider, token }],
           workflowIdReusePolicy: 'REJECT_DUPLICATE',
@@ -73,7 +85,7 @@ export const webhookRoutes: FastifyPluginAsyncZod<WebhookRoutesOptions> = async 
         }
         duplicate = true;
       }
-      duplicate = !(await recordWebhookToken(opts.db, provider, token)) || duplicate;
+      duplicate = !(await recordWebhookToken(opts.db, provider, tokenHash)) || duplicate;
       opts.metrics.webhooks.inc({ provider, outcome: duplicate ? 'duplicate' : 'received' });
       request.log.info({ provider, duplicate }, 'provider webhook accepted');
       return { received: true as const };

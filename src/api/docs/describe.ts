@@ -1,0 +1,242 @@
+import { z } from 'zod';
+import { errorBodySchema, idempotencyKeySchema } from '../payouts/schemas';
+
+/**
+ * What the route schemas cannot carry, added to the generated document: security, headers and the
+ * meaning of each status code (SPEC.md and DECISIONS.md section 3). Bodies are never written here:
+ * they stay the JSON Schema of the zod schemas the routes use, and so do the schemas of the
+ * Idempotency-Key header and of the error body added to framework-level answers (413, 415, 500).
+ */
+
+type JsonSchema = Record<string, unknown>;
+
+interface Parameter {
+  name: string;
+  in: string;
+  required?: boolean;
+  description?: string;
+  schema?: JsonSchema;
+}
+
+interface Response {
+  description: string;
+  headers?: Record<string, { description?: string; schema: JsonSchema }>;
+  content?: Record<string, { schema: JsonSchema }>;
+}
+
+interface Operation {
+  operationId?: string;
+  summary?: string;
+  description?: string;
+  tags?: string[];
+  security?: Record<string, string[]>[];
+  parameters?: Parameter[];
+  requestBody?: unknown;
+  responses?: Record<string, Response>;
+}
+
+interface Document {
+  paths?: Record<string, Record<string, Operation>>;
+  components?: unknown;
+  [key: string]: unknown;
+}
+
+const jsonSchema = (schema: z.ZodType, io: 'input' | 'output'): JsonSchema => {
+  const { $schema: _dialect, ...rest } = z.toJSONSchema(schema, { io, unrepresentable: 'any' }) as JsonSchema;
+  return rest;
+};
+
+const RETRY_AFTER = {
+  'Retry-After': {
+    description: 'Seconds to wait before retrying (always 60)',
+    schema: { type: 'integer', examples: [60] },
+  },
+};
+const REQUEST_ID = {
+  'X-Request-Id': {
+    description: 'Id of this request in our logs: yours when you sent a valid one, else generated',
+    schema: { type: 'string' },
+  },
+};
+
+/** Every status any route may answer, with its meaning; exact messages where they are fixed. */
+const STATUS_MEANING: Record<string, string> = {
+  '200': 'OK',
+  '201': 'Created',
+  '400':
+    'Invalid request; the message names the field at fault (e.g. `amount_brl must be > 0`, ' +
+    '`receiver_wallet is required`, `pix_key is not a valid CPF key`), or `invalid JSON body`',
+  '401': 'Missing API key (`missing X-API-Key header`) or invalid/disabled key (`invalid API key`)',
+  '404': '`not found`',
+  '409': '`idempotency conflict`',
+  '413': 'Body over 16 KiB: `request body too large (limit 16 KiB)`',
+  '415': '`content-type must be application/json`',
+  '429': 'Rate limit exceeded: `rate limit exceeded, retry after 60 seconds`, with `Retry-After: 60`',
+  '500': 'Unexpected error: `internal error` (no details are ever returned; quote X-Request-Id to support)',
+  '502': 'The payment provider could not create the PIX charge: `payment provider could not create the PIX charge, retry later`',
+  '503':
+    'Temporarily unavailable, retry later: no exchange rate (`quote unavailable, retry later`) or ' +
+    'the provider is slow to create the charge (`payment provider unavailable, retry later`)',
+};
+
+const PATH_PARAMETERS: Record<string, string> = {
+  id: 'The payout id (UUID) returned by POST /v1/payouts',
+  provider: 'The payment provider name this service is configured for (PROVIDER_NAME)',
+};
+
+interface OperationDoc {
+  operationId: string;
+  tag: string;
+  description: string;
+  responses: Record<string, string>;
+  example?: unknown;
+}
+
+const OPERATIONS: Record<string, OperationDoc> = {
+  'post /v1/payouts': {
+    operationId: 'createPayout',
+    tag: 'payouts',
+    example: {
+      amount_brl: 100.0,
+      receiver_wallet: '0x70997970C51812dc3A010C7d01b50e0d17dc79C8',
+      pix_key: 'maria@example.com',
+      pix_key_type: 'EMAIL',
+    },
+    description:
+      'Starts a BRL → USDT payout and returns it PENDING, with the PIX charge in `pix_copy_paste`. ' +
+      '`min_amount_usdt = amount_brl / (spot_rate × 1.06)`, rounded down to 6 decimals and fixed now. ' +
+      '`amount_brl` has at most 2 decimals (more is refused, never rounded) and must yield at least 0.01 USDT. ' +
+      '`pix_key_type` is one of CPF, CNPJ, EMAIL, PHONE, RANDOM (any case); `receiver_wallet` is an EVM ' +
+      'address (EIP-55 checksum when mixed case, never the zero address). 100 requests per minute per API key.',
+    responses: {
+      '201':
+        'Payout created, status PENDING. A repeated Idempotency-Key of the same partner within 24 h ' +
+        'answers 201 with the original payout as it is now and `Idempotent-Replayed: true`; the new body is ignored.',
+      '409':
+        'Another request with the same Idempotency-Key is still in flight: `idempotency conflict`. Retry after a short delay.',
+    },
+  },
+  'get /v1/payouts/{id}': {
+    operationId: 'getPayout',
+    tag: 'payouts',
+    description:
+      'The payout with its current status and settlement fields. Poll every 10 seconds until status is ' +
+      'COMPLETED or FAILED. Settlement fields (`settled_amount_usdt`, `blockchain_*`, `block_explorer_url`, ' +
+      '`paid_at`, `confirmed_at`) are filled only on COMPLETED. Own rate-limit bucket (default 600 per minute).',
+    responses: {
+      '200': 'The payout',
+      '404': 'Unknown id, malformed id, or a payout of another partner: `payout not found`',
+    },
+  },
+  'post /webhooks/{provider}': {
+    operationId: 'receiveProviderNotification',
+    tag: 'provider',
+    description:
+      'Called by the payment provider, never by partners. The token is recorded and the event is ' +
+      'fetched back from the configured provider (nothing in the body is trusted); each token is processed once.',
+    responses: {
+      '200': 'Token recorded, or a repeat of a known token (discarded): `{"received": true}`',
+      '400': 'Body is not `{"token": string}` with 1-512 characters of `A-Z a-z 0-9 . _ ~ -`',
+      '404': '`unknown provider`',
+    },
+  },
+};
+
+export function describeOperations<D>(generated: D): D {
+  const doc = generated as Document;
+  const components = doc.components as { schemas?: Record<string, unknown> } | undefined;
+  const errorSchema = components?.schemas?.Error
+    ? { $ref: '#/components/schemas/Error' }
+    : jsonSchema(errorBodySchema, 'output');
+  const errorContent = { 'application/json': { schema: errorSchema } };
+
+  for (const [path, methods] of Object.entries(doc.paths ?? {})) {
+    for (const [method, operation] of Object.entries(methods)) {
+      const known = OPERATIONS[`${method} ${path}`];
+      const responses = (operation.responses ??= {});
+      if (known) {
+        operation.operationId ??= known.operationId;
+        operation.tags = [known.tag];
+        operation.description ??= known.description;
+      }
+      const body = (operation.requestBody as { content?: Record<string, { example?: unknown }> } | undefined)
+        ?.content?.['application/json'];
+      if (body && known?.example) body.example ??= known.example;
+      if (path.startsWith('/v1/')) operation.security = [{ ApiKeyAuth: [] }];
+      else operation.security = [];
+
+      const parameters = (operation.parameters ??= []);
+      for (const parameter of parameters) {
+        if (parameter.in === 'path') parameter.description ??= PATH_PARAMETERS[parameter.name];
+      }
+      const hasHeader = (name: string) =>
+        parameters.some((p) => p.in === 'header' && p.name.toLowerCase() === name.toLowerCase());
+      if (method === 'post' && path === '/v1/payouts' && !hasHeader('Idempotency-Key')) {
+        parameters.push({
+          name: 'Idempotency-Key',
+          in: 'header',
+          required: false,
+          description:
+            'Your opaque id for this payout (e.g. your order id), scoped to your partner account and ' +
+            'valid 24 h: a repeat returns the original payout instead of creating another.',
+          schema: jsonSchema(idempotencyKeySchema, 'input'),
+        });
+      }
+      if (!hasHeader('X-Request-Id')) {
+        parameters.push({
+          name: 'X-Request-Id',
+          in: 'header',
+          required: false,
+          description: 'Your id for this request (1-64 of `A-Z a-z 0-9 _ . -`), echoed back and logged',
+          schema: { type: 'string', pattern: '^[\\w.-]{1,64}$' },
+        });
+      }
+
+      // Answers of the framework rather than of a route: every route can fail unexpectedly, and
+      // every route with a body checks its size and media type.
+      const frameworkStatuses = ['500', ...(operation.requestBody ? ['413', '415'] : [])];
+      for (const status of frameworkStatuses) {
+        responses[status] ??= { description: '', content: errorContent };
+      }
+
+      for (const [status, response] of Object.entries(responses)) {
+        const meaning = known?.responses[status] ?? STATUS_MEANING[status];
+        if (meaning && (!response.description || response.description === 'Default Response')) {
+          response.description = meaning;
+        }
+        response.headers = { ...REQUEST_ID, ...response.headers };
+        if (status === '429') response.headers = { ...response.headers, ...RETRY_AFTER };
+        if (status === '201' && path === '/v1/payouts') {
+          response.headers = {
+            ...response.headers,
+            'Idempotent-Replayed': {
+              description: '`true` when this answers a repeated Idempotency-Key; absent on a new payout',
+              schema: { type: 'string', enum: ['true'] },
+            },
+          };
+        }
+      }
+    }
+  }
+  tidyComponents(doc);
+  return generated;
+}
+
+/**
+ * The zod transform registers an input and an output variant of every named schema, each with
+ * `$schema` and `$id`: keep the variants something references, as plain schema objects.
+ */
+function tidyComponents(doc: Document): void {
+  const schemas = (doc.components as { schemas?: Record<string, JsonSchema> } | undefined)?.schemas;
+  if (!schemas) return;
+  for (const schema of Object.values(schemas)) {
+    delete schema.$schema;
+    delete schema.$id;
+  }
+  const referenced = (name: string) => {
+    const ref = `"#/components/schemas/${name}"`;
+    const elsewhere = Object.entries(schemas).filter(([other]) => other !== name);
+    return JSON.stringify(doc.paths ?? {}).includes(ref) || JSON.stringify(elsewhere).includes(ref);
+  };
+  for (const name of Object.keys(schemas)) if (!referenced(name)) delete schemas[name];
+}

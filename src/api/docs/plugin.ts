@@ -1,0 +1,77 @@
+import fastifySwagger from '@fastify/swagger';
+import fastifySwaggerUi from '@fastify/swagger-ui';
+
+import fp from 'fastify-plugin';
+import { createJsonSchemaTransform, createJsonSchemaTransformObject } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import { errorBodySchema, payoutResponseSchema } from '../payouts/schemas';
+import { describeOperations } from './describe';
+
+export interface ApiDocsOptions {
+  /** Where partners reach the api (PUBLIC_BASE_URL); listed as the document's server when set. */
+  publicBaseUrl?: string;
+}
+
+// The shared shapes become named components (#/components/schemas/Payout, .../Error) that every
+// operation references, instead of a copy per status code.
+const schemaRegistry = z.registry<{ id?: string }>();
+schemaRegistry.add(payoutResponseSchema, { id: 'Payout' });
+schemaRegistry.add(errorBodySchema, { id: 'Error' });
+
+export const OPENAPI_JSON_PATH = '/openapi.json';
+export const DOCS_PATH = '/docs';
+
+const DESCRIPTION = `Partners create BRL payouts collected by PIX and settled in USDT on Arbitrum One (chain id 42161).
+
+1. \`POST /v1/payouts\` returns \`pix_copy_paste\`, the EMV PIX charge the payer pays from a banking app.
+2. The payment provider notifies the service; the payout moves PENDING → PROCESSING → COMPLETED (or FAILED).
+3. Poll \`GET /v1/payouts/{id}\` (every 10 seconds) until \`status\` is COMPLETED or FAILED.
+
+Every error body is exactly \`{"error": string}\`. Every response carries \`X-Request-Id\` (send your own to correlate).`;
+
+/**
+ * The OpenAPI 3.1 document, generated from the route schemas: the zod schemas that validate
+ * requests and serialise responses are turned into JSON Schema by fastify-type-provider-zod, so the
+ * document cannot drift from what the api enforces. What route schemas cannot say (the API-key
+ * scheme, headers, the meaning of each status code) is added by describeOperations. Served as
+ * /openapi.json and browsable at /docs; the Swagger UI assets come from the npm package, no CDN.
+ *
+ * Registered before the routes (it collects them as they are added) and without encapsulation.
+ */
+export const apiDocs = fp<ApiDocsOptions>(
+  async (app, opts) => {
+    await app.register(fastifySwagger, {
+      openapi: {
+        openapi: '3.1.0',
+        info: { title: 'PIX → USDT Payout API', version: '1.0.0', description: DESCRIPTION },
+        servers: opts.publicBaseUrl ? [{ url: opts.publicBaseUrl }] : [],
+        tags: [
+          { name: 'payouts', description: 'Partner API: create and read payouts' },
+          { name: 'provider', description: 'Inbound notifications of the payment provider (not for partners)' },
+        ],
+        components: {
+          securitySchemes: {
+            ApiKeyAuth: {
+              type: 'apiKey',
+              in: 'header',
+              name: 'X-Api-Key',
+              description:
+                'The raw API key issued by your account manager. Header names are case-insensitive. ' +
+                'Missing: 401 `missing X-API-Key header`; wrong or disabled: 401 `invalid API key`.',
+            },
+          },
+        },
+      },
+      transform: createJsonSchemaTransform({ schemaRegistry }),
+      transformObject: (documents) =>
+        describeOperations(createJsonSchemaTransformObject({ schemaRegistry })(documents)),
+    });
+    await app.register(fastifySwaggerUi, {
+      routePrefix: DOCS_PATH,
+      staticCSP: true,
+      uiConfig: { docExpansion: 'list', deepLinking: true, defaultModelsExpandDepth: 1 },
+    });
+    app.get(OPENAPI_JSON_PATH, { schema: { hide: true } }, async () => app.swagger());
+  },
+  { name: 'api-docs' },
+);

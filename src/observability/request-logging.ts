@@ -1,0 +1,34 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import fp from 'fastify-plugin';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/**
+ * Puts the payout id on the api's "request completed" log line, next to the request id Fastify
+ * already logs, so one grep joins a partner's request to the worker's logs of the same payout. The
+ * id comes from the path (GET) or from the payout in the response (POST), so the routes need not
+ * know about it.
+ */
+export const payoutLogContext = fp(
+  async (app) => {
+    app.addHook('onSend', async (request, reply, payload) => {
+      const payoutId = payoutIdOf(request, reply, payload);
+      if (payoutId) reply.log = reply.log.child({ payoutId });
+      return payload;
+    });
+  },
+  { name: 'payout-log-context' },
+);
+
+function payoutIdOf(request: FastifyRequest, reply: FastifyReply, payload: unknown): string | undefined {
+  if (!request.routeOptions.url?.startsWith('/v1/payouts')) return undefined;
+  const fromPath = (request.params as { id?: unknown } | undefined)?.id;
+  if (typeof fromPath === 'string' && UUID.test(fromPath)) return fromPath.toLowerCase();
+  if (reply.statusCode >= 300 || typeof payload !== 'string') return undefined;
+  try {
+    const id = (JSON.parse(payload) as { id?: unknown }).id;
+    return typeof id === 'string' && UUID.test(id) ? id : undefined;
+  } catch {
+    return undefined;
+  }
+}

@@ -1,0 +1,132 @@
+import net from 'node:net';
+import type { Db } from '../../src/adapters/db/pool';
+
+/** What a test needs of a response: status, headers, raw text and the parsed JSON (if it is JSON). */
+export interface ApiResponse {
+  status: number;
+  headers: Headers;
+  text: string;
+  json: unknown;
+}
+
+export async function call(
+  baseUrl: string,
+  path: string,
+  init: { method?: string; headers?: Record<string, string>; body?: string } = {},
+): Promise<ApiResponse> {
+  const res = await fetch(`${baseUrl}${path}`, {
+    method: init.method ?? 'GET',
+    headers: init.headers,
+    body: init.body,
+  });
+  const text = await res.text();
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    json = undefined;
+  }
+  return { status: res.status, headers: res.headers, text, json };
+}
+
+/** POST /v1/payouts with a JSON body (a string is sent as is). */
+export function post(
+  baseUrl: string,
+  apiKey: string | undefined,
+  body: unknown,
+  headers: Record<string, string> = {},
+): Promise<ApiResponse> {
+  return call(baseUrl, '/v1/payouts', {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      ...(apiKey === undefined ? {} : { 'x-api-key': apiKey }),
+      ...headers,
+    },
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+  });
+}
+
+export function getPayout(baseUrl: string, apiKey: string | undefined, id: string): Promise<ApiResponse> {
+  return call(baseUrl, `/v1/payouts/${id}`, { headers: apiKey === undefined ? {} : { 'x-api-key': apiKey } });
+}
+
+/**
+ * The error contract of DECISIONS.md section 3: a JSON object with exactly one key, `error`, a
+ * non-empty string, and nothing that looks like a stack trace.
+ */
+export function expectErrorBody(res: Pick<ApiResponse, 'json' | 'text'>, message?: string): void {
+  expect(res.json).toEqual({ error: expect.any(String) });
+  const { error } = res.json as { error: string };
+  expect(error.length).toBeGreaterThan(0);
+  if (message !== undefined) expect(error).toBe(message);
+  expect(res.text).not.toMatch(/\bat .+:\d+:\d+|node_modules|\.ts:\d+/);
+}
+
+export function expectError(res: ApiResponse, status: number, message?: string): void {
+  expect({ status: res.status, body: res.json }).toEqual({ status, body: expect.anything() });
+  expect(res.headers.get('content-type')).toMatch(/^application\/json/);
+  expectErrorBody(res, message);
+}
+
+/** Keys of the partner-facing Payout (SPEC.md), without the two timestamps absent until COMPLETED. */
+export const PAYOUT_KEYS = [
+  'id',
+  'partner_id',
+  'status',
+  'amount_brl',
+  'min_amount_usdt',
+  'settled_amount_usdt',
+  'pix_key',
+  'pix_key_type',
+  'receiver_wallet',
+  'pix_copy_paste',
+  'blockchain_network',
+  'blockchain_chain_id',
+  'blockchain_tx_id',
+  'block_explorer_url',
+  'created_at',
+  'updated_at',
+].sort();
+
+export async function countPayouts(db: Db, partnerId: string): Promise<number> {
+  const { rows } = await db.query<{ n: number }>(
+    'SELECT count(*)::int AS n FROM payouts WHERE partner_id = $1',
+    [partnerId],
+  );
+  return rows[0]!.n;
+}
+
+/** Raw bytes to the api over TCP, for requests no HTTP client will send. Resolves with the raw answer. */
+export function rawRequest(baseUrl: string, bytes: string | Buffer, timeoutMs = 5_000): Promise<string> {
+  const { hostname, port } = new URL(baseUrl);
+  return new Promise((resolve, reject) => {
+    const socket = net.connect({ host: hostname, port: Number(port) });
+    const chunks: Buffer[] = [];
+    socket.setTimeout(timeoutMs, () => {
+      socket.destroy();
+      resolve(Buffer.concat(chunks).toString('latin1'));
+    });
+    socket.on('data', (c: Buffer) => chunks.push(c));
+    socket.on('error', reject);
+    socket.on('close', () => resolve(Buffer.concat(chunks).toString('latin1')));
+    socket.end(bytes);
+  });
+}
+
+/** Status and JSON body of a raw HTTP/1.1 answer (the first one on the connection). */
+export function parseRawResponse(raw: string): { status: number; text: string; json: unknown } {
+  const match = /^HTTP\/1\.1 (\d{3})[^\r]*\r\n([\s\S]*?)\r\n\r\n([\s\S]*)$/.exec(raw);
+  if (!match) throw new Error(`not an HTTP response: ${JSON.stringify(raw.slice(0, 200))}`);
+  const headers = match[2]!;
+  let body = match[3]!;
+  const length = /^content-length:\s*(\d+)/im.exec(headers);
+  if (length) body = body.slice(0, Number(length[1]));
+  let json: unknown;
+  try {
+    json = JSON.parse(body);
+  } catch {
+    json = undefined;
+  }
+  return { status: Number(match[1]), text: body, json };
+}

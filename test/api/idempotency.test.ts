@@ -1,0 +1,279 @@
+import { randomUUID } from 'node:crypto';
+import { startStack, VALID_PAYOUT, type TestStack } from '../support/stack';
+import {
+  countPayouts,
+  expectError,
+  expectErrorBody,
+  parseRawResponse,
+  post,
+  rawRequest,
+  type ApiResponse,
+} from './helpers';
+
+// Idempotency-Key on POST /v1/payouts (SPEC.md idempotency rules, DECISIONS.md section 3).
+describe('Idempotency-Key', () => {
+  let stack: TestStack;
+
+  beforeAll(async () => {
+    stack = await startStack();
+  }, 120_000);
+  afterAll(() => stack?.close());
+
+  const idOf = (res: ApiResponse) => (res.json as { id: string }).id;
+  const withKey = (apiKey: string, key: string, body: unknown = VALID_PAYOUT) =>
+    post(stack.apiUrl, apiKey, body, { 'idempotency-key': key });
+
+  async function keyRow(partnerId: string, key: string) {
+    const { rows } = await stack.db.query<{ payout_id: string; state: string }>(
+      'SELECT payout_id, state FROM idempotency_keys WHERE partner_id = $1 AND key = $2',
+      [partnerId, key],
+    );
+    return rows[0];
+  }
+
+  it('a first use creates the payout (201, no Idempotent-Replayed header); a replay returns it with the header', async () => {
+    const { partnerId, apiKey } = await stack.createPartner();
+    const first = await withKey(apiKey, 'order-1');
+    expect(first.status).toBe(201);
+    expect(first.headers.get('idempotent-replayed')).toBeNull();
+    expect(await keyRow(partnerId, 'order-1')).toEqual({ payout_id: idOf(first), state: 'recorded' });
+
+    const replay = await withKey(apiKey, 'order-1');
+    expect(replay.status).toBe(201);
+    expect(replay.headers.get('idempotent-replayed')).toBe('true');
+    expect(replay.json).toEqual(first.json);
+    expect(await countPayouts(stack.db, partnerId)).toBe(1);
+  });
+
+  it.each([
+    ['a different valid body', { ...VALID_PAYOUT, amount_brl: 5, pix_key_type: 'EMAIL', pix_key: 'a@b.co' }],
+    ['a body failing validation', { amount_brl: -1 }],
+    ['an empty object', {}],
+    ['malformed JSON', '{"amount_brl": '],
+    ['a body over 16 KiB', JSON.stringify({ padding: 'x'.repeat(20_000) })],
+  ])('a replay ignores the body: %s', async (_what, body) => {
+    const { partnerId, apiKey } = await stack.createPartner();
+    const first = await withKey(apiKey, 'k');
+    const replay = await withKey(apiKey, 'k', body);
+    expect(replay.status).toBe(201);
+    expect(replay.headers.get('idempotent-replayed')).toBe('true');
+    expect(replay.json).toEqual(first.json);
+    expect(await countPayouts(stack.db, partnerId)).toBe(1);
+  });
+
+  it('a replay with a wrong content-type still replays', async () => {
+    const { apiKey } = await stack.createPartner();
+    const first = await withKey(apiKey, 'k');
+    const replay = await post(stack.apiUrl, apiKey, 'x', {
+      'idempotency-key': 'k',
+      'content-type': 'text/plain',
+    });
+    expect(replay.status).toBe(201);
+    expect(replay.json).toEqual(first.json);
+  });
+
+  it("a replay returns the payout's current state, not a snapshot of the first answer", async () => {
+    const { apiKey } = await stack.createPartner();
+    const first = await withKey(apiKey, 'k');
+    await stack.pay((first.json as { pix_copy_paste: string }).pix_copy_paste);
+    await stack.waitForStatus(apiKey, idOf(first), ['COMPLETED']);
+    const replay = await withKey(apiKey, 'k');
+    expect(replay.status).toBe(201);
+    expect(replay.json).toMatchObject({ id: idOf(first), status: 'COMPLETED' });
+  });
+
+  it('requests without a key are never de-duplicated', async () => {
+    const { partnerId, apiKey } = await stack.createPartner();
+    const [a, b] = await Promise.all([
+      post(stack.apiUrl, apiKey, VALID_PAYOUT),
+      post(stack.apiUrl, apiKey, VALID_PAYOUT),
+    ]);
+    expect(idOf(a)).not.toBe(idOf(b));
+    expect(await countPayouts(stack.db, partnerId)).toBe(2);
+  });
+
+  it('keys are scoped per partner: the same key gives each partner its own payout', async () => {
+    const a = await stack.createPartner();
+    const b = await stack.createPartner();
+    const key = `shared-${randomUUID()}`;
+    const [ra, rb] = await Promise.all([withKey(a.apiKey, key), withKey(b.apiKey, key)]);
+    expect(ra.status).toBe(201);
+    expect(rb.status).toBe(201);
+    expect(idOf(ra)).not.toBe(idOf(rb));
+    expect(ra.json).toMatchObject({ partner_id: a.partnerId });
+    expect(rb.json).toMatchObject({ partner_id: b.partnerId });
+    expect((await withKey(a.apiKey, key)).json).toEqual(ra.json);
+    expect((await withKey(b.apiKey, key)).json).toEqual(rb.json);
+  });
+
+  describe('key format: 1-255 printable ASCII characters', () => {
+    it.each([
+      ['empty', ''],
+      ['256 characters', 'k'.repeat(256)],
+      ['a non-ASCII character', 'pedido-ç'],
+      ['a control character (tab)', 'a\tb'],
+    ])('%s -> 400', async (_what, key) => {
+      const { partnerId, apiKey } = await stack.createPartner();
+      expectError(
+        await withKey(apiKey, key),
+        400,
+        'Idempotency-Key must be 1-255 printable ASCII characters',
+      );
+      expect(await countPayouts(stack.db, partnerId)).toBe(0);
+    });
+
+    it('a DEL byte (no HTTP client sends it; raw) -> 400 with the error shape', async () => {
+      const { partnerId, apiKey } = await stack.createPartner();
+      const body = JSON.stringify(VALID_PAYOUT);
+      const res = parseRawResponse(
+        await rawRequest(
+          stack.apiUrl,
+          `POST /v1/payouts HTTP/1.1\r\nHost: x\r\nX-API-Key: ${apiKey}\r\nIdempotency-Key: a\x7fb\r\n` +
+            `Content-Type: application/json\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n${body}`,
+        ),
+      );
+      expect(res.status).toBe(400);
+      expectErrorBody(res);
+      expect(await countPayouts(stack.db, partnerId)).toBe(0);
+    });
+
+    it.each([
+      ['one character', 'a'],
+      ['255 characters', 'k'.repeat(255)],
+      ['spaces and punctuation inside', 'order #42 / "A" ~ {x}'],
+      ['a UUID', randomUUID()],
+    ])('%s is accepted', async (_what, key) => {
+      const { apiKey } = await stack.createPartner();
+      const first = await withKey(apiKey, key);
+      expect(first.status).toBe(201);
+      const replay = await withKey(apiKey, key);
+      expect(replay.headers.get('idempotent-replayed')).toBe('true');
+      expect(idOf(replay)).toBe(idOf(first));
+    });
+
+    it('keys are case-sensitive opaque strings', async () => {
+      const { apiKey } = await stack.createPartner();
+      const upper = await withKey(apiKey, 'ORDER-1');
+      const lower = await withKey(apiKey, 'order-1');
+      expect(idOf(upper)).not.toBe(idOf(lower));
+    });
+  });
+
+  it('a storm of 20 concurrent requests with one key makes exactly one payout and one PIX charge', async () => {
+    const { partnerId, apiKey } = await stack.createPartner();
+    const results = await Promise.all(Array.from({ length: 20 }, () => withKey(apiKey, 'storm')));
+
+    const created = results.filter((r) => r.status === 201);
+    const conflicts = results.filter((r) => r.status === 409);
+    expect(created.length + conflicts.length).toBe(20);
+    expect(created.length).toBeGreaterThanOrEqual(1);
+    for (const c of conflicts) expectError(c, 409, 'idempotency conflict');
+    expect(new Set(created.map(idOf)).size).toBe(1);
+    expect(new Set(created.map((r) => (r.json as { pix_copy_paste: string }).pix_copy_paste)).size).toBe(1);
+    expect(created.filter((r) => r.headers.get('idempotent-replayed') === null)).toHaveLength(1);
+
+    expect(await countPayouts(stack.db, partnerId)).toBe(1);
+    const workflows = await stack.db.query('SELECT DISTINCT workflow_id FROM payouts WHERE partner_id = $1', [
+      partnerId,
+    ]);
+    expect(workflows.rows).toHaveLength(1);
+
+    // Settled, every later retry is a replay of the one payout.
+    const after = await withKey(apiKey, 'storm');
+    expect(after.headers.get('idempotent-replayed')).toBe('true');
+    expect(idOf(after)).toBe(idOf(created[0]!));
+  });
+
+  it('a key claimed by a request still in flight -> 409 "idempotency conflict"', async () => {
+    const { partnerId, apiKey } = await stack.createPartner();
+    await stack.db.query(
+      `INSERT INTO idempotency_keys (partner_id, key, payout_id, workflow_id, state, claimed_at, expires_at)
+       VALUES ($1, 'busy', $2, 'payout-in-flight', 'claimed', now(), now() + interval '24 hours')`,
+      [partnerId, randomUUID()],
+    );
+    expectError(await withKey(apiKey, 'busy'), 409, 'idempotency conflict');
+    expect(await countPayouts(stack.db, partnerId)).toBe(0);
+  });
+
+  it('a stale claim (its request died) is taken over and completes the claimed payout', async () => {
+    const { partnerId, apiKey } = await stack.createPartner();
+    const claimedId = randomUUID();
+    await stack.db.query(
+      `INSERT INTO idempotency_keys (partner_id, key, payout_id, workflow_id, state, claimed_at, expires_at)
+       VALUES ($1, 'abandoned', $2, $3, 'claimed', now() - interval '5 minutes', now() + interval '24 hours')`,
+      [partnerId, claimedId, `payout-${partnerId}-idem-abandoned-${claimedId.slice(0, 8)}`],
+    );
+    const res = await withKey(apiKey, 'abandoned');
+    expect(res.status).toBe(201);
+    expect(res.headers.get('idempotent-replayed')).toBeNull();
+    expect(idOf(res)).toBe(claimedId);
+    expect(await keyRow(partnerId, 'abandoned')).toEqual({ payout_id: claimedId, state: 'recorded' });
+    expect(idOf(await withKey(apiKey, 'abandoned'))).toBe(claimedId);
+  });
+
+  it('after 24 hours the key creates a new payout', async () => {
+    const { partnerId, apiKey } = await stack.createPartner();
+    const first = await withKey(apiKey, 'daily');
+    await stack.db.query(
+      `UPDATE idempotency_keys SET claimed_at = claimed_at - interval '24 hours 1 second',
+              expires_at = expires_at - interval '24 hours 1 second'
+        WHERE partner_id = $1 AND key = 'daily'`,
+      [partnerId],
+    );
+    const second = await withKey(apiKey, 'daily');
+    expect(second.status).toBe(201);
+    expect(second.headers.get('idempotent-replayed')).toBeNull();
+    expect(idOf(second)).not.toBe(idOf(first));
+    expect(await countPayouts(stack.db, partnerId)).toBe(2);
+    // The key now replays the new payout for the next 24 hours.
+    expect(idOf(await withKey(apiKey, 'daily'))).toBe(idOf(second));
+  });
+
+  it('just inside 24 hours the key still replays', async () => {
+    const { partnerId, apiKey } = await stack.createPartner();
+    const first = await withKey(apiKey, 'daily');
+    await stack.db.query(
+      `UPDATE idempotency_keys SET claimed_at = claimed_at - interval '23 hours 59 minutes',
+              expires_at = expires_at - interval '23 hours 59 minutes'
+        WHERE partner_id = $1 AND key = 'daily'`,
+      [partnerId],
+    );
+    const replay = await withKey(apiKey, 'daily');
+    expect(replay.headers.get('idempotent-replayed')).toBe('true');
+    expect(idOf(replay)).toBe(idOf(first));
+  });
+
+  it('a payout whose PIX charge the provider refused frees its key: a retry makes a new attempt', async () => {
+    const { partnerId, apiKey } = await stack.createPartner();
+    // A stale claim whose payout id the provider already holds with other terms: the provider
+    // refuses the charge (409, not retryable), so the payout fails before the partner ever sees it.
+    const doomedId = randomUUID();
+    const charge = await fetch(`${stack.sandboxUrl}/pix/charges`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        external_id: doomedId,
+        amount_brl: '1.00',
+        payer_pix_key: '12345678901',
+        payer_pix_key_type: 'CPF',
+        expires_in_seconds: 60,
+      }),
+    });
+    expect(charge.status).toBe(201);
+    await stack.db.query(
+      `INSERT INTO idempotency_keys (partner_id, key, payout_id, workflow_id, state, claimed_at, expires_at)
+       VALUES ($1, 'retry-me', $2, $3, 'claimed', now() - interval '5 minutes', now() + interval '24 hours')`,
+      [partnerId, doomedId, `payout-${partnerId}-idem-retry-${doomedId.slice(0, 8)}`],
+    );
+
+    const failed = await withKey(apiKey, 'retry-me');
+    expectError(failed, 502, 'payment provider could not create the PIX charge, retry later');
+    expect(await keyRow(partnerId, 'retry-me')).toBeUndefined();
+
+    const retried = await withKey(apiKey, 'retry-me');
+    expect(retried.status).toBe(201);
+    expect(retried.headers.get('idempotent-replayed')).toBeNull();
+    expect(idOf(retried)).not.toBe(doomedId);
+    expect(idOf(await withKey(apiKey, 'retry-me'))).toBe(idOf(retried));
+  });
+});

@@ -1,0 +1,94 @@
+import { setPartnerCallback } from '../../src/adapters/db/partners-repo';
+import { listCallbackEvents } from '../../src/adapters/db/callbacks-repo';
+import { verifyCallbackSignature } from '../../examples/verify-callback-signature';
+import { callbackWorkflowId } from '../../src/domain/callback-event';
+import type { CallbackDeliveryResult } from '../../src/workflows/callback.workflow';
+import { postPayout, startStack, VALID_PAYOUT, type TestStack } from '../support/stack';
+import { startReceiver, type Receiver } from './receiver';
+
+// The whole service on real servers: a payout paid through the sandbox reaches COMPLETED (or
+// FAILED) and the partner's receiver, on loopback (explicitly allowed), is told with the GET shape.
+describe('partner callbacks end to end', () => {
+  let stack: TestStack;
+  let receiver: Receiver;
+  const secret = 'whsec_e2e_secret';
+
+  beforeAll(async () => {
+    [stack, receiver] = await Promise.all([
+      startStack({ env: { CALLBACK_ALLOW_PRIVATE_NETWORKS: 'true' } }),
+      startReceiver(),
+    ]);
+  }, 120_000);
+  afterAll(async () => {
+    await receiver?.close();
+    await stack?.close();
+  });
+
+  const forPayout = (id: string) => (r: { rawBody: Buffer }) =>
+    (JSON.parse(r.rawBody.toString('utf8')) as { payout: { id: string } }).payout.id === id;
+
+  async function createPayout(apiKey: string): Promise<{ id: string; pixCopyPaste: string }> {
+    const created = await postPayout(stack.apiUrl, apiKey, VALID_PAYOUT);
+    expect(created.status).toBe(201);
+    return { id: created.body.id as string, pixCopyPaste: created.body.pix_copy_paste as string };
+  }
+
+  it('sends payout.completed, signed, with the same payout as GET', async () => {
+    const { partnerId, apiKey } = await stack.createPartner();
+    await setPartnerCallback(stack.db, partnerId, { url: receiver.url, secret });
+    const payout = await createPayout(apiKey);
+
+    await stack.pay(payout.pixCopyPaste);
+    const [got] = await receiver.waitFor(1, forPayout(payout.id));
+    const done = await stack.waitForStatus(apiKey, payout.id, ['COMPLETED', 'FAILED']);
+
+    expect(done.status).toBe('COMPLETED');
+    expect(JSON.parse(got!.rawBody.toString('utf8'))).toEqual({ event: 'payout.completed', payout: done });
+    expect(got!.headers['x-payout-event-id']).toBe(`evt_${payout.id}_completed`);
+    expect(got!.headers['content-type']).toBe('application/json');
+    expect(
+      verifyCallbackSignature({
+        rawBody: got!.rawBody,
+        signatureHeader: got!.headers['x-payout-signature'],
+        secret,
+      }).valid,
+    ).toBe(true);
+
+    const result = (await stack.temporal.workflow
+      .getHandle(callbackWorkflowId(payout.id, 'payout.completed'))
+      .result()) as CallbackDeliveryResult;
+    expect(result).toMatchObject({ outcome: 'delivered', attempts: 1 });
+    const [event] = await listCallbackEvents(stack.db, partnerId);
+    expect(event).toMatchObject({ payoutId: payout.id, event: 'payout.completed', state: 'delivered' });
+  });
+
+  it('sends payout.failed when settlement fails, with the FAILED payout as GET shows it', async () => {
+    const { partnerId, apiKey } = await stack.createPartner();
+    await setPartnerCallback(stack.db, partnerId, { url: receiver.url, secret });
+    const payout = await createPayout(apiKey);
+
+    await stack.pay(payout.pixCopyPaste, 'settlement_failed');
+    const [got] = await receiver.waitFor(1, forPayout(payout.id));
+    const done = await stack.waitForStatus(apiKey, payout.id, ['COMPLETED', 'FAILED']);
+
+    expect(done.status).toBe('FAILED');
+    expect(JSON.parse(got!.rawBody.toString('utf8'))).toEqual({ event: 'payout.failed', payout: done });
+    expect(got!.headers['x-payout-event-id']).toBe(`evt_${payout.id}_failed`);
+  });
+
+  it('sends nothing for a partner without a callback URL', async () => {
+    const { partnerId, apiKey } = await stack.createPartner();
+    const payout = await createPayout(apiKey);
+
+    await stack.pay(payout.pixCopyPaste);
+    await stack.waitForStatus(apiKey, payout.id, ['COMPLETED']);
+    const result = (await stack.temporal.workflow
+      .getHandle(callbackWorkflowId(payout.id, 'payout.completed'))
+      .result()) as CallbackDeliveryResult;
+
+    expect(result).toMatchObject({ outcome: 'not_configured', attempts: 0 });
+    expect(receiver.received.filter(forPayout(payout.id))).toHaveLength(0);
+    const [event] = await listCallbackEvents(stack.db, partnerId);
+    expect(event).toMatchObject({ payoutId: payout.id, state: 'skipped' });
+  });
+});

@@ -1,0 +1,262 @@
+import { execFile } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { startStack, VALID_PAYOUT, type TestStack } from '../support/stack';
+
+// The admin CLI as the account manager runs it: a real process against the test PostgreSQL, and the
+// keys it prints used against the real api.
+const ROOT = path.resolve(__dirname, '../..');
+const run = promisify(execFile);
+
+interface CliResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+async function cli(
+  args: string[],
+  {
+    command = path.join(ROOT, 'node_modules/.bin/tsx'),
+    env = {},
+  }: { command?: string; env?: Record<string, string> } = {},
+): Promise<CliResult> {
+  const argv = command.endsWith('tsx') ? ['src/cli/admin.ts', ...args] : args;
+  try {
+    const { stdout, stderr } = await run(command, argv, {
+      cwd: ROOT,
+      env: {
+        PATH: process.env.PATH,
+        HOME: process.env.HOME,
+        DATABASE_URL: process.env.TEST_DATABASE_URL,
+        ...env,
+      },
+      timeout: 30_000,
+    });
+    return { code: 0, stdout, stderr };
+  } catch (err) {
+    const e = err as { code?: number; stdout?: string; stderr?: string };
+    if (typeof e.code !== 'number') throw err;
+    return { code: e.code, stdout: e.stdout ?? '', stderr: e.stderr ?? '' };
+  }
+}
+
+/** Exit 0 and exactly one JSON object on stdout. */
+function json(result: CliResult): Record<string, unknown> {
+  expect({ code: result.code, stderr: result.stderr }).toEqual({ code: 0, stderr: '' });
+  const parsed = JSON.parse(result.stdout) as unknown;
+  expect(parsed).toEqual(expect.any(Object));
+  expect(Array.isArray(parsed)).toBe(false);
+  return parsed as Record<string, unknown>;
+}
+
+describe('admin CLI', () => {
+  let stack: TestStack;
+
+  beforeAll(async () => {
+    stack = await startStack();
+  }, 120_000);
+  afterAll(() => stack?.close());
+
+  const postWith = (apiKey: string) =>
+    fetch(`${stack.apiUrl}/v1/payouts`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-api-key': apiKey },
+      body: JSON.stringify(VALID_PAYOUT),
+    });
+
+  async function create(
+    name = `cli ${randomUUID().slice(0, 8)}`,
+  ): Promise<{ partner_id: string; api_key: string }> {
+    return json(await cli(['partner', 'create', '--name', name])) as { partner_id: string; api_key: string };
+  }
+
+  it('`npm run --silent admin -- partner create --name X` prints {"partner_id","api_key"}, and the key works', async () => {
+    const result = await cli(
+      ['run', '--silent', 'admin', '--', 'partner', 'create', '--name', 'Acme Pagamentos'],
+      'npm',
+    );
+    expect(result.code).toBe(0);
+    const created = JSON.parse(result.stdout) as Record<string, string>;
+    expect(Object.keys(created).sort()).toEqual(['api_key', 'partner_id']);
+    expect(created.partner_id).toMatch(
+      /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/,
+    );
+    expect(created.api_key).toMatch(/^pk_live_[A-Za-z0-9_-]{43}$/);
+
+    const res = await postWith(created.api_key!);
+    expect(res.status).toBe(201);
+    expect(await res.json()).toMatchObject({ partner_id: created.partner_id });
+  });
+
+  it('partner list shows partners with status and callback URL, never a key', async () => {
+    const { partner_id, api_key } = await create('listed partner');
+    const listed = json(await cli(['partner', 'list'])) as { partners: Record<string, unknown>[] };
+    const mine = listed.partners.find((p) => p.partner_id === partner_id);
+    expect(mine).toEqual({
+      partner_id,
+      name: 'listed partner',
+      status: 'active',
+      callback_url: null,
+      created_at: expect.stringMatching(/Z$/),
+    });
+    expect(JSON.stringify(listed)).not.toContain(api_key);
+  });
+
+  it('partner rotate-key: the new key works, the old one is refused', async () => {
+    const { partner_id, api_key: oldKey } = await create();
+    const rotated = json(await cli(['partner', 'rotate-key', '--id', partner_id]));
+    expect(Object.keys(rotated).sort()).toEqual(['api_key', 'partner_id']);
+    expect(rotated.partner_id).toBe(partner_id);
+    expect(rotated.api_key).not.toBe(oldKey);
+
+    expect((await postWith(rotated.api_key as string)).status).toBe(201);
+    const refused = await postWith(oldKey);
+    expect(refused.status).toBe(401);
+    expect(await refused.json()).toEqual({ error: 'invalid API key' });
+  });
+
+  it('partner disable refuses the key; partner enable accepts it again', async () => {
+    const { partner_id, api_key } = await create();
+    expect(json(await cli(['partner', 'disable', '--id', partner_id]))).toEqual({
+      partner_id,
+      status: 'disabled',
+    });
+    const refused = await postWith(api_key);
+    expect(refused.status).toBe(401);
+    expect(await refused.json()).toEqual({ error: 'invalid API key' });
+    const listed = json(await cli(['partner', 'list'])) as {
+      partners: { partner_id: string; status: string }[];
+    };
+    expect(listed.partners.find((p) => p.partner_id === partner_id)?.status).toBe('disabled');
+
+    expect(json(await cli(['partner', 'enable', '--id', partner_id]))).toEqual({
+      partner_id,
+      status: 'active',
+    });
+    expect((await postWith(api_key)).status).toBe(201);
+  });
+
+  it('partner set-callback stores the URL and a generated or given secret; clear-callback removes them', async () => {
+    const { partner_id } = await create();
+    const generated = json(
+      await cli(['partner', 'set-callback', '--id', partner_id, '--url', 'https://partner.example/hooks']),
+    );
+    expect(generated).toEqual({
+      partner_id,
+      callback_url: 'https://partner.example/hooks',
+      callback_secret: expect.stringMatching(/^whsec_[A-Za-z0-9_-]{32}$/),
+    });
+    const given = json(
+      await cli([
+        'partner',
+        'set-callback',
+        '--id',
+        partner_id,
+        '--url',
+        'https://partner.example/v2',
+        '--secret',
+        's3cret-s3cret',
+      ]),
+    );
+    expect(given.callback_secret).toBe('s3cret-s3cret');
+    const { rows } = await stack.db.query(
+      'SELECT callback_url, callback_secret FROM partners WHERE id = $1',
+      [partner_id],
+    );
+    expect(rows[0]).toEqual({ callback_url: 'http://127.0.0.1:8080/v2', callback_secret: 's3cret-s3cret' });
+
+    expect(json(await cli(['partner', 'clear-callback', '--id', partner_id]))).toEqual({
+      partner_id,
+      callback_url: null,
+    });
+    const after = await stack.db.query('SELECT callback_url, callback_secret FROM partners WHERE id = $1', [
+      partner_id,
+    ]);
+    expect(after.rows[0]).toEqual({ callback_url: null, callback_secret: null });
+  });
+
+  it.each([[[]], [['--help']], [['-h']], [['partner', '--help']]])(
+    '%j prints the overview listing every command',
+    async (args) => {
+      const result = await cli(args);
+      const out = args.length === 0 ? result.stderr : result.stdout;
+      expect(result.code).toBe(args.length === 0 ? 2 : 0);
+      for (const command of [
+        'create',
+        'list',
+        'rotate-key',
+        'disable',
+        'enable',
+        'set-callback',
+        'clear-callback',
+      ]) {
+        expect(out).toContain(`partner ${command}`);
+      }
+    },
+  );
+
+  it.each(['create', 'list', 'rotate-key', 'disable', 'enable', 'set-callback', 'clear-callback'])(
+    'partner %s --help prints its usage and exits 0 without touching the database',
+    async (command) => {
+      const result = await cli(['partner', command, '--help']);
+      expect(result.code).toBe(0);
+      expect(result.stdout).toMatch(new RegExp(`^usage: npm run --silent admin -- partner ${command}\\b`));
+    },
+  );
+
+  it.each([
+    [['partner', 'create'], /--name is required/],
+    [['partner', 'create', '--name', '   '], /--name is required/],
+    [['partner', 'create', '--name', 'x'.repeat(201)], /--name must be at most 200 characters/],
+    [['partner', 'rotate-key'], /--id is required/],
+    [['partner', 'disable', '--id', 'not-a-uuid'], /--id must be a partner id \(a UUID\)/],
+    [['partner', 'set-callback', '--id', randomUUID()], /--url is required/],
+    [['partner', 'set-callback', '--id', randomUUID(), '--url', 'ftp://x'], /--url must be an http\(s\) URL/],
+    [
+      ['partner', 'set-callback', '--id', randomUUID(), '--url', 'not a url'],
+      /--url must be an http\(s\) URL/,
+    ],
+    [['partner', 'list', '--name', 'x'], /Unknown option '--name'/],
+    [['partner', 'create', '--name', 'x', 'extra'], /unexpected argument|positional/i],
+    [['partner', 'frobnicate'], /unknown command "partner frobnicate"/],
+    [['partners', 'list'], /unknown command "partners list"/],
+  ])('usage error %j -> exit 2 with a message on stderr', async (args, message) => {
+    const result = await cli(args);
+    expect(result.code).toBe(2);
+    expect(result.stdout).toBe('');
+    expect(result.stderr).toMatch(message);
+  });
+
+  it.each(['rotate-key', 'disable', 'enable', 'clear-callback'])(
+    'partner %s with an unknown partner id -> exit 1 "no partner <id>"',
+    async (command) => {
+      const id = randomUUID();
+      const result = await cli(['partner', command, '--id', id]);
+      expect(result.code).toBe(1);
+      expect(result.stdout).toBe('');
+      expect(result.stderr).toBe(`error: no partner ${id}\n`);
+    },
+  );
+
+  it('an unreachable database -> exit 1 with a hint', async () => {
+    const result = await run(
+      path.join(ROOT, 'node_modules/.bin/tsx'),
+      ['src/cli/admin.ts', 'partner', 'list'],
+      {
+        cwd: ROOT,
+        env: {
+          PATH: process.env.PATH,
+          HOME: process.env.HOME,
+          DATABASE_URL: 'postgres://postgres:x@127.0.0.1:1/none',
+        },
+      },
+    ).then(
+      () => ({ code: 0, stderr: '' }),
+      (err: { code: number; stderr: string }) => err,
+    );
+    expect(result.code).toBe(1);
+    expect(result.stderr).toMatch(/ECONNREFUSED[\s\S]*is the database up\?/);
+  });
+});

@@ -1,0 +1,195 @@
+import { randomUUID } from 'node:crypto';
+import { ApplicationFailure } from '@temporalio/common';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import { bundleWorkflowCode, Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import type { PayoutActivities } from '../../src/activities';
+import type { PayoutRecord } from '../../src/domain/payout';
+import type { ProviderEvent } from '../../src/domain/provider-event';
+import type { PayoutSettings, PayoutWorkflowInput } from '../../src/workflows/definitions';
+import { getPayoutQuery } from '../../src/workflows/definitions';
+import { SEARCH_ATTRIBUTES } from '../support/stack';
+
+/**
+ * Workflow unit tests run the real workflow code on Temporal's time-skipping test server; only the
+ * activities are stand-ins (as in Temporal's testing guide), so each test decides what the outside
+ * world answers and sees exactly which calls the workflow made.
+ */
+
+export const TX_HASH = `0x${'ab'.repeat(32)}` as const;
+export const TREASURY_TX_HASH = `0x${'cd'.repeat(32)}` as const;
+export const CHARGE_ID = 'chg_0123456789abcdef012345';
+
+export const SETTINGS: PayoutSettings = {
+  chargeExpirySeconds: 3600,
+  settlementTimeoutSeconds: 21_600,
+  settlementMode: 'provider',
+  settlementConfirmations: 1,
+  chainId: 42161,
+};
+
+export function payoutInput(settings: Partial<PayoutSettings> = {}): PayoutWorkflowInput {
+  return {
+    payoutId: randomUUID(),
+    partnerId: randomUUID(),
+    amountCentavos: '10000',
+    minAmountUsdtUnits: '17152658',
+    pixKey: '12345678901',
+    pixKeyType: 'CPF',
+    receiverWallet: '0x70997970C51812dc3A010C7d01b50e0d17dc79C8',
+    createdAt: new Date().toISOString(),
+    settings: { ...SETTINGS, ...settings },
+  };
+}
+
+let seq = 0;
+const eventId = () => `evt_${(++seq).toString().padStart(6, '0')}_${randomUUID().slice(0, 8)}`;
+const at = () => new Date().toISOString();
+
+export function pixReceived(payoutId: string, over: Partial<ProviderEvent> = {}): ProviderEvent {
+  return {
+    type: 'pix.received',
+    eventId: eventId(),
+    chargeId: CHARGE_ID,
+    externalId: payoutId,
+    occurredAt: at(),
+    paidAt: '2026-11-21T22:00:00.000Z',
+    amountBrl: '100.00',
+    ...over,
+  } as ProviderEvent;
+}
+
+export function settlementCompleted(payoutId: string, over: Partial<ProviderEvent> = {}): ProviderEvent {
+  return {
+    type: 'settlement.completed',
+    eventId: eventId(),
+    chargeId: CHARGE_ID,
+    externalId: payoutId,
+    occurredAt: at(),
+    txHash: TX_HASH,
+    amountUsdt: '17.825311',
+    chainId: 42161,
+    confirmedAt: '2026-11-21T22:00:05.000Z',
+    ...over,
+  } as ProviderEvent;
+}
+
+export function settlementFailed(payoutId: string, over: Partial<ProviderEvent> = {}): ProviderEvent {
+  return {
+    type: 'settlement.failed',
+    eventId: eventId(),
+    chargeId: CHARGE_ID,
+    externalId: payoutId,
+    occurredAt: at(),
+    failureReason: 'simulated settlement failure',
+    ...over,
+  } as ProviderEvent;
+}
+
+export interface Call {
+  name: string;
+  args: unknown[];
+}
+
+type Fakes = { [K in keyof PayoutActivities]: (...args: Parameters<PayoutActivities[K]>) => unknown };
+
+/**
+ * Stand-in activities with sensible defaults (the happy path), each overridable, and a log of every
+ * call the workflow made.
+ */
+export function fakeActivities(overrides: Partial<Fakes> = {}) {
+  const calls: Call[] = [];
+  const defaults: Fakes = {
+    recordPayout: async () => {},
+    findPayoutWorkflow: async () => null,
+    createPixCharge: async () => ({ chargeId: CHARGE_ID, pixCopyPaste: '000201...6304ABCD' }),
+    requestSettlement: async () => {},
+    fetchProviderEvent: async () => null,
+    verifyUsdtTransfer: async () => 'confirmed',
+    sendTreasuryTransfer: async () => ({ txHash: TREASURY_TX_HASH }),
+    confirmTreasuryTransfer: async () => 'confirmed',
+    alertSettlementOverdue: async () => {},
+    alertLateSettlement: async () => {},
+    alertSettlementBelowMinimum: async () => {},
+    recordLatePayment: async () => {},
+  };
+  const impl = { ...defaults, ...overrides } as Record<string, (...args: unknown[]) => unknown>;
+  const activities = Object.fromEntries(
+    Object.entries(impl).map(([name, fn]) => [
+      name,
+      async (...args: unknown[]) => {
+        calls.push({ name, args });
+        return fn(...args);
+      },
+    ]),
+  );
+  return {
+    activities,
+    calls,
+    /** Arguments of every call to `name`, in order. */
+    callsOf: (name: keyof PayoutActivities) => calls.filter((c) => c.name === name).map((c) => c.args),
+    /** The status of each read-model write, in order. */
+    savedStatuses: () =>
+      calls.filter((c) => c.name === 'recordPayout').map((c) => (c.args[0] as PayoutRecord).status),
+  };
+}
+
+export const notYet = () => ApplicationFailure.retryable('not yet', 'NotYetConfirmed');
+
+let bundle: Promise<WorkflowBundleWithSourceMap> | undefined;
+export function testBundle(): Promise<WorkflowBundleWithSourceMap> {
+  bundle ??= bundleWorkflowCode({
+    workflowsPath: require.resolve('../../src/workflows'),
+    logger: { log() {}, trace() {}, debug() {}, info() {}, warn() {}, error() {} },
+  });
+  return bundle;
+}
+
+/** The workflows may upsert search attributes: the test server must know them first. */
+export async function registerSearchAttributes(env: TestWorkflowEnvironment): Promise<void> {
+  const searchAttributes = Object.fromEntries(SEARCH_ATTRIBUTES.map((k) => [k.name, 2 /* KEYWORD */]));
+  await env.connection.operatorService
+    .addSearchAttributes({ namespace: env.namespace ?? 'default', searchAttributes })
+    .catch(() => {
+      // The time-skipping server accepts any search attribute and may not offer the operator API.
+    });
+}
+
+/** Runs `fn` with a worker on a fresh task queue, serving the real workflows and `activities`. */
+export async function withWorker<T>(
+  env: TestWorkflowEnvironment,
+  activities: object,
+  fn: (taskQueue: string) => Promise<T>,
+): Promise<T> {
+  const taskQueue = `wf-test-${randomUUID().slice(0, 8)}`;
+  const worker = await Worker.create({
+    connection: env.nativeConnection,
+    namespace: env.namespace ?? 'default',
+    taskQueue,
+    workflowBundle: await testBundle(),
+    activities,
+  });
+  return worker.runUntil(fn(taskQueue));
+}
+
+/** Polls the workflow's query until `predicate` holds (real time: no time skipping meanwhile). */
+export async function waitForPayout(
+  handle: { query: (q: typeof getPayoutQuery) => Promise<PayoutRecord> },
+  predicate: (p: PayoutRecord) => boolean,
+  timeoutMs = 10_000,
+): Promise<PayoutRecord> {
+  const deadline = Date.now() + timeoutMs;
+  let last: PayoutRecord | undefined;
+  while (Date.now() < deadline) {
+    last = await handle.query(getPayoutQuery).catch(() => undefined);
+    if (last && predicate(last)) return last;
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  throw new Error(`payout never matched; last: ${JSON.stringify(last)}`);
+}
+
+/** A promise with its resolve function, for gating a fake activity until the test says so. */
+export function gate<T = void>(): { promise: Promise<T>; open: (value: T) => void } {
+  let open!: (value: T) => void;
+  const promise = new Promise<T>((resolve) => (open = resolve));
+  return { promise, open };
+}

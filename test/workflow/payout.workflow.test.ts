@@ -1,0 +1,524 @@
+import { ApplicationFailure } from '@temporalio/common';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import { toPayoutResponse, type PayoutRecord } from '../../src/domain/payout';
+import type { ProviderEvent } from '../../src/domain/provider-event';
+import {
+  getPayoutQuery,
+  payoutWorkflowId,
+  providerEventSignal,
+  type PayoutSettings,
+  type PayoutWorkflowInput,
+} from '../../src/workflows/definitions';
+import { payoutWorkflow } from '../../src/workflows/payout.workflow';
+import { createTimeSkippingEnv } from '../support/temporal';
+import {
+  fakeActivities,
+  gate,
+  notYet,
+  payoutInput,
+  pixReceived,
+  registerSearchAttributes,
+  settlementCompleted,
+  settlementFailed,
+  testBundle,
+  TREASURY_TX_HASH,
+  TX_HASH,
+  waitForPayout,
+  withWorker,
+} from './harness';
+
+// Every transition and timer of the payout workflow on the time-skipping test server: an hour of
+// charge expiry or six hours of settlement timeout pass in well under a second of real time.
+describe('payoutWorkflow (time-skipping)', () => {
+  let env: TestWorkflowEnvironment;
+
+  beforeAll(async () => {
+    env = await createTimeSkippingEnv();
+    await registerSearchAttributes(env);
+    await testBundle();
+  }, 60_000);
+  afterAll(() => env?.teardown());
+
+  type Fake = ReturnType<typeof fakeActivities>;
+
+  /** Starts a payout on a worker with `fake`'s activities and hands its handle to `fn`. */
+  function run<T>(
+    fake: Fake,
+    settings: Partial<PayoutSettings>,
+    fn: (h: Handle, input: PayoutWorkflowInput) => Promise<T>,
+  ): Promise<T> {
+    return withWorker(env, fake.activities, async (taskQueue) => {
+      const input = payoutInput(settings);
+      const handle = await env.client.workflow.start(payoutWorkflow, {
+        workflowId: payoutWorkflowId(input.payoutId),
+        taskQueue,
+        args: [input],
+      });
+      return fn(handle, input);
+    });
+  }
+  type Handle = Awaited<ReturnType<TestWorkflowEnvironment['client']['workflow']['start']>>;
+
+  const signal = (h: Handle, event: ProviderEvent) => h.signal(providerEventSignal, event);
+  const charged = (h: Handle) => waitForPayout(h, (p) => p.pixCopyPaste !== '');
+  const processing = (h: Handle) => waitForPayout(h, (p) => p.status === 'PROCESSING');
+  const result = (h: Handle) => h.result() as Promise<PayoutRecord>;
+
+  it('fails an unpaid payout when its PIX charge expires after an hour (in seconds of real time)', async () => {
+    const fake = fakeActivities();
+    const started = Date.now();
+    const done = await run(fake, {}, async (h, input) => {
+      await charged(h);
+      const payout = await result(h);
+      // Workflow time moved a full hour; the charge expiry is a durable timer, not a sleep.
+      expect(Date.parse(payout.updatedAt) - Date.parse(input.createdAt)).toBeGreaterThanOrEqual(3_600_000);
+      return payout;
+    });
+    expect(Date.now() - started).toBeLessThan(15_000);
+    expect(done).toMatchObject({ status: 'FAILED', failureReason: 'charge_expired' });
+    expect(fake.savedStatuses()).toEqual(['PENDING', 'PENDING', 'FAILED']);
+    expect(fake.callsOf('requestSettlement')).toHaveLength(0);
+    expect(toPayoutResponse(done)).toMatchObject({ settled_amount_usdt: 0, blockchain_tx_id: '' });
+  });
+
+  it('fails the payout when the provider cannot create the PIX charge', async () => {
+    const fake = fakeActivities({
+      createPixCharge: async () => {
+        throw ApplicationFailure.nonRetryable('conflict', 'ProviderRejected');
+      },
+    });
+    const done = await run(fake, {}, (h) => result(h));
+    expect(done).toMatchObject({ status: 'FAILED', failureReason: 'charge_creation_failed' });
+  });
+
+  it('moves PENDING -> PROCESSING on pix.received, keeping paid_at for later', async () => {
+    const fake = fakeActivities({ requestSettlement: () => new Promise(() => {}) });
+    await run(fake, {}, async (h, input) => {
+      await charged(h);
+      expect((await h.query(getPayoutQuery)).status).toBe('PENDING');
+      await signal(h, pixReceived(input.payoutId, { paidAt: '2026-11-21T22:01:02.000Z' } as never));
+      const payout = await processing(h);
+      expect(payout.paidAt).toBe('2026-11-21T22:01:02.000Z');
+      // SPEC.md: paid_at is shown only once the payout is COMPLETED.
+      expect(toPayoutResponse(payout)).not.toHaveProperty('paid_at');
+      await h.terminate();
+    });
+    expect(fake.savedStatuses()).toEqual(['PENDING', 'PENDING', 'PROCESSING']);
+  });
+
+  it('completes with every settlement field once the provider settled and the chain confirms', async () => {
+    const fake = fakeActivities();
+    const done = await run(fake, {}, async (h, input) => {
+      await charged(h);
+      await signal(h, pixReceived(input.payoutId));
+      await processing(h);
+      await signal(h, settlementCompleted(input.payoutId));
+      return result(h);
+    });
+    expect(done).toMatchObject({
+      status: 'COMPLETED',
+      blockchainTxId: TX_HASH,
+      settledAmountUsdtUnits: '17825311',
+      paidAt: '2026-11-21T22:00:00.000Z',
+      confirmedAt: '2026-11-21T22:00:05.000Z',
+    });
+    expect(toPayoutResponse(done)).toMatchObject({
+      status: 'COMPLETED',
+      settled_amount_usdt: 17.825311,
+      blockchain_network: 'Arbitrum One',
+      blockchain_chain_id: 42161,
+      blockchain_tx_id: TX_HASH,
+      block_explorer_url: `https://arbiscan.io/tx/${TX_HASH}`,
+      paid_at: '2026-11-21T22:00:00.000Z',
+      confirmed_at: '2026-11-21T22:00:05.000Z',
+    });
+    expect(fake.callsOf('requestSettlement')).toEqual([
+      [{ payoutId: done.id, chargeId: done.providerChargeId, receiverWallet: done.receiverWallet, chainId: 42161 }],
+    ]);
+    expect(fake.callsOf('verifyUsdtTransfer')).toEqual([
+      [{ txHash: TX_HASH, to: done.receiverWallet, amountUnits: '17825311', minConfirmations: 1 }],
+    ]);
+    expect(fake.callsOf('alertSettlementBelowMinimum')).toHaveLength(0);
+    expect(fake.savedStatuses()).toEqual(['PENDING', 'PENDING', 'PROCESSING', 'COMPLETED']);
+  });
+
+  it('completes when the settlement event overtakes the payment being recorded', async () => {
+    const processingSaved = gate();
+    const release = gate();
+    const fake = fakeActivities({
+      recordPayout: async (p) => {
+        if (p.status === 'PROCESSING') {
+          processingSaved.open();
+          await release.promise;
+        }
+      },
+    });
+    const done = await run(fake, {}, async (h, input) => {
+      await charged(h);
+      await signal(h, pixReceived(input.payoutId));
+      await processingSaved.promise;
+      await signal(h, settlementCompleted(input.payoutId));
+      release.open();
+      return result(h);
+    });
+    expect(done.status).toBe('COMPLETED');
+  });
+
+  it('fails when the provider reports settlement failure, showing the initial empty fields', async () => {
+    const fake = fakeActivities();
+    const done = await run(fake, {}, async (h, input) => {
+      await charged(h);
+      await signal(h, pixReceived(input.payoutId));
+      await signal(h, settlementFailed(input.payoutId));
+      return result(h);
+    });
+    expect(done).toMatchObject({ status: 'FAILED', failureReason: 'provider_reported_failure' });
+    expect(fake.callsOf('verifyUsdtTransfer')).toHaveLength(0);
+    const response = toPayoutResponse(done);
+    expect(response).toMatchObject({
+      settled_amount_usdt: 0,
+      blockchain_network: '',
+      blockchain_chain_id: 0,
+      blockchain_tx_id: '',
+      block_explorer_url: '',
+    });
+    expect(response).not.toHaveProperty('paid_at');
+    expect(response).not.toHaveProperty('confirmed_at');
+  });
+
+  it('fails when the reported transfer reverted on chain', async () => {
+    const fake = fakeActivities({ verifyUsdtTransfer: async () => 'reverted' });
+    const done = await run(fake, {}, async (h, input) => {
+      await charged(h);
+      await signal(h, pixReceived(input.payoutId));
+      await signal(h, settlementCompleted(input.payoutId));
+      return result(h);
+    });
+    expect(done).toMatchObject({ status: 'FAILED', failureReason: 'transfer_reverted' });
+  });
+
+  it('fails when the chain does not show the reported transfer (mismatch)', async () => {
+    const fake = fakeActivities({ verifyUsdtTransfer: async () => 'mismatch' });
+    const done = await run(fake, {}, async (h, input) => {
+      await charged(h);
+      await signal(h, pixReceived(input.payoutId));
+      await signal(h, settlementCompleted(input.payoutId));
+      return result(h);
+    });
+    expect(done).toMatchObject({ status: 'FAILED', failureReason: 'transfer_mismatch' });
+  });
+
+  it('fails a settlement reported on another chain without trusting it', async () => {
+    const fake = fakeActivities();
+    const done = await run(fake, {}, async (h, input) => {
+      await charged(h);
+      await signal(h, pixReceived(input.payoutId));
+      await signal(h, settlementCompleted(input.payoutId, { chainId: 1 } as never));
+      return result(h);
+    });
+    expect(done).toMatchObject({ status: 'FAILED', failureReason: 'transfer_mismatch' });
+    expect(fake.callsOf('verifyUsdtTransfer')).toHaveLength(0);
+  });
+
+  it('fails after SETTLEMENT_TIMEOUT (6 h) without a settlement event', async () => {
+    const fake = fakeActivities();
+    const done = await run(fake, {}, async (h, input) => {
+      await charged(h);
+      await signal(h, pixReceived(input.payoutId));
+      const processed = await processing(h);
+      const payout = await result(h);
+      expect(Date.parse(payout.updatedAt) - Date.parse(processed.updatedAt)).toBeGreaterThanOrEqual(21_600_000);
+      return payout;
+    });
+    expect(done).toMatchObject({ status: 'FAILED', failureReason: 'settlement_timeout' });
+  });
+
+  it('bounds on-chain verification retries by the settlement deadline', async () => {
+    const fake = fakeActivities({
+      verifyUsdtTransfer: async () => {
+        throw notYet();
+      },
+    });
+    const done = await run(fake, { settlementTimeoutSeconds: 900 }, async (h, input) => {
+      await charged(h);
+      await signal(h, pixReceived(input.payoutId));
+      await signal(h, settlementCompleted(input.payoutId));
+      return result(h);
+    });
+    expect(done).toMatchObject({ status: 'FAILED', failureReason: 'settlement_timeout' });
+    expect(fake.callsOf('verifyUsdtTransfer').length).toBeGreaterThan(5);
+  });
+
+  it('fails when the provider refuses the settlement request', async () => {
+    const fake = fakeActivities({
+      requestSettlement: async () => {
+        throw ApplicationFailure.nonRetryable('charge is not paid', 'ProviderRejected');
+      },
+    });
+    const done = await run(fake, {}, async (h, input) => {
+      await charged(h);
+      await signal(h, pixReceived(input.payoutId));
+      return result(h);
+    });
+    expect(done).toMatchObject({ status: 'FAILED', failureReason: 'settlement_request_failed' });
+  });
+
+  it('still completes when the settlement request kept failing but the provider settled anyway', async () => {
+    // Answers lost on the way back: the provider accepted a request we never heard about.
+    const fake = fakeActivities({
+      requestSettlement: async () => {
+        throw ApplicationFailure.retryable('socket hang up', 'Error');
+      },
+    });
+    const done = await run(fake, { settlementTimeoutSeconds: 600 }, async (h, input) => {
+      await charged(h);
+      await signal(h, pixReceived(input.payoutId));
+      await processing(h);
+      await signal(h, settlementCompleted(input.payoutId));
+      return result(h);
+    });
+    expect(done.status).toBe('COMPLETED');
+    expect(fake.callsOf('requestSettlement').length).toBeGreaterThan(1);
+  });
+
+  it('applies each provider event once, however often it is delivered', async () => {
+    const fake = fakeActivities();
+    const done = await run(fake, {}, async (h, input) => {
+      await charged(h);
+      const payment = pixReceived(input.payoutId);
+      const settled = settlementCompleted(input.payoutId);
+      for (let i = 0; i < 3; i++) await signal(h, payment);
+      await processing(h);
+      await Promise.all([signal(h, settled), signal(h, settled), signal(h, payment)]);
+      return result(h);
+    });
+    expect(done.status).toBe('COMPLETED');
+    expect(fake.savedStatuses()).toEqual(['PENDING', 'PENDING', 'PROCESSING', 'COMPLETED']);
+    expect(fake.callsOf('requestSettlement')).toHaveLength(1);
+    expect(fake.callsOf('verifyUsdtTransfer')).toHaveLength(1);
+    // A repeat of the same event is not a second payment: nothing to refund.
+    expect(fake.callsOf('recordLatePayment')).toHaveLength(0);
+  });
+
+  it('ignores an event for another payout', async () => {
+    const fake = fakeActivities();
+    const done = await run(fake, {}, async (h) => {
+      await charged(h);
+      await signal(h, pixReceived('6f1c2d3e-4b5a-4978-8a9b-0c1d2e3f4a5b'));
+      await signal(h, settlementCompleted('6f1c2d3e-4b5a-4978-8a9b-0c1d2e3f4a5b'));
+      return result(h);
+    });
+    // Never paid, so it expires: the foreign payment moved nothing.
+    expect(done).toMatchObject({ status: 'FAILED', failureReason: 'charge_expired' });
+    expect(fake.callsOf('requestSettlement')).toHaveLength(0);
+  });
+
+  it('records a payment that arrives after FAILED for refund and never settles it', async () => {
+    const failing = gate();
+    const release = gate();
+    const fake = fakeActivities({
+      recordPayout: async (p) => {
+        if (p.status === 'FAILED') {
+          failing.open();
+          await release.promise;
+        }
+      },
+    });
+    let late: ProviderEvent | undefined;
+    const done = await run(fake, {}, async (h, input) => {
+      await charged(h);
+      const finished = result(h); // lets time skip to the expiry
+      await failing.promise;
+      late = pixReceived(input.payoutId);
+      await signal(h, late);
+      release.open();
+      return finished;
+    });
+    expect(done).toMatchObject({ status: 'FAILED', failureReason: 'charge_expired' });
+    expect(fake.callsOf('recordLatePayment')).toEqual([
+      [{ payoutId: done.id, event: late, reason: 'payment received after the payout was FAILED' }],
+    ]);
+    expect(fake.callsOf('requestSettlement')).toHaveLength(0);
+    expect(fake.savedStatuses()).toEqual(['PENDING', 'PENDING', 'FAILED']);
+  });
+
+  it('records a second, distinct payment of the same charge for refund and settles only the first', async () => {
+    const fake = fakeActivities();
+    let second: ProviderEvent | undefined;
+    const done = await run(fake, {}, async (h, input) => {
+      await charged(h);
+      await signal(h, pixReceived(input.payoutId));
+      await processing(h);
+      second = pixReceived(input.payoutId);
+      await signal(h, second);
+      await signal(h, settlementCompleted(input.payoutId));
+      return result(h);
+    });
+    expect(done.status).toBe('COMPLETED');
+    expect(fake.callsOf('requestSettlement')).toHaveLength(1);
+    expect(fake.callsOf('recordLatePayment')).toEqual([
+      [{ payoutId: done.id, event: second, reason: 'second payment for the same PIX charge' }],
+    ]);
+  });
+
+  it('never moves a terminal payout, and flags a settlement that lands after FAILED', async () => {
+    const terminal = gate();
+    const release = gate();
+    const fake = fakeActivities({
+      recordPayout: async (p) => {
+        if (p.status === 'FAILED') {
+          terminal.open();
+          await release.promise;
+        }
+      },
+    });
+    let lateSettlement: ProviderEvent | undefined;
+    const done = await run(fake, {}, async (h, input) => {
+      await charged(h);
+      await signal(h, pixReceived(input.payoutId));
+      await signal(h, settlementFailed(input.payoutId));
+      await terminal.promise;
+      lateSettlement = settlementCompleted(input.payoutId);
+      await signal(h, lateSettlement);
+      await signal(h, settlementFailed(input.payoutId));
+      release.open();
+      return result(h);
+    });
+    expect(done).toMatchObject({ status: 'FAILED', failureReason: 'provider_reported_failure' });
+    expect(fake.savedStatuses()).toEqual(['PENDING', 'PENDING', 'PROCESSING', 'FAILED']);
+    expect(fake.callsOf('verifyUsdtTransfer')).toHaveLength(0);
+    expect(fake.callsOf('alertLateSettlement')).toEqual([
+      [{ payoutId: done.id, status: 'FAILED', event: lateSettlement }],
+    ]);
+  });
+
+  it('keeps a COMPLETED payout COMPLETED whatever arrives afterwards', async () => {
+    const terminal = gate();
+    const release = gate();
+    const fake = fakeActivities({
+      recordPayout: async (p) => {
+        if (p.status === 'COMPLETED') {
+          terminal.open();
+          await release.promise;
+        }
+      },
+    });
+    const done = await run(fake, {}, async (h, input) => {
+      await charged(h);
+      await signal(h, pixReceived(input.payoutId));
+      await signal(h, settlementCompleted(input.payoutId));
+      await terminal.promise;
+      await signal(h, settlementFailed(input.payoutId));
+      release.open();
+      return result(h);
+    });
+    expect(done.status).toBe('COMPLETED');
+    expect(fake.savedStatuses()).toEqual(['PENDING', 'PENDING', 'PROCESSING', 'COMPLETED']);
+  });
+
+  it('completes a settlement below the guaranteed minimum and fires the alert', async () => {
+    const fake = fakeActivities();
+    const done = await run(fake, {}, async (h, input) => {
+      await charged(h);
+      await signal(h, pixReceived(input.payoutId));
+      await signal(h, settlementCompleted(input.payoutId, { amountUsdt: '17.000000' } as never));
+      return result(h);
+    });
+    expect(done).toMatchObject({ status: 'COMPLETED', settledAmountUsdtUnits: '17000000' });
+    expect(fake.callsOf('alertSettlementBelowMinimum')).toEqual([
+      [
+        {
+          payoutId: done.id,
+          partnerId: done.partnerId,
+          minAmountUsdtUnits: '17152658',
+          settledAmountUsdtUnits: '17000000',
+        },
+      ],
+    ]);
+  });
+
+  describe('treasury mode', () => {
+    it('sends the guaranteed minimum from the treasury and completes on confirmation', async () => {
+      const fake = fakeActivities();
+      const done = await run(fake, { settlementMode: 'treasury' }, async (h, input) => {
+        await charged(h);
+        await signal(h, pixReceived(input.payoutId));
+        // The provider's settlement events mean nothing in this mode.
+        await signal(h, settlementFailed(input.payoutId));
+        return result(h);
+      });
+      expect(done).toMatchObject({
+        status: 'COMPLETED',
+        blockchainTxId: TREASURY_TX_HASH,
+        settledAmountUsdtUnits: '17152658',
+        paidAt: '2026-11-21T22:00:00.000Z',
+      });
+      expect(done.confirmedAt).toEqual(expect.any(String));
+      expect(fake.callsOf('requestSettlement')).toHaveLength(0);
+      expect(fake.callsOf('sendTreasuryTransfer')).toEqual([
+        [{ payoutId: done.id, to: done.receiverWallet, amountUnits: '17152658' }],
+      ]);
+      expect(fake.callsOf('alertSettlementBelowMinimum')).toHaveLength(0);
+    });
+
+    it('never fails on a timeout while the signed transfer may land: it alerts and keeps waiting', async () => {
+      let overdue = false;
+      const fake = fakeActivities({
+        alertSettlementOverdue: async () => {
+          overdue = true;
+        },
+        confirmTreasuryTransfer: async () => {
+          if (!overdue) throw notYet();
+          return 'confirmed';
+        },
+      });
+      const done = await run(fake, { settlementMode: 'treasury', settlementTimeoutSeconds: 900 }, async (h, input) => {
+        await charged(h);
+        await signal(h, pixReceived(input.payoutId));
+        return result(h);
+      });
+      expect(done.status).toBe('COMPLETED');
+      expect(fake.callsOf('alertSettlementOverdue')).toEqual([
+        [{ payoutId: done.id, partnerId: done.partnerId, mode: 'treasury', overdueSeconds: 900 }],
+      ]);
+      expect(fake.savedStatuses()).toEqual(['PENDING', 'PENDING', 'PROCESSING', 'COMPLETED']);
+    });
+
+    it('fails when the treasury refuses before signing (nothing can land)', async () => {
+      const fake = fakeActivities({
+        sendTreasuryTransfer: async () => {
+          throw ApplicationFailure.nonRetryable('treasury holds 0 USDT units', 'ChainRejected');
+        },
+      });
+      const done = await run(fake, { settlementMode: 'treasury' }, async (h, input) => {
+        await charged(h);
+        await signal(h, pixReceived(input.payoutId));
+        return result(h);
+      });
+      expect(done).toMatchObject({ status: 'FAILED', failureReason: 'settlement_request_failed' });
+      expect(fake.callsOf('confirmTreasuryTransfer')).toHaveLength(0);
+    });
+
+    it('fails when the treasury transfer reverted, and when its nonce went to another transaction', async () => {
+      const reverted = fakeActivities({ confirmTreasuryTransfer: async () => 'reverted' });
+      const a = await run(reverted, { settlementMode: 'treasury' }, async (h, input) => {
+        await charged(h);
+        await signal(h, pixReceived(input.payoutId));
+        return result(h);
+      });
+      expect(a).toMatchObject({ status: 'FAILED', failureReason: 'transfer_reverted' });
+
+      const replaced = fakeActivities({
+        confirmTreasuryTransfer: async () => {
+          throw ApplicationFailure.nonRetryable('nonce used by another transaction', 'ChainRejected');
+        },
+      });
+      const b = await run(replaced, { settlementMode: 'treasury' }, async (h, input) => {
+        await charged(h);
+        await signal(h, pixReceived(input.payoutId));
+        return result(h);
+      });
+      expect(b).toMatchObject({ status: 'FAILED', failureReason: 'settlement_request_failed' });
+    });
+  });
+});

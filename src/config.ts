@@ -54,7 +54,9 @@ const envSchema = z
     QUOTE_CACHE_SECONDS: int(30, 0).refine((v) => v <= 30, 'must be at most 30 (DECISIONS.md section 2)'),
 
     MIN_AMOUNT_BUFFER: decimalString.default('0.06'),
-    MAX_AMOUNT_BRL: decimalString.default('100000.00'),
+    MAX_AMOUNT_BRL: decimalString
+      .regex(/^\d+(\.\d{1,2})?$/, 'must have at most 2 decimal places')
+      .default('100000.00'),
     PIX_CHARGE_EXPIRY_SECONDS: int(3600, 60),
     SETTLEMENT_TIMEOUT_SECONDS: int(21_600, 60),
     SETTLEMENT_MODE: z.enum(['provider', 'treasury']).default('provider'),

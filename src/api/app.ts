@@ -54,7 +54,11 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
   });
   app.addHook('onResponse', async (request, reply) => {
     deps.metrics.httpRequestDuration.observe(
-      { method: request.method, route: request.routeOptions.url ?? 'unmatched', status_code: String(reply.statusCode) },
+      {
+        method: request.method,
+        route: request.routeOptions.url ?? 'unmatched',
+        status_code: String(reply.statusCode),
+      },
       reply.elapsedTime / 1000,
     );
   });

@@ -54,7 +54,11 @@ export function installErrorHandling(app: FastifyInstance): void {
  * Fastify's `frameworkErrors` option: errors raised while routing (an undecodable percent-escape in
  * the path), which otherwise get Fastify's own `{"error","code","message","statusCode"}` body.
  */
-export function frameworkErrorHandler(error: FastifyError, _request: FastifyRequest, reply: FastifyReply): void {
+export function frameworkErrorHandler(
+  error: FastifyError,
+  _request: FastifyRequest,
+  reply: FastifyReply,
+): void {
   const [status, message] = FRAMEWORK_ERRORS[error.code] ?? [400, 'invalid request'];
   void reply.code(status).send({ error: message });
 }

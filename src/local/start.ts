@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { createPublicClient, http, type Address } from 'viem';
 import { findPartnerByKeyHash, createPartner, hashApiKey } from '../adapters/db/partners-repo';
 import { runMigrations } from '../adapters/db/migrate';
@@ -83,13 +84,16 @@ async function main(): Promise<void> {
     say(`USDT test token at ${env.USDT_CONTRACT_ADDRESS}`);
   }
 
-  const tsx = require.resolve('tsx/cli');
+  // tsx as a loader of the child's own node, not the tsx CLI: the CLI is a second process that
+  // relays signals, so a Ctrl-C (sent to the whole process group) would arrive twice and cut the
+  // worker's drain short.
+  const tsx = ['--import', pathToFileURL(require.resolve('tsx')).href];
   const children: ManagedProcess[] = [];
   const startChild = (name: string, entry: string, childEnv: NodeJS.ProcessEnv) => {
     const child = spawnManaged({
       name,
       command: process.execPath,
-      args: [tsx, entry],
+      args: [...tsx, entry],
       cwd: ROOT,
       env: childEnv,
       log: childLog,

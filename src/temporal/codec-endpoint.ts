@@ -113,7 +113,9 @@ function fromJson(body: string): Payload[] {
   } catch {
     throw new Error('body must be JSON');
   }
-  const list = (parsed as { payloads?: unknown } | null)?.payloads;
+  if (typeof parsed !== 'object' || parsed === null) throw new Error('body must be {"payloads": [...]}');
+  // Protobuf JSON leaves out an empty list, so `{}` (which the Temporal CLI sends) means no payloads.
+  const list = (parsed as { payloads?: unknown }).payloads ?? [];
   if (!Array.isArray(list)) throw new Error('body must be {"payloads": [...]}');
   return list.map((item: JsonPayload) => {
     if (typeof item !== 'object' || item === null) throw new Error('each payload must be an object');

@@ -15,6 +15,9 @@ export class PinoTemporalLogger implements TemporalLogger {
     const fields = { ...meta };
     // The SDK puts a Date here; pino stamps its own time already.
     delete fields.timestamp;
+    // The SDK reports the webpack build of the workflow bundle as one long multi-line INFO message;
+    // it is build output, not an event of the service.
+    if (level === 'INFO' && message.includes('\n')) level = 'DEBUG';
     switch (level) {
       case 'TRACE':
         return this.logger.trace(fields, message);

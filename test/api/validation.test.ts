@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { createHttpProvider } from '../../src/adapters/provider/http-provider';
 import { createCachedQuote } from '../../src/adapters/provider/quote-cache';
+import { createPool, type Db } from '../../src/adapters/db/pool';
 import { buildApp } from '../../src/api/app';
 import { freePort } from '../../src/local/infra/ports';
 import { createLogger } from '../../src/observability/logger';
@@ -386,6 +387,40 @@ describe('POST /v1/payouts validation', () => {
     });
   });
 
+  describe('with MAX_AMOUNT_BRL configured', () => {
+    let app: FastifyInstance;
+    let url: string;
+
+    beforeAll(async () => {
+      const provider = createHttpProvider({ baseUrl: stack.sandboxUrl, timeoutMs: 5_000 });
+      app = await buildApp({
+        config: { ...stack.config, MAX_AMOUNT_BRL: '50' },
+        db: stack.db,
+        temporal: stack.temporal,
+        quote: createCachedQuote(provider, { ttlMs: 30_000 }),
+        logger: createLogger({ level: 'silent', name: 'test' }),
+        metrics: createMetrics(),
+      });
+      const port = await freePort();
+      await app.listen({ host: '127.0.0.1', port });
+      url = `http://127.0.0.1:${port}`;
+    });
+    afterAll(() => app?.close());
+
+    it('one centavo over the maximum -> 400 naming it with 2 decimals', async () => {
+      expectError(
+        await post(url, apiKey, { ...VALID_PAYOUT, amount_brl: 50.01 }),
+        400,
+        'amount_brl must be at most 50.00',
+      );
+    });
+
+    it('exactly the maximum is accepted', async () => {
+      const res = await post(url, apiKey, { ...VALID_PAYOUT, amount_brl: 50 });
+      expect(res.status).toBe(201);
+    });
+  });
+
   describe('when the provider quote fails', () => {
     let app: FastifyInstance;
     let url: string;
@@ -418,6 +453,44 @@ describe('POST /v1/payouts validation', () => {
 
     it('validation still answers 400 first', async () => {
       expectError(await post(url, apiKey, { ...VALID_PAYOUT, amount_brl: 0 }), 400, 'amount_brl must be > 0');
+    });
+  });
+
+  describe('when something unexpected fails (the database is unreachable)', () => {
+    let app: FastifyInstance;
+    let db: Db;
+    let url: string;
+
+    beforeAll(async () => {
+      db = createPool(`postgres://postgres:password@127.0.0.1:${await freePort()}/none`, 1);
+      app = await buildApp({
+        config: stack.config,
+        db,
+        temporal: stack.temporal,
+        quote: () => Promise.resolve({ rate: '5.50' }),
+        logger: createLogger({ level: 'silent', name: 'test' }),
+        metrics: createMetrics(),
+      });
+      const port = await freePort();
+      await app.listen({ host: '127.0.0.1', port });
+      url = `http://127.0.0.1:${port}`;
+    });
+    afterAll(async () => {
+      await app?.close();
+      await db?.end();
+    });
+
+    it.each([
+      ['POST', () => post(url, apiKey, VALID_PAYOUT)],
+      [
+        'GET',
+        () =>
+          call(url, '/v1/payouts/123e4567-e89b-42d3-a456-426614174000', { headers: { 'x-api-key': apiKey } }),
+      ],
+    ])('%s -> 500 "internal error", nothing of the driver error or a stack', async (_method, send) => {
+      const res = await send();
+      expectError(res, 500, 'internal error');
+      expect(res.text).not.toMatch(/ECONNREFUSED|postgres|127\.0\.0\.1/);
     });
   });
 });

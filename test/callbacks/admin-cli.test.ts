@@ -76,6 +76,17 @@ describe('admin CLI: callbacks', () => {
       url: 'http://127.0.0.1:8080/cb',
       secret: 'whsec_given',
     });
+
+    // A name without DNS yet is accepted: every send resolves and checks it again.
+    const pending = await admin([
+      'partner',
+      'set-callback',
+      '--id',
+      id,
+      '--url',
+      'https://hooks.partner.invalid/cb',
+    ]);
+    expect(pending).toMatchObject({ code: 0, stderr: '' });
   }, 60_000);
 
   it('partner deliveries lists each event with every attempt, newest event first', async () => {

@@ -63,10 +63,10 @@ export async function claimIdempotencyKey(db: Db, req: ClaimRequest): Promise<Id
     } else if (!row.stale) {
       outcome = { kind: 'in_flight' };
     } else {
-      await client.query('UPDATE idempotency_keys SET claimed_at = now() WHERE partner_id = $1 AND key = $2', [
-        req.partnerId,
-        req.key,
-      ]);
+      await client.query(
+        'UPDATE idempotency_keys SET claimed_at = now() WHERE partner_id = $1 AND key = $2',
+        [req.partnerId, req.key],
+      );
       outcome = { kind: 'claimed', payoutId: row.payout_id, workflowId: row.workflow_id };
     }
     await client.query('COMMIT');
@@ -80,7 +80,12 @@ export async function claimIdempotencyKey(db: Db, req: ClaimRequest): Promise<Id
 }
 
 /** The payout exists and is recorded: from now on the key replays it. */
-export async function markIdempotencyKeyRecorded(db: Db, partnerId: string, key: string, payoutId: string): Promise<void> {
+export async function markIdempotencyKeyRecorded(
+  db: Db,
+  partnerId: string,
+  key: string,
+  payoutId: string,
+): Promise<void> {
   await db.query(
     `UPDATE idempotency_keys SET state = 'recorded' WHERE partner_id = $1 AND key = $2 AND payout_id = $3`,
     [partnerId, key, payoutId],
@@ -88,7 +93,12 @@ export async function markIdempotencyKeyRecorded(db: Db, partnerId: string, key:
 }
 
 /** Gives up a claim whose payout could not be created, so the key is free for a new attempt. */
-export async function releaseIdempotencyKey(db: Db, partnerId: string, key: string, payoutId: string): Promise<void> {
+export async function releaseIdempotencyKey(
+  db: Db,
+  partnerId: string,
+  key: string,
+  payoutId: string,
+): Promise<void> {
   await db.query(
     `DELETE FROM idempotency_keys WHERE partner_id = $1 AND key = $2 AND payout_id = $3 AND state = 'claimed'`,
     [partnerId, key, payoutId],

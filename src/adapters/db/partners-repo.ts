@@ -78,9 +78,10 @@ export async function rotateApiKey(db: Db, partnerId: string): Promise<string | 
       await client.query('ROLLBACK');
       return null;
     }
-    await client.query('UPDATE api_keys SET revoked_at = now() WHERE partner_id = $1 AND revoked_at IS NULL', [
-      partnerId,
-    ]);
+    await client.query(
+      'UPDATE api_keys SET revoked_at = now() WHERE partner_id = $1 AND revoked_at IS NULL',
+      [partnerId],
+    );
     await client.query('INSERT INTO api_keys (key_hash, partner_id, key_prefix) VALUES ($1, $2, $3)', [
       hashApiKey(apiKey),
       partnerId,
@@ -96,8 +97,15 @@ export async function rotateApiKey(db: Db, partnerId: string): Promise<string | 
   }
 }
 
-export async function setPartnerStatus(db: Db, partnerId: string, status: Partner['status']): Promise<boolean> {
-  const res = await db.query('UPDATE partners SET status = $2, updated_at = now() WHERE id = $1', [partnerId, status]);
+export async function setPartnerStatus(
+  db: Db,
+  partnerId: string,
+  status: Partner['status'],
+): Promise<boolean> {
+  const res = await db.query('UPDATE partners SET status = $2, updated_at = now() WHERE id = $1', [
+    partnerId,
+    status,
+  ]);
   return res.rowCount === 1;
 }
 
@@ -119,15 +127,25 @@ export async function findPartnerCallback(db: Db, partnerId: string): Promise<Pa
     [partnerId],
   );
   const row = rows[0];
-  return row?.callback_url && row.callback_secret ? { url: row.callback_url, secret: row.callback_secret } : null;
+  return row?.callback_url && row.callback_secret
+    ? { url: row.callback_url, secret: row.callback_secret }
+    : null;
 }
 
 export async function listPartners(db: Db): Promise<Partner[]> {
-  const { rows } = await db.query('SELECT id, name, status, callback_url, created_at FROM partners ORDER BY created_at');
+  const { rows } = await db.query(
+    'SELECT id, name, status, callback_url, created_at FROM partners ORDER BY created_at',
+  );
   return rows.map(toPartner);
 }
 
-function toPartner(row: { id: string; name: string; status: Partner['status']; callback_url: string | null; created_at: Date }): Partner {
+function toPartner(row: {
+  id: string;
+  name: string;
+  status: Partner['status'];
+  callback_url: string | null;
+  created_at: Date;
+}): Partner {
   return {
     id: row.id,
     name: row.name,

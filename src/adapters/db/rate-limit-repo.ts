@@ -5,10 +5,9 @@ import type { Db } from './pool';
  * The bucket holds `perMinute` tokens and refills continuously at perMinute / 60 a second.
  */
 export async function takeRateLimitToken(db: Db, bucket: string, perMinute: number): Promise<boolean> {
-  const { rows } = await db.query<{ allowed: boolean }>('SELECT take_rate_limit_token($1, $2, $3) AS allowed', [
-    bucket,
-    perMinute,
-    perMinute / 60,
-  ]);
+  const { rows } = await db.query<{ allowed: boolean }>(
+    'SELECT take_rate_limit_token($1, $2, $3) AS allowed',
+    [bucket, perMinute, perMinute / 60],
+  );
   return rows[0]!.allowed;
 }

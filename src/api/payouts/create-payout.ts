@@ -40,7 +40,8 @@ const IDEMPOTENCY_TTL_SECONDS = 24 * 60 * 60;
 // A claim whose request has not recorded its payout in this long is taken to have died.
 const STALE_CLAIM_SECONDS = 60;
 
-export type CreatePayoutResult = { kind: 'created'; payout: PayoutRecord } | { kind: 'replay'; payoutId: string };
+export type CreatePayoutResult =
+  { kind: 'created'; payout: PayoutRecord } | { kind: 'replay'; payoutId: string };
 
 /**
  * POST /v1/payouts after validation: quote, claim the Idempotency-Key, start the payout workflow
@@ -95,11 +96,13 @@ export async function createPayout(
   if (payout.status === 'FAILED') {
     // The partner never saw this payout: free the key so that retrying it makes a new attempt
     // instead of replaying a failure for 24 h.
-    if (idempotencyKey !== undefined) await releaseIdempotencyKey(deps.db, partnerId, idempotencyKey, payout.id);
+    if (idempotencyKey !== undefined)
+      await releaseIdempotencyKey(deps.db, partnerId, idempotencyKey, payout.id);
     throw new HttpError(502, 'payment provider could not create the PIX charge, retry later');
   }
   await catchUpReadModel(deps.db, payout);
-  if (idempotencyKey !== undefined) await markIdempotencyKeyRecorded(deps.db, partnerId, idempotencyKey, payout.id);
+  if (idempotencyKey !== undefined)
+    await markIdempotencyKeyRecorded(deps.db, partnerId, idempotencyKey, payout.id);
   return { kind: 'created', payout };
 }
 
@@ -116,12 +119,18 @@ async function startAndAwaitCharge(
     workflowIdConflictPolicy: 'USE_EXISTING',
     workflowIdReusePolicy: 'REJECT_DUPLICATE',
     // What an operator sees in the Web UI list; no PIX key (personal data) in it.
-    memo: { amountBrl: formatCentavos(BigInt(input.amountCentavos)), wallet: shortWallet(input.receiverWallet) },
+    memo: {
+      amountBrl: formatCentavos(BigInt(input.amountCentavos)),
+      wallet: shortWallet(input.receiverWallet),
+    },
     typedSearchAttributes: payoutSearchAttributes({ status: 'PENDING', partnerId: input.partnerId }),
   });
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new HttpError(503, 'payment provider unavailable, retry later')), deps.chargeWaitMs);
+    timer = setTimeout(
+      () => reject(new HttpError(503, 'payment provider unavailable, retry later')),
+      deps.chargeWaitMs,
+    );
   });
   try {
     return await Promise.race([
@@ -147,7 +156,8 @@ async function startAndAwaitCharge(
  */
 async function catchUpReadModel(db: Db, payout: PayoutRecord): Promise<void> {
   const stored = await findPartnerPayout(db, payout.partnerId, payout.id);
-  if (stored && stored.version < payout.version) await upsertPayout(db, payout, stored.workflowId, stored.runId);
+  if (stored && stored.version < payout.version)
+    await upsertPayout(db, payout, stored.workflowId, stored.runId);
 }
 
 function shortWallet(wallet: string): string {

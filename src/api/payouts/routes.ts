@@ -49,7 +49,8 @@ export const payoutRoutes: FastifyPluginAsyncZod<PayoutRoutesOptions> = async (a
 
   const replay = async (partnerId: string, payoutId: string) => {
     const payout = await loadPartnerPayout(loadDeps, partnerId, payoutId);
-    if (!payout) throw new Error(`idempotency key maps to payout ${payoutId}, which is not in the read model`);
+    if (!payout)
+      throw new Error(`idempotency key maps to payout ${payoutId}, which is not in the read model`);
     return toPayoutResponse(payout);
   };
 
@@ -62,7 +63,8 @@ export const payoutRoutes: FastifyPluginAsyncZod<PayoutRoutesOptions> = async (a
       // an oversized body do not turn a replay into an error.
       preParsing: async (request, reply, payload) => {
         const key = idempotencyKeyOf(request);
-        const recorded = key === undefined ? null : await findRecordedKey(opts.db, partnerOf(request).id, key);
+        const recorded =
+          key === undefined ? null : await findRecordedKey(opts.db, partnerOf(request).id, key);
         if (!recorded) return payload;
         const payout = await replay(partnerOf(request).id, recorded.payoutId);
         return reply.code(201).header('idempotent-replayed', 'true').send(payout);
@@ -77,7 +79,10 @@ export const payoutRoutes: FastifyPluginAsyncZod<PayoutRoutesOptions> = async (a
       const partner = partnerOf(request);
       const result = await createPayout(opts, partner.id, request.body, idempotencyKeyOf(request));
       if (result.kind === 'replay') {
-        return reply.code(201).header('idempotent-replayed', 'true').send(await replay(partner.id, result.payoutId));
+        return reply
+          .code(201)
+          .header('idempotent-replayed', 'true')
+          .send(await replay(partner.id, result.payoutId));
       }
       return reply.code(201).send(toPayoutResponse(result.payout));
     },
@@ -90,7 +95,12 @@ export const payoutRoutes: FastifyPluginAsyncZod<PayoutRoutesOptions> = async (a
       schema: {
         summary: 'Read a payout',
         params: payoutIdParamsSchema,
-        response: { 200: payoutResponseSchema, 401: errorBodySchema, 404: errorBodySchema, 429: errorBodySchema },
+        response: {
+          200: payoutResponseSchema,
+          401: errorBodySchema,
+          404: errorBodySchema,
+          429: errorBodySchema,
+        },
       },
     },
     async (request) => {

@@ -6,7 +6,8 @@ import { checksumWallet, receiverWalletError } from '../../domain/wallet';
 
 /** `<field> is required` when absent, `<field> must be a <type>` when of the wrong JSON type. */
 const typed = (field: string, type: string) => ({
-  error: (issue: { input?: unknown }) => (issue.input === undefined ? `${field} is required` : `${field} must be a ${type}`),
+  error: (issue: { input?: unknown }) =>
+    issue.input === undefined ? `${field} is required` : `${field} must be a ${type}`,
 });
 
 /** JSON.parse turns 1e400 into Infinity, which z.number refuses as a type: say what is wrong with it. */
@@ -58,7 +59,10 @@ export function createPayoutBodySchema(maxCentavos: bigint) {
         pix_key_type: z.string(typed('pix_key_type', 'string')).transform((value, ctx) => {
           const type = normalizePixKeyType(value);
           if (!type) {
-            ctx.addIssue({ code: 'custom', message: `pix_key_type must be one of ${PIX_KEY_TYPES.join(', ')}` });
+            ctx.addIssue({
+              code: 'custom',
+              message: `pix_key_type must be one of ${PIX_KEY_TYPES.join(', ')}`,
+            });
             return z.NEVER;
           }
           return type;

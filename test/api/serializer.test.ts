@@ -1,0 +1,85 @@
+import { payoutResponseSchema } from '../../src/api/payouts/schemas';
+import { PAYOUT_STATUSES, toPayoutResponse, type PayoutRecord } from '../../src/domain/payout';
+import { PAYOUT_KEYS } from './helpers';
+
+// The one serializer (SPEC.md "Payout" rules 1-4): a whitelist, so no internal field can leak
+// whatever the record holds; settlement fields and timestamps only on COMPLETED.
+const TX = `0x${'cd'.repeat(32)}`;
+
+function recordWith(status: PayoutRecord['status']): PayoutRecord {
+  return {
+    id: '5f0c6a8e-2b8e-4c9f-9a53-0d6f1f3c2b10',
+    partnerId: '0e3b1c4d-8f2a-4b6c-9d1e-2f3a4b5c6d7e',
+    status,
+    amountCentavos: '10000',
+    minAmountUsdtUnits: '17152658',
+    settledAmountUsdtUnits: '17825311',
+    pixKey: '12345678901',
+    pixKeyType: 'CPF',
+    receiverWallet: '0x70997970C51812dc3A010C7d01b50e0d17dc79C8',
+    pixCopyPaste: '000201...',
+    providerChargeId: 'chg_internal',
+    blockchainTxId: TX,
+    paidAt: '2024-01-01T00:00:01.000Z',
+    confirmedAt: '2024-01-01T00:00:02.000Z',
+    failureReason: 'provider_reported_failure',
+    createdAt: '2024-01-01T00:00:00.000Z',
+    updatedAt: '2024-01-01T00:00:02.000Z',
+    version: 7,
+  };
+}
+
+describe('toPayoutResponse', () => {
+  it.each(PAYOUT_STATUSES)('%s: only spec keys, snake_case, no internal field', (status) => {
+    const response = toPayoutResponse(recordWith(status));
+    const expected =
+      status === 'COMPLETED' ? [...PAYOUT_KEYS, 'confirmed_at', 'paid_at'].sort() : PAYOUT_KEYS;
+    expect(Object.keys(response).sort()).toEqual(expected);
+    const text = JSON.stringify(response);
+    for (const internal of [
+      'chg_internal',
+      'provider_reported_failure',
+      '"version"',
+      'partnerId',
+      '17825311"',
+    ]) {
+      expect(text).not.toContain(internal);
+    }
+  });
+
+  it.each(['PENDING', 'PROCESSING', 'FAILED'] as const)(
+    '%s shows the initial settlement values even when the record holds others',
+    (status) => {
+      expect(toPayoutResponse(recordWith(status))).toMatchObject({
+        settled_amount_usdt: 0,
+        blockchain_network: '',
+        blockchain_chain_id: 0,
+        blockchain_tx_id: '',
+        block_explorer_url: '',
+      });
+    },
+  );
+
+  it('COMPLETED carries the settlement, as JSON numbers and the chain of DECISIONS.md section 6', () => {
+    expect(toPayoutResponse(recordWith('COMPLETED'))).toMatchObject({
+      amount_brl: 100,
+      min_amount_usdt: 17.152658,
+      settled_amount_usdt: 17.825311,
+      blockchain_network: 'Arbitrum One',
+      blockchain_chain_id: 42161,
+      blockchain_tx_id: TX,
+      block_explorer_url: `https://arbiscan.io/tx/${TX}`,
+      paid_at: '2024-01-01T00:00:01.000Z',
+      confirmed_at: '2024-01-01T00:00:02.000Z',
+    });
+  });
+
+  it('the route response schema drops any key the serializer might one day add by mistake', () => {
+    const leaky = {
+      ...toPayoutResponse(recordWith('PENDING')),
+      providerChargeId: 'chg_internal',
+      version: 7,
+    };
+    expect(Object.keys(payoutResponseSchema.parse(leaky)).sort()).toEqual(PAYOUT_KEYS);
+  });
+});

@@ -1,0 +1,187 @@
+import { Client } from '@temporalio/client';
+import type { FastifyInstance } from 'fastify';
+import { createPool } from '../../src/adapters/db/pool';
+import { buildApp } from '../../src/api/app';
+import { loadConfig } from '../../src/config';
+import { createLogger } from '../../src/observability/logger';
+import { createMetrics } from '../../src/observability/metrics';
+
+// The OpenAPI document against SPEC.md and DECISIONS.md section 3: every route, status code, header
+// and the error shape. The app is built with lazy connections: serving the document touches neither
+// PostgreSQL nor Temporal.
+
+type Json = Record<string, unknown>;
+interface Operation {
+  operationId?: string;
+  security?: Record<string, string[]>[];
+  parameters?: { name: string; in: string; required?: boolean; schema?: Json }[];
+  requestBody?: { required?: boolean; content: Record<string, { schema: Json }> };
+  responses: Record<string, { description: string; headers?: Record<string, Json>; content?: Record<string, { schema: Json }> }>;
+}
+
+const ERROR_SHAPE = {
+  type: 'object',
+  properties: { error: { type: 'string' } },
+  required: ['error'],
+  additionalProperties: false,
+};
+
+describe('OpenAPI document', () => {
+  let app: FastifyInstance;
+  let doc: Json & { paths: Record<string, Record<string, Operation>>; components: { schemas: Record<string, Json> } };
+
+  beforeAll(async () => {
+    const config = loadConfig({ LOG_LEVEL: 'silent', PUBLIC_BASE_URL: 'https://payouts.example.com' });
+    app = await buildApp({
+      config,
+      db: createPool(config.DATABASE_URL, 1),
+      temporal: new Client(),
+      quote: async () => ({ rate: '5.50' }),
+      logger: createLogger({ level: 'silent', name: 'test' }),
+      metrics: createMetrics(),
+    });
+    const res = await app.inject('/openapi.json');
+    expect(res.statusCode).toBe(200);
+    expect(res.headers['content-type']).toMatch(/^application\/json/);
+    doc = res.json();
+  });
+  afterAll(() => app?.close());
+
+  /** Follows a local $ref, so shapes compare whether a schema is inline or a component. */
+  const resolve = (schema: Json): Json => {
+    const ref = schema.$ref;
+    if (typeof ref !== 'string') return schema;
+    return doc.components.schemas[ref.replace('#/components/schemas/', '')]!;
+  };
+  const op = (path: string, method: string) => {
+    const found = doc.paths[path]?.[method];
+    if (!found) throw new Error(`${method.toUpperCase()} ${path} is not in the document`);
+    return found;
+  };
+
+  it('is OpenAPI 3.1 with the API-key scheme and the public server', () => {
+    expect(doc.openapi).toBe('3.1.0');
+    expect(doc.servers).toEqual([{ url: 'https://payouts.example.com' }]);
+    expect((doc.components as Json).securitySchemes).toEqual({
+      ApiKeyAuth: expect.objectContaining({ type: 'apiKey', in: 'header', name: 'X-Api-Key' }),
+    });
+  });
+
+  it('has every route of the spec and nothing internal', () => {
+    expect(Object.keys(doc.paths).sort()).toEqual(['/v1/payouts', '/v1/payouts/{id}', '/webhooks/{provider}']);
+    expect(Object.keys(doc.paths['/v1/payouts']!)).toEqual(['post']);
+    expect(Object.keys(doc.paths['/v1/payouts/{id}']!)).toEqual(['get']);
+    expect(Object.keys(doc.paths['/webhooks/{provider}']!)).toEqual(['post']);
+  });
+
+  it.each([
+    ['/v1/payouts', 'post', ['201', '400', '401', '409', '413', '415', '429', '500', '502', '503']],
+    ['/v1/payouts/{id}', 'get', ['200', '401', '404', '429', '500']],
+    ['/webhooks/{provider}', 'post', ['200', '400', '404', '413', '415', '500']],
+  ])('%s %s documents every status it answers, errors as {"error": string}', (path, method, statuses) => {
+    const { responses } = op(path, method);
+    expect(Object.keys(responses)).toEqual(expect.arrayContaining(statuses));
+    for (const [status, response] of Object.entries(responses)) {
+      expect({ status, description: response.description }).toEqual({ status, description: expect.any(String) });
+      expect(response.description).not.toBe('Default Response');
+      expect(response.headers).toHaveProperty('X-Request-Id');
+      if (Number(status) >= 400) {
+        expect({ status, schema: resolve(response.content!['application/json']!.schema) }).toEqual({
+          status,
+          schema: ERROR_SHAPE,
+        });
+      }
+    }
+  });
+
+  it('documents POST /v1/payouts: key, idempotency, body, 201 with Idempotent-Replayed, 429 with Retry-After', () => {
+    const post = op('/v1/payouts', 'post');
+    expect(post.security).toEqual([{ ApiKeyAuth: [] }]);
+    expect(post.parameters).toContainEqual(
+      expect.objectContaining({
+        name: 'Idempotency-Key',
+        in: 'header',
+        required: false,
+        schema: { type: 'string', pattern: '^[\\x20-\\x7e]{1,255}$' },
+      }),
+    );
+    const body = post.requestBody!.content['application/json']!.schema;
+    expect(body.required).toEqual(['amount_brl', 'receiver_wallet', 'pix_key', 'pix_key_type']);
+    expect(body.properties).toEqual({
+      amount_brl: expect.objectContaining({ type: 'number' }),
+      receiver_wallet: expect.objectContaining({ type: 'string' }),
+      pix_key: expect.objectContaining({ type: 'string' }),
+      pix_key_type: expect.objectContaining({ type: 'string' }),
+    });
+    const created = post.responses['201']!;
+    expect(created.headers).toHaveProperty('Idempotent-Replayed');
+    expect(created.description).toMatch(/Idempotent-Replayed: true/);
+    expect(resolve(created.content!['application/json']!.schema)).toMatchObject({
+      required: expect.arrayContaining(['id', 'status', 'pix_copy_paste', 'min_amount_usdt']),
+    });
+    expect(post.responses['429']!.headers).toHaveProperty('Retry-After');
+    expect(post.responses['409']!.description).toContain('idempotency conflict');
+    expect(post.responses['401']!.description).toContain('missing X-API-Key header');
+    expect(post.responses['503']!.description).toContain('quote unavailable, retry later');
+  });
+
+  it('documents GET /v1/payouts/{id}: key, 200 with the payout, 404 without an existence leak', () => {
+    const get = op('/v1/payouts/{id}', 'get');
+    expect(get.security).toEqual([{ ApiKeyAuth: [] }]);
+    expect(get.parameters).toContainEqual(expect.objectContaining({ name: 'id', in: 'path', required: true }));
+    const payout = resolve(get.responses['200']!.content!['application/json']!.schema);
+    expect(Object.keys(payout.properties as Json).sort()).toEqual(
+      [
+        'id',
+        'partner_id',
+        'status',
+        'amount_brl',
+        'min_amount_usdt',
+        'settled_amount_usdt',
+        'pix_key',
+        'pix_key_type',
+        'receiver_wallet',
+        'pix_copy_paste',
+        'blockchain_network',
+        'blockchain_chain_id',
+        'blockchain_tx_id',
+        'block_explorer_url',
+        'paid_at',
+        'confirmed_at',
+        'created_at',
+        'updated_at',
+      ].sort(),
+    );
+    expect(payout.required).not.toContain('paid_at');
+    expect((payout.properties as Record<string, Json>).status!.enum).toEqual(['PENDING', 'PROCESSING', 'COMPLETED', 'FAILED']);
+    expect(get.responses['404']!.description).toContain('payout not found');
+    expect(get.responses['429']!.headers).toHaveProperty('Retry-After');
+  });
+
+  it('documents the provider webhook without partner authentication', () => {
+    const webhook = op('/webhooks/{provider}', 'post');
+    expect(webhook.security).toEqual([]);
+    expect(webhook.requestBody!.content['application/json']!.schema).toMatchObject({
+      required: ['token'],
+      properties: { token: { type: 'string', pattern: '^[A-Za-z0-9._~-]{1,512}$' } },
+    });
+    expect(webhook.responses['200']!.content!['application/json']!.schema).toMatchObject({
+      properties: { received: { const: true } },
+    });
+  });
+
+  it('serves Swagger UI at /docs from local assets only', async () => {
+    const page = await app.inject('/docs');
+    expect(page.statusCode).toBe(200);
+    expect(page.headers['content-type']).toMatch(/text\/html/);
+    const assets = [...page.body.matchAll(/(?:src|href)="([^"]+)"/g)].map((m) => m[1]!);
+    expect(assets.length).toBeGreaterThan(2);
+    for (const asset of assets) {
+      expect(asset).toMatch(/^\/docs\//); // nothing from a CDN
+      expect({ asset, status: (await app.inject(asset)).statusCode }).toEqual({ asset, status: 200 });
+    }
+    const initializer = await app.inject('/docs/static/swagger-initializer.js');
+    expect(initializer.body).toContain('/docs/json');
+    expect((await app.inject('/docs/json')).json()).toEqual(doc);
+  });
+});

@@ -47,7 +47,9 @@ function apiKey(): string {
   if (process.env.DEMO_API_KEY) return process.env.DEMO_API_KEY;
   const file = path.resolve(__dirname, '..', '.data', 'demo-partner.json');
   if (!existsSync(file)) {
-    throw new DemoError(`no API key: start the stack with \`npm start\` (it writes ${file}) or set DEMO_API_KEY`);
+    throw new DemoError(
+      `no API key: start the stack with \`npm start\` (it writes ${file}) or set DEMO_API_KEY`,
+    );
   }
   return (JSON.parse(readFileSync(file, 'utf8')) as { api_key: string }).api_key;
 }
@@ -68,7 +70,12 @@ async function main(): Promise<void> {
   step('1. Partner creates a payout');
   // A wallet nobody has used, so the explorer link and the balance are this payout's alone.
   const receiver = privateKeyToAddress(generatePrivateKey());
-  const body = { amount_brl: AMOUNT_BRL, receiver_wallet: receiver, pix_key: 'payer@example.com', pix_key_type: 'EMAIL' };
+  const body = {
+    amount_brl: AMOUNT_BRL,
+    receiver_wallet: receiver,
+    pix_key: 'payer@example.com',
+    pix_key_type: 'EMAIL',
+  };
   line(`POST ${API_URL}/v1/payouts ${JSON.stringify(body)}`);
   const res = await call(`${API_URL}/v1/payouts`, {
     method: 'POST',
@@ -76,14 +83,17 @@ async function main(): Promise<void> {
     body: JSON.stringify(body),
   });
   const created = (await res.json()) as Payout & { error?: string };
-  if (res.status !== 201) throw new DemoError(`POST answered ${res.status}: ${created.error ?? JSON.stringify(created)}`);
+  if (res.status !== 201)
+    throw new DemoError(`POST answered ${res.status}: ${created.error ?? JSON.stringify(created)}`);
   line(`201 Created  (X-Request-Id ${res.headers.get('x-request-id')})`);
   line(`payout ${created.id}: ${created.status}, ${created.amount_brl.toFixed(2)} BRL,`);
   line(`guaranteed at least ${created.min_amount_usdt} USDT to ${created.receiver_wallet}`);
 
   step('2. The payer gets the PIX charge (copy and paste, or scan)');
   line(created.pix_copy_paste);
-  const qr = await new Promise<string>((resolve) => qrcode.generate(created.pix_copy_paste, { small: true }, resolve));
+  const qr = await new Promise<string>((resolve) =>
+    qrcode.generate(created.pix_copy_paste, { small: true }, resolve),
+  );
   process.stdout.write(`${qr.replace(/^/gm, '  ')}\n`);
 
   step('3. The payer pays it (sandbox bank)');
@@ -92,7 +102,8 @@ async function main(): Promise<void> {
     headers: { 'content-type': 'application/json' },
     body: JSON.stringify({ pix_copy_paste: created.pix_copy_paste }),
   });
-  if (paid.status !== 202) throw new DemoError(`the sandbox refused the payment: ${paid.status} ${await paid.text()}`);
+  if (paid.status !== 202)
+    throw new DemoError(`the sandbox refused the payment: ${paid.status} ${await paid.text()}`);
   line('202 Accepted: the provider will notify the service by webhook');
 
   step('4. Partner polls GET /v1/payouts/{id}');
@@ -151,7 +162,9 @@ function describe(p: Payout): string {
 main().then(
   () => process.exit(0),
   (err: unknown) => {
-    process.stderr.write(`\n\x1b[31mdemo failed:\x1b[0m ${err instanceof Error ? err.message : String(err)}\n`);
+    process.stderr.write(
+      `\n\x1b[31mdemo failed:\x1b[0m ${err instanceof Error ? err.message : String(err)}\n`,
+    );
     process.exit(1);
   },
 );

@@ -21,7 +21,11 @@ async function main(): Promise<void> {
     baseUrl: config.PROVIDER_API_URL,
     apiKey: config.PROVIDER_API_KEY,
     timeoutMs: config.PROVIDER_TIMEOUT_MS,
-    onCall: (m) => metrics.providerCallDuration.observe({ operation: m.operation, outcome: m.outcome }, m.durationMs / 1000),
+    onCall: (m) =>
+      metrics.providerCallDuration.observe(
+        { operation: m.operation, outcome: m.outcome },
+        m.durationMs / 1000,
+      ),
   });
   const quote = createCachedQuote(provider, { ttlMs: config.QUOTE_CACHE_SECONDS * 1000 });
   const app = await buildApp({ config, db, temporal, quote, logger, metrics });

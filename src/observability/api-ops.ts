@@ -22,7 +22,10 @@ type OpsConfig = Pick<
  * The api's ops port (METRICS_PORT): /metrics, with the open-payout gauges that the "stuck"
  * alerts read, and the Temporal Web UI's payload codec endpoint under /codec.
  */
-export function startApiOpsServer(config: OpsConfig, deps: { db: Db; metrics: Metrics; logger: Logger }): Promise<OpsServer> {
+export function startApiOpsServer(
+  config: OpsConfig,
+  deps: { db: Db; metrics: Metrics; logger: Logger },
+): Promise<OpsServer> {
   const { logger } = deps;
   registerOpenPayoutGauges(deps.metrics.registry, deps.db, logger);
   const codec = createPayloadCodec(config);

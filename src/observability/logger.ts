@@ -72,18 +72,25 @@ export function scrubSecrets(value: unknown, depth = 0): unknown {
   if (proto !== Object.prototype && proto !== null) return value;
   const out: Record<string, unknown> = {};
   for (const [key, field] of Object.entries(value)) {
-    out[key] = SENSITIVE_FIELDS.has(normalise(key)) && field !== undefined ? CENSOR : scrubSecrets(field, depth + 1);
+    out[key] =
+      SENSITIVE_FIELDS.has(normalise(key)) && field !== undefined ? CENSOR : scrubSecrets(field, depth + 1);
   }
   return out;
 }
 
-export function createLogger(opts: { level: string; name: string; destination?: pino.DestinationStream }): Logger {
+export function createLogger(opts: {
+  level: string;
+  name: string;
+  destination?: pino.DestinationStream;
+}): Logger {
   return pino(
     {
       name: opts.name,
       level: opts.level,
       redact: { paths: REDACTED_PATHS, censor: CENSOR },
       formatters: { log: (object) => scrubSecrets(object) as Record<string, unknown> },
+      // The Temporal SDK passes errors as `error`; without a serializer they would log as `{}`.
+      serializers: { err: pino.stdSerializers.err, error: pino.stdSerializers.err },
       base: { service: opts.name },
       timestamp: pino.stdTimeFunctions.isoTime,
     },

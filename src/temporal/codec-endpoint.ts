@@ -38,7 +38,11 @@ export function createCodecEndpoint(opts: CodecEndpointOptions): OpsHandler {
   return async (req, res) => {
     const path = (req.url ?? '').split('?')[0];
     const operation =
-      path === `${CODEC_BASE_PATH}/encode` ? 'encode' : path === `${CODEC_BASE_PATH}/decode` ? 'decode' : null;
+      path === `${CODEC_BASE_PATH}/encode`
+        ? 'encode'
+        : path === `${CODEC_BASE_PATH}/decode`
+          ? 'decode'
+          : null;
     if (!operation) return false;
 
     const origin = req.headers.origin;
@@ -76,8 +80,13 @@ export function createCodecEndpoint(opts: CodecEndpointOptions): OpsHandler {
       sendJson(res, 200, { payloads: out.map(toJson) });
     } catch (err) {
       // A payload under an unknown key, or tampered with: say so, never guess.
-      opts.logger.warn({ operation, err: err instanceof Error ? err.message : String(err) }, 'codec request failed');
-      sendJson(res, 422, { error: `cannot ${operation} payloads: ${err instanceof Error ? err.message : 'error'}` });
+      opts.logger.warn(
+        { operation, err: err instanceof Error ? err.message : String(err) },
+        'codec request failed',
+      );
+      sendJson(res, 422, {
+        error: `cannot ${operation} payloads: ${err instanceof Error ? err.message : 'error'}`,
+      });
     }
     return true;
   };
@@ -124,7 +133,8 @@ function fromJson(body: string): Payload[] {
       if (typeof value !== 'string') throw new Error('payload metadata values must be base64 strings');
       metadata[key] = new Uint8Array(Buffer.from(value, 'base64'));
     }
-    if (item.data !== undefined && typeof item.data !== 'string') throw new Error('payload data must be base64');
+    if (item.data !== undefined && typeof item.data !== 'string')
+      throw new Error('payload data must be base64');
     return { metadata, data: new Uint8Array(Buffer.from(item.data ?? '', 'base64')) };
   });
 }

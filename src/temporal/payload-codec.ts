@@ -28,7 +28,9 @@ export class PayloadKeyError extends Error {
 /** A 32-byte key from 64 hex digits or base64 (standard or URL-safe), as PAYLOAD_ENCRYPTION_KEY holds it. */
 export function parsePayloadKey(text: string): Buffer {
   const trimmed = text.trim();
-  const key = /^[0-9a-fA-F]{64}$/.test(trimmed) ? Buffer.from(trimmed, 'hex') : Buffer.from(trimmed, 'base64');
+  const key = /^[0-9a-fA-F]{64}$/.test(trimmed)
+    ? Buffer.from(trimmed, 'hex')
+    : Buffer.from(trimmed, 'base64');
   if (key.length !== 32) throw new PayloadKeyError('a payload encryption key must be 32 bytes (AES-256)');
   return key;
 }

@@ -55,7 +55,9 @@ const CLI_TYPES: Record<Keys[number]['type'], SearchAttributeTypeName> = {
 };
 
 /** The `--search-attribute` flags of `temporal server start-dev` (the local launcher). */
-export function devServerSearchAttributes(keys: Keys = PAYOUT_SEARCH_ATTRIBUTES): Record<string, SearchAttributeTypeName> {
+export function devServerSearchAttributes(
+  keys: Keys = PAYOUT_SEARCH_ATTRIBUTES,
+): Record<string, SearchAttributeTypeName> {
   return Object.fromEntries(keys.map((key) => [key.name, CLI_TYPES[key.type]]));
 }
 
@@ -79,11 +81,17 @@ export async function requireSearchAttributes(
 ): Promise<void> {
   const missing = await missingSearchAttributes(operator, namespace);
   if (missing === undefined) {
-    logger.warn({ namespace }, 'could not list search attributes; make sure PayoutStatus and PartnerId exist');
+    logger.warn(
+      { namespace },
+      'could not list search attributes; make sure PayoutStatus and PartnerId exist',
+    );
     return;
   }
   if (missing.length > 0) {
-    const commands = searchAttributeCommands(namespace, PAYOUT_SEARCH_ATTRIBUTES.filter((k) => missing.includes(k.name)));
+    const commands = searchAttributeCommands(
+      namespace,
+      PAYOUT_SEARCH_ATTRIBUTES.filter((k) => missing.includes(k.name)),
+    );
     throw new Error(
       `namespace "${namespace}" lacks the search attribute(s) ${missing.join(', ')}; register them first:\n  ${commands.join('\n  ')}`,
     );

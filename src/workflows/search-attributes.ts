@@ -18,7 +18,9 @@ export const PARTNER_ID = defineSearchAttributeKey('PartnerId', 'KEYWORD');
 export const PAYOUT_SEARCH_ATTRIBUTES = [PAYOUT_STATUS, PARTNER_ID] as const;
 
 /** Set at workflow start, so a payout is findable before a worker has picked it up. */
-export function payoutSearchAttributes(payout: Pick<PayoutRecord, 'status' | 'partnerId'>): SearchAttributePair[] {
+export function payoutSearchAttributes(
+  payout: Pick<PayoutRecord, 'status' | 'partnerId'>,
+): SearchAttributePair[] {
   return [
     { key: PAYOUT_STATUS, value: payout.status },
     { key: PARTNER_ID, value: payout.partnerId },

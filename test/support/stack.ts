@@ -67,6 +67,8 @@ export interface TestStack {
 export interface StackOptions {
   /** Service env overrides (SETTLEMENT_MODE, rate limits, ...). */
   env?: Record<string, string>;
+  /** Where the sandbox POSTs its webhooks instead of the api (a test that delivers them itself). */
+  sandboxWebhookUrl?: string;
   /** Start without a worker (e.g. to prove GET falls back to the read model). Default true. */
   worker?: boolean;
 }
@@ -129,7 +131,7 @@ export async function startStack(opts: StackOptions = {}): Promise<TestStack> {
     const sandbox = buildSandboxApp(
       loadSandboxConfig({
         SANDBOX_PORT: String(sandboxPort),
-        SANDBOX_WEBHOOK_URL: `http://127.0.0.1:${apiPort}/webhooks/sandbox`,
+        SANDBOX_WEBHOOK_URL: opts.sandboxWebhookUrl ?? `http://127.0.0.1:${apiPort}/webhooks/sandbox`,
         SANDBOX_EVM_RPC_URL: anvil.rpcUrl,
         SANDBOX_USDT_ADDRESS: usdtAddress,
         SANDBOX_WALLET_PRIVATE_KEY: anvilAccount('provider-sandbox').privateKey,

@@ -112,7 +112,14 @@ export function fakeActivities(overrides: Partial<Fakes> = {}) {
     alertSettlementBelowMinimum: async () => {},
     recordLatePayment: async () => {},
   };
-  const impl = { ...defaults, ...overrides } as Record<string, (...args: unknown[]) => unknown>;
+  // The payout workflow starts a partner-callback child when it ends; the stand-in partner has no
+  // callback URL, so the child finishes at once instead of retrying in the background (a pending
+  // activity would stop the test server from skipping time for the next test).
+  const callbacks = {
+    sendPartnerCallback: async () => ({ kind: 'not_configured' as const }),
+    givePartnerCallbackUp: async () => {},
+  };
+  const impl = { ...callbacks, ...defaults, ...overrides } as Record<string, (...args: unknown[]) => unknown>;
   const activities = Object.fromEntries(
     Object.entries(impl).map(([name, fn]) => [
       name,
@@ -169,6 +176,38 @@ export async function withWorker<T>(
     activities,
   });
   return worker.runUntil(fn(taskQueue));
+}
+
+/**
+ * Cleans up after a payout that started children (its partner callback, ABANDON, which outlives the
+ * payout by design). The Java time-skipping test server keeps a time-skipping lock for a child until
+ * the parent records the child's end, which never happens when the parent closes first (same family
+ * as temporalio/sdk-java#1138). Left alone, every later test that waits on a timer would wait in
+ * real time, so one unlock per such child puts the count back.
+ */
+export async function endChildren(env: TestWorkflowEnvironment, workflowId: string): Promise<void> {
+  const history = await env.client.workflow.getHandle(workflowId).fetchHistory();
+  const events = history.events ?? [];
+  const closedInParent = new Set(
+    events.flatMap((e) => {
+      const closed =
+        e.childWorkflowExecutionCompletedEventAttributes ??
+        e.childWorkflowExecutionFailedEventAttributes ??
+        e.childWorkflowExecutionTerminatedEventAttributes ??
+        e.childWorkflowExecutionCanceledEventAttributes ??
+        e.childWorkflowExecutionTimedOutEventAttributes;
+      return closed?.workflowExecution?.workflowId ? [closed.workflowExecution.workflowId] : [];
+    }),
+  );
+  for (const event of events) {
+    const childId = event.startChildWorkflowExecutionInitiatedEventAttributes?.workflowId;
+    if (!childId) continue;
+    await env.client.workflow
+      .getHandle(childId)
+      .terminate('test over')
+      .catch(() => {});
+    if (!closedInParent.has(childId)) await env.connection.testService?.unlockTimeSkipping({});
+  }
 }
 
 /** Polls the workflow's query until `predicate` holds (real time: no time skipping meanwhile). */

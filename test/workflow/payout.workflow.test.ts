@@ -12,6 +12,7 @@ import {
 import { payoutWorkflow } from '../../src/workflows/payout.workflow';
 import { createTimeSkippingEnv } from '../support/temporal';
 import {
+  endChildren,
   fakeActivities,
   gate,
   notYet,
@@ -54,7 +55,11 @@ describe('payoutWorkflow (time-skipping)', () => {
         taskQueue,
         args: [input],
       });
-      return fn(handle, input);
+      try {
+        return await fn(handle, input);
+      } finally {
+        await endChildren(env, handle.workflowId);
+      }
     });
   }
   type Handle = Awaited<ReturnType<TestWorkflowEnvironment['client']['workflow']['start']>>;
@@ -92,7 +97,7 @@ describe('payoutWorkflow (time-skipping)', () => {
   });
 
   it('moves PENDING -> PROCESSING on pix.received, keeping paid_at for later', async () => {
-    const fake = fakeActivities({ requestSettlement: () => new Promise(() => {}) });
+    const fake = fakeActivities();
     await run(fake, {}, async (h, input) => {
       await charged(h);
       expect((await h.query(getPayoutQuery)).status).toBe('PENDING');
@@ -101,9 +106,10 @@ describe('payoutWorkflow (time-skipping)', () => {
       expect(payout.paidAt).toBe('2026-11-21T22:01:02.000Z');
       // SPEC.md: paid_at is shown only once the payout is COMPLETED.
       expect(toPayoutResponse(payout)).not.toHaveProperty('paid_at');
-      await h.terminate();
+      expect(fake.savedStatuses()).toEqual(['PENDING', 'PENDING', 'PROCESSING']);
+      await signal(h, settlementCompleted(input.payoutId));
+      expect(toPayoutResponse(await result(h)).paid_at).toBe('2026-11-21T22:01:02.000Z');
     });
-    expect(fake.savedStatuses()).toEqual(['PENDING', 'PENDING', 'PROCESSING']);
   });
 
   it('completes with every settlement field once the provider settled and the chain confirms', async () => {
@@ -133,7 +139,14 @@ describe('payoutWorkflow (time-skipping)', () => {
       confirmed_at: '2026-11-21T22:00:05.000Z',
     });
     expect(fake.callsOf('requestSettlement')).toEqual([
-      [{ payoutId: done.id, chargeId: done.providerChargeId, receiverWallet: done.receiverWallet, chainId: 42161 }],
+      [
+        {
+          payoutId: done.id,
+          chargeId: done.providerChargeId,
+          receiverWallet: done.receiverWallet,
+          chainId: 42161,
+        },
+      ],
     ]);
     expect(fake.callsOf('verifyUsdtTransfer')).toEqual([
       [{ txHash: TX_HASH, to: done.receiverWallet, amountUnits: '17825311', minConfirmations: 1 }],
@@ -227,7 +240,9 @@ describe('payoutWorkflow (time-skipping)', () => {
       await signal(h, pixReceived(input.payoutId));
       const processed = await processing(h);
       const payout = await result(h);
-      expect(Date.parse(payout.updatedAt) - Date.parse(processed.updatedAt)).toBeGreaterThanOrEqual(21_600_000);
+      expect(Date.parse(payout.updatedAt) - Date.parse(processed.updatedAt)).toBeGreaterThanOrEqual(
+        21_600_000,
+      );
       return payout;
     });
     expect(done).toMatchObject({ status: 'FAILED', failureReason: 'settlement_timeout' });
@@ -472,11 +487,15 @@ describe('payoutWorkflow (time-skipping)', () => {
           return 'confirmed';
         },
       });
-      const done = await run(fake, { settlementMode: 'treasury', settlementTimeoutSeconds: 900 }, async (h, input) => {
-        await charged(h);
-        await signal(h, pixReceived(input.payoutId));
-        return result(h);
-      });
+      const done = await run(
+        fake,
+        { settlementMode: 'treasury', settlementTimeoutSeconds: 900 },
+        async (h, input) => {
+          await charged(h);
+          await signal(h, pixReceived(input.payoutId));
+          return result(h);
+        },
+      );
       expect(done.status).toBe('COMPLETED');
       expect(fake.callsOf('alertSettlementOverdue')).toEqual([
         [{ payoutId: done.id, partnerId: done.partnerId, mode: 'treasury', overdueSeconds: 900 }],

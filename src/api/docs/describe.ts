@@ -73,7 +73,8 @@ const STATUS_MEANING: Record<string, string> = {
   '415': '`content-type must be application/json`',
   '429': 'Rate limit exceeded: `rate limit exceeded, retry after 60 seconds`, with `Retry-After: 60`',
   '500': 'Unexpected error: `internal error` (no details are ever returned; quote X-Request-Id to support)',
-  '502': 'The payment provider could not create the PIX charge: `payment provider could not create the PIX charge, retry later`',
+  '502':
+    'The payment provider could not create the PIX charge: `payment provider could not create the PIX charge, retry later`',
   '503':
     'Temporarily unavailable, retry later: no exchange rate (`quote unavailable, retry later`) or ' +
     'the provider is slow to create the charge (`payment provider unavailable, retry later`)',

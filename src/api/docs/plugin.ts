@@ -18,6 +18,11 @@ const schemaRegistry = z.registry<{ id?: string }>();
 schemaRegistry.add(payoutResponseSchema, { id: 'Payout' });
 schemaRegistry.add(errorBodySchema, { id: 'Error' });
 
+// The UI's top bar would otherwise show the web framework's logo.
+const LOGO_SVG =
+  '<svg xmlns="http://www.w3.org/2000/svg" width="260" height="40"><text x="0" y="28" ' +
+  'font-family="sans-serif" font-size="24" font-weight="bold" fill="#fff">PIX → USDT payouts</text></svg>';
+
 export const OPENAPI_JSON_PATH = '/openapi.json';
 export const DOCS_PATH = '/docs';
 
@@ -47,7 +52,10 @@ export const apiDocs = fp<ApiDocsOptions>(
         servers: opts.publicBaseUrl ? [{ url: opts.publicBaseUrl }] : [],
         tags: [
           { name: 'payouts', description: 'Partner API: create and read payouts' },
-          { name: 'provider', description: 'Inbound notifications of the payment provider (not for partners)' },
+          {
+            name: 'provider',
+            description: 'Inbound notifications of the payment provider (not for partners)',
+          },
         ],
         components: {
           securitySchemes: {
@@ -69,6 +77,7 @@ export const apiDocs = fp<ApiDocsOptions>(
     await app.register(fastifySwaggerUi, {
       routePrefix: DOCS_PATH,
       staticCSP: true,
+      logo: { type: 'image/svg+xml', content: Buffer.from(LOGO_SVG), href: DOCS_PATH },
       uiConfig: { docExpansion: 'list', deepLinking: true, defaultModelsExpandDepth: 1 },
     });
     app.get(OPENAPI_JSON_PATH, { schema: { hide: true } }, async () => app.swagger());

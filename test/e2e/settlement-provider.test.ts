@@ -1,0 +1,151 @@
+import { randomUUID } from 'node:crypto';
+import { generatePrivateKey, privateKeyToAddress } from 'viem/accounts';
+import { countTransfersTo } from '../../src/adapters/chain/usdt-ledger';
+import type { PayoutRecord, PayoutResponse } from '../../src/domain/payout';
+import { payoutWorkflowId, type PayoutWorkflowInput } from '../../src/workflows/definitions';
+import { postPayout, startStack, VALID_PAYOUT, type TestStack } from '../support/stack';
+
+// Provider-mode settlement on real servers: the sandbox converts the PIX payment, sends USDT on
+// anvil (chain id 42161), and the worker verifies the transfer on chain before COMPLETED.
+describe('provider settlement (dev server, PostgreSQL, anvil, sandbox, worker, api)', () => {
+  let stack: TestStack;
+  let apiKey: string;
+  let partnerId: string;
+
+  beforeAll(async () => {
+    stack = await startStack();
+    ({ apiKey, partnerId } = await stack.createPartner());
+  }, 120_000);
+  afterAll(() => stack?.close());
+
+  const transfersTo = (to: `0x${string}`) =>
+    countTransfersTo({ rpcUrl: stack.rpcUrl, usdtAddress: stack.usdtAddress, to });
+
+  /** The read-model row once it shows `status` (it is written just after the workflow's state). */
+  async function readModel(id: string, status: string): Promise<Record<string, unknown>> {
+    for (let i = 0; i < 100; i++) {
+      const { rows } = await stack.db.query('SELECT * FROM payouts WHERE id = $1', [id]);
+      const row = rows[0] as Record<string, unknown> | undefined;
+      if (row?.status === status) return row;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    throw new Error(`read model of ${id} never showed ${status}`);
+  }
+
+  async function create(receiver: `0x${string}`): Promise<PayoutResponse> {
+    const created = await postPayout(stack.apiUrl, apiKey, { ...VALID_PAYOUT, receiver_wallet: receiver });
+    expect(created.status).toBe(201);
+    return created.body as unknown as PayoutResponse;
+  }
+
+  it('completes with exactly one USDT Transfer of settled_amount_usdt to receiver_wallet', async () => {
+    const receiver = privateKeyToAddress(generatePrivateKey());
+    const payout = await create(receiver);
+    await stack.pay(payout.pix_copy_paste);
+    const done = await stack.waitForStatus(apiKey, payout.id, ['COMPLETED', 'FAILED']);
+
+    expect(done).toMatchObject({
+      status: 'COMPLETED',
+      settled_amount_usdt: 17.825311, // 100 / (5.50 x 1.02): the sandbox's rate and spread
+      min_amount_usdt: 17.152658,
+      blockchain_network: 'Arbitrum One',
+      blockchain_chain_id: 42161,
+      block_explorer_url: `https://arbiscan.io/tx/${done.blockchain_tx_id}`,
+    });
+    expect(done.blockchain_tx_id).toMatch(/^0x[0-9a-f]{64}$/);
+    expect(Date.parse(done.paid_at!)).toBeLessThanOrEqual(Date.parse(done.confirmed_at!));
+
+    const transfers = await transfersTo(receiver);
+    expect(transfers).toEqual({ count: 1, total: 17_825_311n, txHashes: [done.blockchain_tx_id] });
+
+    // The read model holds the same final state, for GET after Temporal's retention.
+    const row = await readModel(payout.id, 'COMPLETED');
+    expect(row).toMatchObject({
+      settled_amount_usdt_units: 17_825_311n,
+      blockchain_tx_id: done.blockchain_tx_id,
+    });
+    expect((row.paid_at as Date).toISOString()).toBe(done.paid_at);
+    expect((row.confirmed_at as Date).toISOString()).toBe(done.confirmed_at);
+  });
+
+  it('fails on settlement_failed with the initial empty settlement fields and no transfer', async () => {
+    const receiver = privateKeyToAddress(generatePrivateKey());
+    const payout = await create(receiver);
+    await stack.pay(payout.pix_copy_paste, 'settlement_failed');
+    const done = await stack.waitForStatus(apiKey, payout.id, ['COMPLETED', 'FAILED']);
+
+    expect(done).toMatchObject({
+      status: 'FAILED',
+      settled_amount_usdt: 0,
+      blockchain_network: '',
+      blockchain_chain_id: 0,
+      blockchain_tx_id: '',
+      block_explorer_url: '',
+    });
+    expect(done).not.toHaveProperty('paid_at');
+    expect(done).not.toHaveProperty('confirmed_at');
+    expect((await transfersTo(receiver)).count).toBe(0);
+    expect(await readModel(payout.id, 'FAILED')).toMatchObject({
+      failure_reason: 'provider_reported_failure',
+    });
+  });
+
+  it('records a payment made after the charge expired for refund and does not settle it', async () => {
+    // PIX_CHARGE_EXPIRY_SECONDS is at least 60 in config, too long for a real-time test, so this
+    // payout is started directly with a 2 s expiry (the time-skipping tests cover the real hour).
+    const receiver = privateKeyToAddress(generatePrivateKey());
+    const input: PayoutWorkflowInput = {
+      payoutId: randomUUID(),
+      partnerId,
+      amountCentavos: '10000',
+      minAmountUsdtUnits: '17152658',
+      pixKey: VALID_PAYOUT.pix_key,
+      pixKeyType: 'CPF',
+      receiverWallet: receiver,
+      createdAt: new Date().toISOString(),
+      settings: {
+        chargeExpirySeconds: 2,
+        settlementTimeoutSeconds: stack.config.SETTLEMENT_TIMEOUT_SECONDS,
+        settlementMode: 'provider',
+        settlementConfirmations: stack.config.SETTLEMENT_CONFIRMATIONS,
+        chainId: stack.config.EVM_CHAIN_ID,
+      },
+    };
+    const handle = await stack.temporal.workflow.start('payoutWorkflow', {
+      workflowId: payoutWorkflowId(input.payoutId),
+      taskQueue: stack.config.TEMPORAL_TASK_QUEUE,
+      args: [input],
+    });
+    const failed = (await handle.result()) as PayoutRecord;
+    expect(failed).toMatchObject({ status: 'FAILED', failureReason: 'charge_expired' });
+
+    // The bank does not know about the expiry: the payer pays, the provider reports it.
+    await stack.pay(failed.pixCopyPaste);
+    let refund: Record<string, unknown> | undefined;
+    for (let i = 0; i < 100 && !refund; i++) {
+      const { rows } = await stack.db.query('SELECT * FROM refund_cases WHERE payout_id = $1', [
+        input.payoutId,
+      ]);
+      refund = rows[0] as Record<string, unknown> | undefined;
+      if (!refund) await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(refund).toMatchObject({
+      payout_id: input.payoutId,
+      charge_id: failed.providerChargeId,
+      amount_brl: '100.00',
+      status: 'open',
+      reason: 'payment received after the payout was FAILED',
+    });
+
+    const after = await stack.waitForStatus(apiKey, input.payoutId, [
+      'PENDING',
+      'PROCESSING',
+      'COMPLETED',
+      'FAILED',
+    ]);
+    expect(after.status).toBe('FAILED');
+    // Give a wrongly started settlement time to show up before checking nothing moved.
+    await new Promise((r) => setTimeout(r, 1_000));
+    expect((await transfersTo(receiver)).count).toBe(0);
+  });
+});

@@ -1,0 +1,58 @@
+import { createPublicClient, http } from 'viem';
+import { generatePrivateKey, privateKeyToAddress } from 'viem/accounts';
+import { countTransfersTo } from '../../src/adapters/chain/usdt-ledger';
+import type { PayoutResponse } from '../../src/domain/payout';
+import { anvilAccount } from '../../src/local/infra/anvil';
+import { postPayout, startStack, VALID_PAYOUT, type TestStack } from '../support/stack';
+
+// Treasury-mode settlement on real servers: the worker itself sends min_amount_usdt from the
+// operator's treasury key on anvil (chain id 42161); the provider only collects the PIX payment.
+describe('treasury settlement (dev server, PostgreSQL, anvil, sandbox, worker, api)', () => {
+  let stack: TestStack;
+  let apiKey: string;
+
+  beforeAll(async () => {
+    stack = await startStack({ env: { SETTLEMENT_MODE: 'treasury' } });
+    ({ apiKey } = await stack.createPartner());
+  }, 120_000);
+  afterAll(() => stack?.close());
+
+  it('completes with exactly one transfer of min_amount_usdt from the treasury', async () => {
+    const receiver = privateKeyToAddress(generatePrivateKey());
+    const created = await postPayout(stack.apiUrl, apiKey, { ...VALID_PAYOUT, receiver_wallet: receiver });
+    expect(created.status).toBe(201);
+    const payout = created.body as unknown as PayoutResponse;
+    await stack.pay(payout.pix_copy_paste);
+    const done = await stack.waitForStatus(apiKey, payout.id, ['COMPLETED', 'FAILED']);
+
+    expect(done).toMatchObject({
+      status: 'COMPLETED',
+      min_amount_usdt: 17.152658,
+      settled_amount_usdt: 17.152658,
+      blockchain_network: 'Arbitrum One',
+      blockchain_chain_id: 42161,
+      block_explorer_url: `https://arbiscan.io/tx/${done.blockchain_tx_id}`,
+    });
+    expect(done.paid_at).toEqual(expect.any(String));
+    expect(done.confirmed_at).toEqual(expect.any(String));
+
+    const transfers = await countTransfersTo({
+      rpcUrl: stack.rpcUrl,
+      usdtAddress: stack.usdtAddress,
+      to: receiver,
+    });
+    expect(transfers).toEqual({ count: 1, total: 17_152_658n, txHashes: [done.blockchain_tx_id] });
+    const tx = await createPublicClient({ transport: http(stack.rpcUrl) }).getTransaction({
+      hash: done.blockchain_tx_id as `0x${string}`,
+    });
+    expect(tx.from.toLowerCase()).toBe(anvilAccount('treasury').address.toLowerCase());
+    expect(tx.chainId).toBe(42161);
+
+    // The signed transaction was stored before it was broadcast: that row is what makes it once-only.
+    const { rows } = await stack.db.query(
+      'SELECT tx_hash, amount_units FROM treasury_transfers WHERE payout_id = $1',
+      [payout.id],
+    );
+    expect(rows).toEqual([{ tx_hash: done.blockchain_tx_id, amount_units: 17_152_658n }]);
+  });
+});

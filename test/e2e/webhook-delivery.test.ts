@@ -1,0 +1,168 @@
+import { createHash } from 'node:crypto';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { generatePrivateKey, privateKeyToAddress } from 'viem/accounts';
+import { countTransfersTo } from '../../src/adapters/chain/usdt-ledger';
+import { payoutWorkflowId, providerEventWorkflowId } from '../../src/workflows/definitions';
+import { postPayout, startStack, VALID_PAYOUT, type TestStack } from '../support/stack';
+
+// POST /webhooks/{provider} on real servers (DECISIONS.md section 5). The sandbox's own webhooks go
+// to a capture server instead of the api, so the test holds real provider tokens and decides how
+// (and how often, and to which replica) they are delivered.
+describe('provider webhook (dev server, PostgreSQL, anvil, sandbox, worker, 2 api replicas)', () => {
+  let stack: TestStack;
+  let apiKey: string;
+  let partnerId: string;
+  let replica: { url: string; close(): Promise<void> };
+  let capture: Server;
+  const captured: string[] = [];
+
+  beforeAll(async () => {
+    capture = createServer((req, res) => {
+      let body = '';
+      req.on('data', (chunk: Buffer) => (body += chunk.toString()));
+      req.on('end', () => {
+        captured.push((JSON.parse(body) as { token: string }).token);
+        res.writeHead(200, { 'content-type': 'application/json' }).end('{"received":true}');
+      });
+    });
+    await new Promise<void>((resolve) => capture.listen(0, '127.0.0.1', resolve));
+    const { port } = capture.address() as AddressInfo;
+    stack = await startStack({ sandboxWebhookUrl: `http://127.0.0.1:${port}/webhooks/sandbox` });
+    replica = await stack.startApiReplica();
+    ({ apiKey, partnerId } = await stack.createPartner());
+  }, 120_000);
+  afterAll(async () => {
+    await replica?.close();
+    await stack?.close();
+    await new Promise((resolve) => capture?.close(resolve));
+  });
+
+  const deliver = (baseUrl: string, body: unknown, provider = 'sandbox') =>
+    fetch(`${baseUrl}/webhooks/${provider}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: typeof body === 'string' ? body : JSON.stringify(body),
+    });
+  const hash = (token: string) => createHash('sha256').update(token).digest('hex');
+
+  /** The next token the sandbox sent, with the event type it stands for. */
+  async function nextToken(type: string, timeoutMs = 15_000): Promise<string> {
+    const deadline = Date.now() + timeoutMs;
+    while (Date.now() < deadline) {
+      for (const token of captured) {
+        const res = await fetch(`${stack.sandboxUrl}/pix/notification/${token}`);
+        if (res.status === 200 && ((await res.json()) as { type: string }).type === type) {
+          captured.splice(captured.indexOf(token), 1);
+          return token;
+        }
+      }
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    throw new Error(`no ${type} webhook captured`);
+  }
+
+  async function providerEventWorkflowsOnQueue(): Promise<string[]> {
+    const ids: string[] = [];
+    const query = `WorkflowType = 'providerEventWorkflow' AND TaskQueue = '${stack.config.TEMPORAL_TASK_QUEUE}'`;
+    for await (const wf of stack.temporal.workflow.list({ query })) ids.push(wf.workflowId);
+    return ids;
+  }
+
+  it('starts one provider-event workflow and changes the payout once for 50 simultaneous deliveries on 2 replicas', async () => {
+    const receiver = privateKeyToAddress(generatePrivateKey());
+    const created = await postPayout(stack.apiUrl, apiKey, { ...VALID_PAYOUT, receiver_wallet: receiver });
+    expect(created.status).toBe(201);
+    const payoutId = created.body.id as string;
+    await stack.pay(created.body.pix_copy_paste as string);
+    const token = await nextToken('pix.received');
+
+    const answers = await Promise.all(
+      Array.from({ length: 50 }, (_, i) => deliver(i % 2 === 0 ? stack.apiUrl : replica.url, { token })),
+    );
+    expect(answers.map((r) => r.status)).toEqual(Array(50).fill(200));
+    for (const r of answers) expect(await r.json()).toEqual({ received: true });
+
+    const processing = await stack.waitForStatus(apiKey, payoutId, ['PROCESSING', 'COMPLETED', 'FAILED']);
+    expect(processing.status).toBe('PROCESSING');
+
+    // One workflow, under the id derived from the token's hash; visibility is eventually consistent.
+    const expectedId = providerEventWorkflowId('sandbox', hash(token));
+    let ids: string[] = [];
+    for (let i = 0; i < 40 && ids.length === 0; i++) {
+      ids = await providerEventWorkflowsOnQueue();
+      if (ids.length === 0) await new Promise((r) => setTimeout(r, 250));
+    }
+    expect(ids).toEqual([expectedId]);
+    await expect(stack.temporal.workflow.getHandle(expectedId).result()).resolves.toBe('delivered');
+    const { rows } = await stack.db.query(
+      'SELECT token FROM webhook_tokens WHERE provider = $1 AND token = $2',
+      ['sandbox', hash(token)],
+    );
+    expect(rows).toHaveLength(1);
+    // Only the hash is stored: the token itself is the key to the provider's event.
+    const leaked = await stack.db.query('SELECT 1 FROM webhook_tokens WHERE token = $1', [token]);
+    expect(leaked.rowCount).toBe(0);
+
+    // The payout workflow got the event once and moved once.
+    const history = await stack.temporal.workflow.getHandle(payoutWorkflowId(payoutId)).fetchHistory();
+    const signals = history.events!.filter((e) => e.workflowExecutionSignaledEventAttributes);
+    expect(signals).toHaveLength(1);
+
+    // Redelivered later (a provider retry), on either replica: acknowledged and discarded.
+    expect((await deliver(replica.url, { token })).status).toBe(200);
+    expect((await deliver(stack.apiUrl, { token })).status).toBe(200);
+
+    // The settlement webhook completes the payout; the USDT moved exactly once.
+    const settlementToken = await nextToken('settlement.completed');
+    expect((await deliver(replica.url, { token: settlementToken })).status).toBe(200);
+    const done = await stack.waitForStatus(apiKey, payoutId, ['COMPLETED', 'FAILED']);
+    expect(done.status).toBe('COMPLETED');
+    const transfers = await countTransfersTo({
+      rpcUrl: stack.rpcUrl,
+      usdtAddress: stack.usdtAddress,
+      to: receiver,
+    });
+    expect(transfers.count).toBe(1);
+    expect(await providerEventWorkflowsOnQueue()).toHaveLength(2);
+  });
+
+  it('answers 404 unknown provider for a provider that is not configured', async () => {
+    const res = await deliver(stack.apiUrl, { token: 'abc' }, 'stripe');
+    expect(res.status).toBe(404);
+    expect(await res.json()).toEqual({ error: 'unknown provider' });
+  });
+
+  it.each([
+    ['no token', {}, 'token is required'],
+    ['a token that is not a string', { token: 42 }, 'token must be a string'],
+    ['an empty token', { token: '' }, undefined],
+    ['a token with characters outside [A-Za-z0-9._~-]', { token: 'abc/../def' }, undefined],
+    ['a token over 512 characters', { token: 'a'.repeat(513) }, undefined],
+    ['an array body', [], 'request body must be a JSON object'],
+    ['malformed JSON', '{"token": ', 'invalid JSON body'],
+  ])('answers 400 for %s', async (_name, body, message) => {
+    const res = await deliver(stack.apiUrl, body);
+    expect(res.status).toBe(400);
+    const answer = (await res.json()) as { error: string };
+    expect(Object.keys(answer)).toEqual(['error']);
+    if (message) expect(answer.error).toBe(message);
+  });
+
+  it('acknowledges a token the provider does not know, changes nothing, and ends unknown_token', async () => {
+    const token = 'never-issued-by-the-provider_0123456789';
+    const snapshot = () =>
+      stack.db.query('SELECT id, status, version FROM payouts WHERE partner_id = $1 ORDER BY id', [
+        partnerId,
+      ]);
+    const before = (await snapshot()).rows;
+    const res = await deliver(replica.url, { token });
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual({ received: true });
+    const outcome = await stack.temporal.workflow
+      .getHandle(providerEventWorkflowId('sandbox', hash(token)))
+      .result();
+    expect(outcome).toBe('unknown_token');
+    expect((await snapshot()).rows).toEqual(before);
+  });
+});

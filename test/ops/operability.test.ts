@@ -1,0 +1,390 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { temporal } from '@temporalio/proto';
+import { parse } from 'yaml';
+import type { PayoutResponse } from '../../src/domain/payout';
+import { freePort, isListening } from '../../src/local/infra/ports';
+import { spawnManaged, type ManagedProcess } from '../../src/local/infra/processes';
+import { payoutWorkflowId } from '../../src/workflows/definitions';
+import { startStack, type TestStack } from '../support/stack';
+
+// The api and the worker as real processes (`node --import tsx src/...`, as the launcher runs them),
+// on the test stack's Temporal dev server, PostgreSQL, anvil and sandbox. One payout goes through
+// them; then their actual output is checked: the Prometheus expositions against ops/alerts.yml, the
+// logs for request and payout ids and for secrets, and Temporal's history for readable personal data.
+
+const ROOT = path.resolve(__dirname, '../..');
+const TSX = pathToFileURL(require.resolve('tsx')).href;
+const CPF = `9${randomBytes(5).readUIntBE(0, 5).toString().padStart(10, '0')}`.slice(0, 11);
+const CODEC_TOKEN = `codec-${randomBytes(12).toString('hex')}`;
+const WEBHOOK_TOKEN = `tok-${randomBytes(24).toString('base64url')}`;
+const REQUEST_ID = `ops-test-${randomUUID().slice(0, 8)}`;
+
+interface Proc {
+  process: ManagedProcess;
+  lines: string[];
+}
+
+function start(name: string, entry: string, env: NodeJS.ProcessEnv): Proc {
+  const lines: string[] = [];
+  const process = spawnManaged({
+    name,
+    command: globalThis.process.execPath,
+    args: ['--import', TSX, entry],
+    cwd: ROOT,
+    env,
+    log: (line) => lines.push(line.slice(name.length + 3)), // without the "[name] " prefix
+  });
+  return { process, lines };
+}
+
+async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 60_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe().catch(() => undefined);
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+/** Metric family names of a Prometheus text exposition (from its HELP/TYPE lines and samples). */
+function metricNames(exposition: string): Set<string> {
+  const names = new Set<string>();
+  for (const line of exposition.split('\n')) {
+    const meta = /^# (?:HELP|TYPE) ([a-zA-Z_:][\w:]*)/.exec(line);
+    const sample = /^([a-zA-Z_:][\w:]*)[{ ]/.exec(line);
+    const name = meta?.[1] ?? (line.startsWith('#') ? undefined : sample?.[1]);
+    if (name) names.add(name);
+  }
+  return names;
+}
+
+const PROMQL_WORDS = new Set([
+  'by',
+  'without',
+  'on',
+  'ignoring',
+  'group_left',
+  'group_right',
+  'and',
+  'or',
+  'unless',
+  'bool',
+  'offset',
+  'inf',
+  'nan',
+]);
+
+/** The metric names a PromQL expression selects: identifiers that are not functions, labels or keywords. */
+function selectedMetrics(expr: string): string[] {
+  const bare = expr
+    .replace(/"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'/g, '""') // strings
+    .replace(/\{[^}]*\}/g, '') // label matchers
+    .replace(/\[[^\]]*\]/g, '') // range and subquery durations
+    .replace(/\b(?:by|without|on|ignoring|group_left|group_right)\s*\([^)]*\)/g, ''); // label lists
+  const names: string[] = [];
+  for (const match of bare.matchAll(/[a-zA-Z_:][\w:]*/g)) {
+    const after = bare.slice(match.index! + match[0].length).trimStart();
+    if (after.startsWith('(') || PROMQL_WORDS.has(match[0].toLowerCase())) continue;
+    names.push(match[0]);
+  }
+  return names;
+}
+
+describe('api and worker processes: metrics, alert rules, logs, encrypted payloads', () => {
+  let stack: TestStack;
+  let api: Proc;
+  let worker: Proc;
+  let apiKey: string;
+  let partnerId: string;
+  let apiUrl: string;
+  let apiMetricsUrl: string;
+  let workerMetricsUrl: string;
+  let codecUrl: string;
+  let payout: PayoutResponse;
+
+  beforeAll(async () => {
+    // No in-process worker: the spawned one is the only one polling the task queue.
+    stack = await startStack({ worker: false });
+    ({ apiKey, partnerId } = await stack.createPartner('operability'));
+    const [port, metricsPort, workerMetricsPort] = [await freePort(), await freePort(), await freePort()];
+    const env: NodeJS.ProcessEnv = {
+      PATH: process.env.PATH,
+      HOME: process.env.HOME,
+      NODE_ENV: 'development',
+      LOG_LEVEL: 'debug', // the most output, so the most chances for a secret to show
+      HOST: '127.0.0.1',
+      PORT: String(port),
+      METRICS_PORT: String(metricsPort),
+      WORKER_METRICS_PORT: String(workerMetricsPort),
+      DATABASE_URL: stack.config.DATABASE_URL,
+      TEMPORAL_ADDRESS: stack.config.TEMPORAL_ADDRESS,
+      TEMPORAL_TASK_QUEUE: stack.config.TEMPORAL_TASK_QUEUE,
+      PROVIDER_API_URL: stack.sandboxUrl,
+      EVM_RPC_URL: stack.rpcUrl,
+      USDT_CONTRACT_ADDRESS: stack.usdtAddress,
+      TREASURY_PRIVATE_KEY: stack.config.TREASURY_PRIVATE_KEY,
+      PAYLOAD_ENCRYPTION_KEY: stack.config.PAYLOAD_ENCRYPTION_KEY,
+      CODEC_AUTH_TOKEN: CODEC_TOKEN,
+    };
+    worker = start('worker', 'src/worker.ts', env);
+    api = start('api', 'src/api/server.ts', env);
+    apiUrl = `http://127.0.0.1:${port}`;
+    apiMetricsUrl = `http://127.0.0.1:${metricsPort}/metrics`;
+    workerMetricsUrl = `http://127.0.0.1:${workerMetricsPort}/metrics`;
+    codecUrl = `http://127.0.0.1:${metricsPort}/codec`;
+    const alive = (p: Proc) => {
+      if (p.process.hasExited()) throw new Error(`${p.process.name} exited:\n${p.process.recentOutput()}`);
+    };
+    await until('the api', async () => {
+      alive(api);
+      return (await fetch(`${apiUrl}/readyz`)).ok || undefined;
+    });
+    await until('the worker', async () => {
+      alive(worker);
+      return (
+        (worker.lines.some((l) => l.includes('"worker started"')) &&
+          (await isListening('127.0.0.1', workerMetricsPort))) ||
+        undefined
+      );
+    });
+  }, 180_000);
+
+  afterAll(async () => {
+    await Promise.all([api?.process.stop(), worker?.process.stop()]);
+    await stack?.close();
+  }, 60_000);
+
+  it('take a payout from POST to COMPLETED', async () => {
+    const res = await fetch(`${apiUrl}/v1/payouts`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-api-key': apiKey, 'x-request-id': REQUEST_ID },
+      body: JSON.stringify({
+        amount_brl: 100,
+        receiver_wallet: '0x70997970C51812dc3A010C7d01b50e0d17dc79C8',
+        pix_key: CPF,
+        pix_key_type: 'CPF',
+      }),
+    });
+    expect(res.status).toBe(201);
+    expect(res.headers.get('x-request-id')).toBe(REQUEST_ID);
+    const created = (await res.json()) as PayoutResponse;
+    await stack.pay(created.pix_copy_paste);
+    payout = await until('COMPLETED', async () => {
+      const read = await fetch(`${apiUrl}/v1/payouts/${created.id}`, { headers: { 'x-api-key': apiKey } });
+      const body = (await read.json()) as PayoutResponse;
+      return ['COMPLETED', 'FAILED'].includes(body.status) ? body : undefined;
+    });
+    expect(payout.status).toBe('COMPLETED');
+
+    // A webhook for a token the provider never issued: recorded, fetched back, dropped.
+    const hook = await fetch(`${apiUrl}/webhooks/sandbox`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ token: WEBHOOK_TOKEN }),
+    });
+    expect(hook.status).toBe(200);
+    await until(
+      'the unknown webhook token to be processed',
+      async () =>
+        worker.lines.some((l) => l.includes('provider does not know this webhook token')) || undefined,
+    );
+  }, 90_000);
+
+  it('keep the PIX key out of Temporal: history holds ciphertext, the codec endpoint decrypts it', async () => {
+    const execution = { workflowId: payoutWorkflowId(payout.id) };
+    const { history } = await stack.temporal.workflowService.getWorkflowExecutionHistory({
+      namespace: 'default',
+      execution,
+    });
+    const raw = Buffer.from(temporal.api.history.v1.History.encode(history!).finish());
+    expect(raw.includes(Buffer.from(CPF))).toBe(false);
+    expect(raw.includes(Buffer.from('pixKey'))).toBe(false);
+    expect(raw.includes(Buffer.from(Buffer.from(`"${CPF}"`).toString('base64')))).toBe(false);
+
+    const started = history!.events![0]!.workflowExecutionStartedEventAttributes!;
+    const input = started.input!.payloads!;
+    expect(Buffer.from(input[0]!.metadata!.encoding!).toString()).toBe('binary/encrypted');
+    const memo = started.memo!.fields!;
+    expect(Buffer.from(memo.amountBrl!.metadata!.encoding!).toString()).toBe('binary/encrypted');
+    // Search attributes stay in clear: they are what an operator filters by.
+    expect(Buffer.from(started.searchAttributes!.indexedFields!.PartnerId!.data!).toString()).toBe(
+      `"${partnerId}"`,
+    );
+
+    const body = JSON.stringify({
+      payloads: input.map((p) => ({
+        metadata: Object.fromEntries(
+          Object.entries(p.metadata!).map(([k, v]) => [k, Buffer.from(v).toString('base64')]),
+        ),
+        data: Buffer.from(p.data!).toString('base64'),
+      })),
+    });
+    const decode = (authorization?: string) =>
+      fetch(`${codecUrl}/decode`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...(authorization ? { authorization } : {}) },
+        body,
+      });
+    expect((await decode()).status).toBe(401);
+    const decoded = (await (await decode(`Bearer ${CODEC_TOKEN}`)).json()) as {
+      payloads: { data: string }[];
+    };
+    expect(JSON.parse(Buffer.from(decoded.payloads[0]!.data, 'base64').toString())).toMatchObject({
+      payoutId: payout.id,
+      pixKey: CPF,
+      pixKeyType: 'CPF',
+    });
+
+    // A client with the key reads the memo; the Web UI does so through the codec endpoint.
+    const described = await stack.temporal.workflow.getHandle(execution.workflowId).describe();
+    expect(await described.memo).toEqual({ amountBrl: '100.00', wallet: '0x7099…79C8' });
+  });
+
+  it('let an operator find the payout by PayoutStatus and PartnerId', async () => {
+    const query = `PayoutStatus = "COMPLETED" AND PartnerId = "${partnerId}"`;
+    const found = await until(
+      'visibility',
+      async () => {
+        const ids: string[] = [];
+        for await (const wf of stack.temporal.workflow.list({ query })) ids.push(wf.workflowId);
+        return ids.length > 0 ? ids : undefined;
+      },
+      20_000,
+    );
+    expect(found).toEqual([payoutWorkflowId(payout.id)]);
+  });
+
+  it('expose in Prometheus format every metric the alert rules use', async () => {
+    // A workflow type no worker knows fails its workflow task: the Temporal SDK's failure counter
+    // (behind the WorkflowTaskFailures alert) only appears once something has failed.
+    const broken = await stack.temporal.workflow.start('noSuchWorkflow', {
+      taskQueue: stack.config.TEMPORAL_TASK_QUEUE,
+      workflowId: `ops-broken-${randomUUID()}`,
+    });
+    const workerText = await until('the workflow task failure metric', async () => {
+      const text = await (await fetch(workerMetricsUrl)).text();
+      return text.includes('temporal_workflow_task_execution_failed') ? text : undefined;
+    });
+    await broken.terminate('test done');
+    const apiRes = await fetch(apiMetricsUrl);
+    expect(apiRes.headers.get('content-type')).toMatch(/^text\/plain/);
+    const apiText = await apiRes.text();
+
+    expect(apiText).toMatch(
+      /http_request_duration_seconds_count\{method="POST",route="\/v1\/payouts",status_code="201"\} 1/,
+    );
+    expect(apiText).toMatch(
+      /http_request_duration_seconds_bucket\{le="[^"]+",method="GET",route="\/v1\/payouts\/:id",status_code="200"\}/,
+    );
+    expect(apiText).toMatch(/webhook_deliveries_total\{provider="sandbox",outcome="received"\} 1/);
+    expect(apiText).toMatch(/payouts_open\{status="PROCESSING"\} 0/);
+    expect(apiText).toMatch(/provider_call_duration_seconds_count\{operation="getQuote",outcome="ok"\}/);
+    expect(workerText).toMatch(/payout_transitions_total\{status="COMPLETED"\} 1/);
+    expect(workerText).toMatch(
+      /provider_call_duration_seconds_count\{operation="createCharge",outcome="ok"\} 1/,
+    );
+    expect(workerText).toMatch(/^temporal_workflow_task_schedule_to_start_latency_bucket\{/m);
+
+    const exposed = new Set([...metricNames(apiText), ...metricNames(workerText)]);
+    const families = new Set([...exposed].flatMap((n) => [n, n.replace(/_(?:bucket|count|sum)$/, '')]));
+    const rules = (
+      parse(readFileSync(path.join(ROOT, 'ops/alerts.yml'), 'utf8')) as {
+        groups: {
+          name: string;
+          rules: {
+            alert: string;
+            expr: string;
+            labels: Record<string, string>;
+            annotations: Record<string, string>;
+          }[];
+        }[];
+      }
+    ).groups.flatMap((g) => g.rules);
+    expect(rules.length).toBeGreaterThanOrEqual(8);
+    const used = new Set<string>();
+    for (const rule of rules) {
+      expect({
+        alert: rule.alert,
+        severity: rule.labels?.severity,
+        summary: typeof rule.annotations?.summary,
+      }).toEqual({
+        alert: expect.stringMatching(/^[A-Z]\w+$/),
+        severity: expect.stringMatching(/^(critical|warning)$/),
+        summary: 'string',
+      });
+      for (const name of selectedMetrics(rule.expr)) {
+        used.add(name);
+        // `up` is written by Prometheus itself for every scrape target.
+        if (name !== 'up')
+          expect({ alert: rule.alert, name, exposed: exposed.has(name) || families.has(name) }).toMatchObject(
+            { exposed: true },
+          );
+      }
+    }
+    // The alerts the service promises (DECISIONS.md 2, issue 5): below minimum, stuck, webhooks.
+    expect([...used]).toEqual(
+      expect.arrayContaining([
+        'payout_settlement_below_minimum_total',
+        'payouts_open_oldest_age_seconds',
+        'webhook_deliveries_total',
+        'temporal_workflow_task_execution_failed',
+      ]),
+    );
+    expect(
+      selectedMetrics('histogram_quantile(0.9, sum by (le) (rate(a_bucket{x="y"}[5m]))) > on(job) b or c'),
+    ).toEqual(['a_bucket', 'b', 'c']);
+  }, 90_000);
+
+  it('log JSON with request and payout ids, and never a secret', () => {
+    const parsed = (lines: string[]) =>
+      lines.map((line) => {
+        try {
+          return JSON.parse(line) as Record<string, unknown>;
+        } catch {
+          throw new Error(`not a JSON log line: ${line}`);
+        }
+      });
+    const apiLogs = parsed(api.lines);
+    const workerLogs = parsed(worker.lines);
+
+    expect(apiLogs).toContainEqual(
+      expect.objectContaining({ reqId: REQUEST_ID, payoutId: payout.id, msg: 'request completed' }),
+    );
+    expect(workerLogs).toContainEqual(
+      expect.objectContaining({ payoutId: payout.id, status: 'COMPLETED', msg: 'payout recorded' }),
+    );
+    // The Temporal SDK's own logs arrive through the same logger, with the workflow they concern.
+    expect(workerLogs).toContainEqual(
+      expect.objectContaining({
+        service: 'payout-worker',
+        workflowId: payoutWorkflowId(payout.id),
+        sdkComponent: expect.any(String),
+      }),
+    );
+    // An SDK error arrives serialised, not as `{}`.
+    expect(workerLogs).toContainEqual(
+      expect.objectContaining({
+        msg: 'Failed to process Workflow Activation',
+        error: expect.objectContaining({ message: expect.stringContaining('noSuchWorkflow') }),
+      }),
+    );
+
+    const secrets: Record<string, string> = {
+      'partner API key': apiKey,
+      'PIX key (CPF)': CPF,
+      'webhook token': WEBHOOK_TOKEN,
+      'treasury private key': stack.config.TREASURY_PRIVATE_KEY!.slice(2),
+      'payload encryption key': stack.config.PAYLOAD_ENCRYPTION_KEY!,
+      'codec token': CODEC_TOKEN,
+    };
+    const output = [...api.lines, ...worker.lines].join('\n');
+    expect(output.length).toBeGreaterThan(10_000);
+    for (const [what, secret] of Object.entries(secrets)) {
+      expect({ what, leaked: output.includes(secret) }).toEqual({ what, leaked: false });
+    }
+  });
+});

@@ -1,0 +1,119 @@
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import { Worker } from '@temporalio/worker';
+import type { PayoutRecord } from '../../src/domain/payout';
+import { createLogger } from '../../src/observability/logger';
+import {
+  devServerSearchAttributes,
+  missingSearchAttributes,
+  requireSearchAttributes,
+  searchAttributeCommands,
+} from '../../src/temporal/search-attribute-registry';
+import { payoutWorkflowId, type PayoutWorkflowInput } from '../../src/workflows/definitions';
+import { PARTNER_ID, PAYOUT_STATUS, payoutSearchAttributes } from '../../src/workflows/search-attributes';
+import { workflowBundle } from '../support/stack';
+import { createTimeSkippingEnv } from '../support/temporal';
+
+// PayoutStatus and PartnerId follow the payout through its transitions, on the time-skipping test
+// server that workflow tests use. That server refuses search attributes it does not know, so this
+// also proves createTimeSkippingEnv registers them.
+
+describe('payout search attributes', () => {
+  let env: TestWorkflowEnvironment;
+  beforeAll(async () => {
+    env = await createTimeSkippingEnv();
+  }, 60_000);
+  afterAll(() => env?.teardown());
+
+  it('are set at start and upserted on each status change only, up to FAILED on charge expiry', async () => {
+    const recorded: PayoutRecord[] = [];
+    const taskQueue = 'search-attributes';
+    const worker = await Worker.create({
+      connection: env.nativeConnection,
+      taskQueue,
+      workflowBundle: await workflowBundle(),
+      activities: {
+        async recordPayout(payout: PayoutRecord) {
+          recorded.push(payout);
+        },
+        async createPixCharge() {
+          return { chargeId: 'chg_1', pixCopyPaste: '000201...' };
+        },
+        // The FAILED payout's partner callback: this partner has no callback URL.
+        async sendPartnerCallback() {
+          return { kind: 'not_configured' as const };
+        },
+      },
+    });
+    const input: PayoutWorkflowInput = {
+      payoutId: '0b0cc8f4-51c5-4d8e-9a53-1c7f3f5b3a10',
+      partnerId: '7d3c0f0e-2c55-4b7e-8f0e-7a3c2c1d9e55',
+      amountCentavos: '10000',
+      minAmountUsdtUnits: '17152658',
+      pixKey: '52998224725',
+      pixKeyType: 'CPF',
+      receiverWallet: '0x70997970C51812dc3A010C7d01b50e0d17dc79C8',
+      createdAt: new Date().toISOString(),
+      settings: {
+        chargeExpirySeconds: 3600,
+        settlementTimeoutSeconds: 21600,
+        settlementMode: 'provider',
+        settlementConfirmations: 1,
+        chainId: 42161,
+      },
+    };
+
+    await worker.runUntil(async () => {
+      // Started as the api starts it: the attributes are there before any worker runs the workflow.
+      const handle = await env.client.workflow.start('payoutWorkflow', {
+        workflowId: payoutWorkflowId(input.payoutId),
+        taskQueue,
+        args: [input],
+        typedSearchAttributes: payoutSearchAttributes({ status: 'PENDING', partnerId: input.partnerId }),
+      });
+      // PENDING with its charge; time does not skip until the result is awaited.
+      while (!recorded.some((p) => p.pixCopyPaste !== '')) await new Promise((r) => setTimeout(r, 50));
+      const pending = (await handle.describe()).typedSearchAttributes;
+      expect(pending.get(PAYOUT_STATUS)).toBe('PENDING');
+      expect(pending.get(PARTNER_ID)).toBe(input.partnerId);
+
+      const final = await handle.result(); // the charge expires an hour later, skipped
+      expect(final.status).toBe('FAILED');
+      const ended = (await handle.describe()).typedSearchAttributes;
+      expect(ended.get(PAYOUT_STATUS)).toBe('FAILED');
+      expect(ended.get(PARTNER_ID)).toBe(input.partnerId);
+
+      const { events } = await handle.fetchHistory();
+      const upserts = (events ?? []).filter((e) => e.upsertWorkflowSearchAttributesEventAttributes);
+      // Three saves (PENDING, charge, FAILED), one status change after the start.
+      expect(recorded.map((p) => p.status)).toEqual(['PENDING', 'PENDING', 'FAILED']);
+      expect(upserts).toHaveLength(1);
+    });
+  });
+
+  it('are checked at worker start-up, with the commands that register them', async () => {
+    // This server cannot list them (nor can Temporal Cloud): the worker then starts with a warning.
+    expect(await missingSearchAttributes(env.connection.operatorService, 'default')).toBeUndefined();
+    const logger = createLogger({ level: 'silent', name: 't' });
+    const listing = (names: string[]) =>
+      ({
+        listSearchAttributes: async () => ({
+          customAttributes: Object.fromEntries(names.map((n) => [n, 2])),
+        }),
+      }) as unknown as Parameters<typeof requireSearchAttributes>[0];
+    await expect(
+      requireSearchAttributes(listing(['PayoutStatus', 'PartnerId']), 'default', logger),
+    ).resolves.toBeUndefined();
+    await expect(requireSearchAttributes(listing(['PayoutStatus']), 'prod', logger)).rejects.toThrow(
+      'namespace "prod" lacks the search attribute(s) PartnerId; register them first:\n' +
+        '  temporal operator search-attribute create --namespace prod --name PartnerId --type Keyword',
+    );
+    await expect(
+      requireSearchAttributes(env.connection.operatorService, 'default', logger),
+    ).resolves.toBeUndefined();
+    expect(searchAttributeCommands('payouts-prod')).toEqual([
+      'temporal operator search-attribute create --namespace payouts-prod --name PayoutStatus --type Keyword',
+      'temporal operator search-attribute create --namespace payouts-prod --name PartnerId --type Keyword',
+    ]);
+    expect(devServerSearchAttributes()).toEqual({ PayoutStatus: 'Keyword', PartnerId: 'Keyword' });
+  });
+});

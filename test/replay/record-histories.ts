@@ -1,0 +1,144 @@
+/**
+ * Regenerates the replay fixtures in ./histories: `npx tsx test/replay/record-histories.ts`.
+ *
+ * Run it only when a workflow change is MEANT to be incompatible with running workflows (and ships
+ * behind a new workflow type or a patch): the point of the fixtures is that they were recorded by
+ * older code. Each one is a full run on the time-skipping test server with stand-in activities.
+ */
+import { writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { randomUUID } from 'node:crypto';
+import { ApplicationFailure } from '@temporalio/common';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import type { PayoutLocation } from '../../src/adapters/db/payouts-repo';
+import type { ProviderEvent } from '../../src/domain/provider-event';
+import {
+  payoutWorkflowId,
+  providerEventSignal,
+  providerEventWorkflowId,
+  type PayoutSettings,
+} from '../../src/workflows/definitions';
+import { payoutWorkflow } from '../../src/workflows/payout.workflow';
+import { providerEventWorkflow } from '../../src/workflows/provider-event.workflow';
+import { createTimeSkippingEnv } from '../support/temporal';
+import { historyToObject } from './history-json';
+import {
+  endChildren,
+  fakeActivities,
+  notYet,
+  payoutInput,
+  pixReceived,
+  registerSearchAttributes,
+  settlementCompleted,
+  settlementFailed,
+  waitForPayout,
+  withWorker,
+} from '../workflow/harness';
+
+const DIR = path.join(__dirname, 'histories');
+
+async function save(env: TestWorkflowEnvironment, name: string, workflowId: string): Promise<void> {
+  const history = await env.client.workflow.getHandle(workflowId).fetchHistory();
+  writeFileSync(path.join(DIR, `${name}.json`), `${JSON.stringify(historyToObject(history), null, 1)}\n`);
+  console.log(`recorded ${name} (${history.events?.length ?? 0} events)`);
+}
+
+async function payout(
+  env: TestWorkflowEnvironment,
+  name: string,
+  settings: Partial<PayoutSettings>,
+  fake: ReturnType<typeof fakeActivities>,
+  events: (payoutId: string) => ProviderEvent[],
+): Promise<void> {
+  await withWorker(env, fake.activities, async (taskQueue) => {
+    const input = payoutInput(settings);
+    const handle = await env.client.workflow.start(payoutWorkflow, {
+      workflowId: payoutWorkflowId(input.payoutId),
+      taskQueue,
+      args: [input],
+    });
+    await waitForPayout(handle, (p) => p.pixCopyPaste !== '');
+    for (const event of events(input.payoutId)) await handle.signal(providerEventSignal, event);
+    await handle.result();
+    await endChildren(env, handle.workflowId);
+    await save(env, name, handle.workflowId);
+  });
+}
+
+async function main(): Promise<void> {
+  const env = await createTimeSkippingEnv();
+  try {
+    await registerSearchAttributes(env);
+
+    await payout(env, 'payout-provider-completed', {}, fakeActivities(), (id) => [
+      pixReceived(id),
+      pixReceived(id), // a second payment: recorded for refund
+      settlementCompleted(id),
+    ]);
+    await payout(env, 'payout-provider-failed', {}, fakeActivities(), (id) => [
+      pixReceived(id),
+      settlementFailed(id),
+    ]);
+    await payout(env, 'payout-charge-expired', {}, fakeActivities(), () => []);
+    let overdue = false;
+    const slowTreasury = fakeActivities({
+      alertSettlementOverdue: async () => {
+        overdue = true;
+      },
+      confirmTreasuryTransfer: async () => {
+        if (!overdue) throw notYet();
+        return 'confirmed';
+      },
+    });
+    await payout(
+      env,
+      'payout-treasury-overdue-completed',
+      { settlementMode: 'treasury', settlementTimeoutSeconds: 600 },
+      slowTreasury,
+      (id) => [pixReceived(id)],
+    );
+
+    // A provider event for a payout that has already ended: the late-payment branch.
+    let location: PayoutLocation | null = null;
+    let event: ProviderEvent | null = null;
+    const fake = fakeActivities({
+      createPixCharge: async () => {
+        throw ApplicationFailure.nonRetryable('refused', 'ProviderRejected');
+      },
+      fetchProviderEvent: async () => event,
+      findPayoutWorkflow: async () => location,
+    });
+    await withWorker(env, fake.activities, async (taskQueue) => {
+      const input = payoutInput();
+      const handle = await env.client.workflow.start(payoutWorkflow, {
+        workflowId: payoutWorkflowId(input.payoutId),
+        taskQueue,
+        args: [input],
+      });
+      await handle.result();
+      await endChildren(env, handle.workflowId);
+      location = {
+        payoutId: input.payoutId,
+        workflowId: handle.workflowId,
+        runId: handle.firstExecutionRunId,
+        status: 'FAILED',
+      };
+      event = pixReceived(input.payoutId);
+      const token = randomUUID();
+      const workflowId = providerEventWorkflowId('sandbox', token);
+      await env.client.workflow.execute(providerEventWorkflow, {
+        workflowId,
+        taskQueue,
+        args: [{ provider: 'sandbox', token }],
+      });
+      await save(env, 'provider-event-late-payment', workflowId);
+    });
+  } finally {
+    await env.teardown();
+  }
+}
+
+main().catch((err: unknown) => {
+  console.error(err);
+  process.exit(1);
+});

@@ -1,0 +1,288 @@
+import { randomUUID } from 'node:crypto';
+import { ApplicationFailure } from '@temporalio/common';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import type { PayoutLocation } from '../../src/adapters/db/payouts-repo';
+import type { PayoutRecord } from '../../src/domain/payout';
+import type { ProviderEvent } from '../../src/domain/provider-event';
+import {
+  getPayoutQuery,
+  payoutWorkflowId,
+  providerEventSignal,
+  providerEventWorkflowId,
+} from '../../src/workflows/definitions';
+import { payoutWorkflow } from '../../src/workflows/payout.workflow';
+import { providerEventWorkflow } from '../../src/workflows/provider-event.workflow';
+import { createTimeSkippingEnv } from '../support/temporal';
+import {
+  endChildren,
+  fakeActivities,
+  payoutInput,
+  pixReceived,
+  registerSearchAttributes,
+  settlementCompleted,
+  settlementFailed,
+  testBundle,
+  waitForPayout,
+  withWorker,
+} from './harness';
+
+// The webhook's durable half: fetch the event back by token, find its payout, signal it; and every
+// way that can go sideways (unknown token, provider outage, foreign or not-yet-recorded payout, a
+// payout that has already ended).
+describe('providerEventWorkflow (time-skipping)', () => {
+  let env: TestWorkflowEnvironment;
+
+  beforeAll(async () => {
+    env = await createTimeSkippingEnv();
+    await registerSearchAttributes(env);
+    await testBundle();
+  }, 60_000);
+  afterAll(() => env?.teardown());
+
+  type Fake = ReturnType<typeof fakeActivities>;
+
+  const token = () => randomUUID().replace(/-/g, '');
+  const runEvent = (taskQueue: string, t = token()) =>
+    env.client.workflow.execute(providerEventWorkflow, {
+      workflowId: providerEventWorkflowId('sandbox', t),
+      taskQueue,
+      args: [{ provider: 'sandbox', token: t }],
+    });
+
+  /**
+   * Lets a payout run to its end (paid, settled, COMPLETED) rather than terminating it: the test
+   * server leaks a time-skipping lock for some terminations (temporalio/sdk-java#1138), which would
+   * make later tests wait on timers in real time.
+   */
+  async function finish(payout: { input: { payoutId: string }; handle: PayoutHandle }) {
+    if ((await payout.handle.query(getPayoutQuery)).status === 'PENDING') {
+      await payout.handle.signal(providerEventSignal, pixReceived(payout.input.payoutId));
+    }
+    await payout.handle.signal(providerEventSignal, settlementCompleted(payout.input.payoutId));
+    expect(((await payout.handle.result()) as PayoutRecord).status).toBe('COMPLETED');
+    await endChildren(env, payout.handle.workflowId);
+  }
+  type PayoutHandle = Awaited<ReturnType<typeof env.client.workflow.start<typeof payoutWorkflow>>>;
+
+  /** A payout workflow waiting for its payment, and where the read model says it lives. */
+  async function pendingPayout(taskQueue: string) {
+    const input = payoutInput();
+    const handle = await env.client.workflow.start(payoutWorkflow, {
+      workflowId: payoutWorkflowId(input.payoutId),
+      taskQueue,
+      args: [input],
+    });
+    await waitForPayout(handle, (p) => p.pixCopyPaste !== '');
+    const location: PayoutLocation = {
+      payoutId: input.payoutId,
+      workflowId: handle.workflowId,
+      runId: handle.firstExecutionRunId,
+      status: 'PENDING',
+    };
+    return { input, handle, location };
+  }
+
+  /** Fakes whose provider serves `events` (by token, in order) and whose read model holds `where`. */
+  function world(events: () => ProviderEvent | null, where: () => PayoutLocation | null, more = {}): Fake {
+    return fakeActivities({
+      fetchProviderEvent: async () => events(),
+      findPayoutWorkflow: async () => where(),
+      ...more,
+    });
+  }
+
+  it('fetches the event by token and signals its payout, which moves to PROCESSING', async () => {
+    let location: PayoutLocation | null = null;
+    let event: ProviderEvent | null = null;
+    const fake = world(
+      () => event,
+      () => location,
+    );
+    await withWorker(env, fake.activities, async (taskQueue) => {
+      const payout = await pendingPayout(taskQueue);
+      location = payout.location;
+      event = pixReceived(payout.input.payoutId);
+      const t = token();
+      await expect(runEvent(taskQueue, t)).resolves.toBe('delivered');
+      expect(fake.callsOf('fetchProviderEvent')).toEqual([[t]]);
+      await waitForPayout(payout.handle, (p) => p.status === 'PROCESSING');
+      await finish(payout);
+    });
+  });
+
+  it('ends with unknown_token, and touches nothing, when the provider does not know the token', async () => {
+    const fake = world(
+      () => null,
+      () => null,
+    );
+    await withWorker(env, fake.activities, async (taskQueue) => {
+      await expect(runEvent(taskQueue)).resolves.toBe('unknown_token');
+    });
+    expect(fake.callsOf('findPayoutWorkflow')).toHaveLength(0);
+    expect(fake.calls.map((c) => c.name)).toEqual(['fetchProviderEvent']);
+  });
+
+  it('keeps fetching through a provider outage and delivers the event once the provider is back', async () => {
+    let location: PayoutLocation | null = null;
+    let event: ProviderEvent | null = null;
+    let outage = 4;
+    const fake = world(
+      () => {
+        if (outage-- > 0) throw ApplicationFailure.retryable('connect ECONNREFUSED', 'ProviderUnavailable');
+        return event;
+      },
+      () => location,
+    );
+    await withWorker(env, fake.activities, async (taskQueue) => {
+      const payout = await pendingPayout(taskQueue);
+      location = payout.location;
+      event = pixReceived(payout.input.payoutId);
+      await expect(runEvent(taskQueue)).resolves.toBe('delivered');
+      await waitForPayout(payout.handle, (p) => p.status === 'PROCESSING');
+      await finish(payout);
+    });
+    expect(fake.callsOf('fetchProviderEvent')).toHaveLength(5);
+  });
+
+  it('gives up (logged) on an event that breaks the provider contract', async () => {
+    const fake = world(
+      () => {
+        throw ApplicationFailure.nonRetryable('unknown event type', 'ProviderRejected');
+      },
+      () => null,
+    );
+    await withWorker(env, fake.activities, async (taskQueue) => {
+      await expect(runEvent(taskQueue)).resolves.toBe('unreadable_event');
+    });
+  });
+
+  it('ignores an event whose external id cannot be one of our payouts, without a lookup', async () => {
+    const fake = world(
+      () => pixReceived('order-12345'),
+      () => null,
+    );
+    await withWorker(env, fake.activities, async (taskQueue) => {
+      await expect(runEvent(taskQueue)).resolves.toBe('unknown_payout');
+    });
+    expect(fake.callsOf('findPayoutWorkflow')).toHaveLength(0);
+  });
+
+  it('waits a while for a read-model row that lags, then delivers', async () => {
+    let lookups = 0;
+    let location: PayoutLocation | null = null;
+    let event: ProviderEvent | null = null;
+    const fake = world(
+      () => event,
+      () => (++lookups >= 3 ? location : null),
+    );
+    await withWorker(env, fake.activities, async (taskQueue) => {
+      const payout = await pendingPayout(taskQueue);
+      location = payout.location;
+      event = pixReceived(payout.input.payoutId);
+      await expect(runEvent(taskQueue)).resolves.toBe('delivered');
+      await finish(payout);
+    });
+    expect(lookups).toBe(3);
+  });
+
+  it('gives an unknown payout id up as not ours after the bounded wait', async () => {
+    const fake = world(
+      () => pixReceived(randomUUID()),
+      () => null,
+    );
+    await withWorker(env, fake.activities, async (taskQueue) => {
+      await expect(runEvent(taskQueue)).resolves.toBe('unknown_payout');
+    });
+    expect(fake.callsOf('findPayoutWorkflow')).toHaveLength(5);
+  });
+
+  describe('for a payout whose workflow has already ended', () => {
+    /** A payout that FAILED at once (the charge was refused), as the read model then shows it. */
+    async function endedPayout(taskQueue: string) {
+      const input = payoutInput();
+      const handle = await env.client.workflow.start(payoutWorkflow, {
+        workflowId: payoutWorkflowId(input.payoutId),
+        taskQueue,
+        args: [input],
+      });
+      const done = (await handle.result()) as PayoutRecord;
+      await endChildren(env, handle.workflowId);
+      expect(done.status).toBe('FAILED');
+      const location: PayoutLocation = {
+        payoutId: input.payoutId,
+        workflowId: handle.workflowId,
+        runId: handle.firstExecutionRunId,
+        status: 'FAILED',
+      };
+      return { input, location };
+    }
+    const refusedCharge = {
+      createPixCharge: async () => {
+        throw ApplicationFailure.nonRetryable('refused', 'ProviderRejected');
+      },
+    };
+
+    it('records a late payment for refund, with the state the payout ended in', async () => {
+      let location: PayoutLocation | null = null;
+      let event: ProviderEvent | null = null;
+      let lookups = 0;
+      const fake = world(
+        () => event,
+        // The first lookup still saw the payout PENDING (it ended just after); the reason must
+        // carry the state it ended in, read again once the signal has failed.
+        () => location && (++lookups === 1 ? { ...location, status: 'PENDING' } : location),
+        refusedCharge,
+      );
+      await withWorker(env, fake.activities, async (taskQueue) => {
+        const payout = await endedPayout(taskQueue);
+        location = payout.location;
+        event = pixReceived(payout.input.payoutId);
+        await expect(runEvent(taskQueue)).resolves.toBe('late_payment');
+      });
+      expect(fake.callsOf('recordLatePayment')).toEqual([
+        [{ payoutId: event!.externalId, event, reason: 'payment received after the payout was FAILED' }],
+      ]);
+    });
+
+    it('raises the late-settlement alert for a completed settlement, and ignores a failed one', async () => {
+      let location: PayoutLocation | null = null;
+      let event: ProviderEvent | null = null;
+      const fake = world(
+        () => event,
+        () => location,
+        refusedCharge,
+      );
+      await withWorker(env, fake.activities, async (taskQueue) => {
+        const payout = await endedPayout(taskQueue);
+        location = payout.location;
+        event = settlementCompleted(payout.input.payoutId);
+        await expect(runEvent(taskQueue)).resolves.toBe('late_settlement');
+        event = settlementFailed(payout.input.payoutId);
+        await expect(runEvent(taskQueue)).resolves.toBe('ignored');
+      });
+      expect(fake.callsOf('alertLateSettlement')).toHaveLength(1);
+      expect(fake.callsOf('recordLatePayment')).toHaveLength(0);
+    });
+  });
+
+  it('applies an event once even when two tokens carry it (the payout de-duplicates on event id)', async () => {
+    let location: PayoutLocation | null = null;
+    let event: ProviderEvent | null = null;
+    const fake = world(
+      () => event,
+      () => location,
+    );
+    await withWorker(env, fake.activities, async (taskQueue) => {
+      const payout = await pendingPayout(taskQueue);
+      location = payout.location;
+      event = pixReceived(payout.input.payoutId);
+      const outcomes = await Promise.all([runEvent(taskQueue), runEvent(taskQueue), runEvent(taskQueue)]);
+      expect(outcomes).toEqual(['delivered', 'delivered', 'delivered']);
+      await waitForPayout(payout.handle, (p) => p.status === 'PROCESSING');
+      await finish(payout);
+    });
+    expect(fake.savedStatuses()).toEqual(['PENDING', 'PENDING', 'PROCESSING', 'COMPLETED']);
+    expect(fake.callsOf('requestSettlement')).toHaveLength(1);
+    expect(fake.callsOf('recordLatePayment')).toHaveLength(0);
+  });
+});

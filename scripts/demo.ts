@@ -18,7 +18,7 @@ const SANDBOX_URL = process.env.DEMO_SANDBOX_URL ?? 'http://127.0.0.1:4000';
 const TEMPORAL_UI_URL = process.env.DEMO_TEMPORAL_UI_URL ?? 'http://127.0.0.1:8233';
 const AMOUNT_BRL = Number(process.env.DEMO_AMOUNT_BRL ?? '100.00');
 const TIMEOUT_MS = Number(process.env.DEMO_TIMEOUT_SECONDS ?? '120') * 1000;
-const POLL_MS = 1_000; // partners are asked to poll every 10 s; a demo is allowed to be impatient
+const POLL_MS = 500; // partners are asked to poll every 10 s; a demo wants to show each status
 
 interface Payout {
   id: string;

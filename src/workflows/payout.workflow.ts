@@ -252,7 +252,8 @@ export async function payoutWorkflow(input: PayoutWorkflowInput): Promise<Payout
       // attempt whose answer was lost may have been accepted, so a settlement event may still come.
       if (isRefusal(err)) return fail('settlement_request_failed');
     }
-    await condition(() => settlement !== undefined, Math.max(0, deadline - Date.now()));
+    const remaining = deadline - Date.now();
+    if (remaining > 0) await condition(() => settlement !== undefined, remaining);
     const outcome = settlement;
     if (outcome === undefined) return fail('settlement_timeout');
     if (outcome.type === 'settlement.failed') {
@@ -306,6 +307,8 @@ export async function payoutWorkflow(input: PayoutWorkflowInput): Promise<Payout
       }
     });
     if (result.verdict !== 'confirmed') return fail(result.verdict);
+    // No provider confirms anything in this mode: confirmed_at is when the transfer was seen with
+    // its required confirmations.
     await complete(result.txHash!, amountUnits, now());
   }
 

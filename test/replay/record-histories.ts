@@ -7,6 +7,7 @@
  */
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { format } from 'prettier';
 import { randomUUID } from 'node:crypto';
 import { ApplicationFailure } from '@temporalio/common';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
@@ -39,7 +40,8 @@ const DIR = path.join(__dirname, 'histories');
 
 async function save(env: TestWorkflowEnvironment, name: string, workflowId: string): Promise<void> {
   const history = await env.client.workflow.getHandle(workflowId).fetchHistory();
-  writeFileSync(path.join(DIR, `${name}.json`), `${JSON.stringify(historyToObject(history), null, 1)}\n`);
+  const json = await format(JSON.stringify(historyToObject(history)), { parser: 'json' });
+  writeFileSync(path.join(DIR, `${name}.json`), json);
   console.log(`recorded ${name} (${history.events?.length ?? 0} events)`);
 }
 

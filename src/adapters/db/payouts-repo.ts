@@ -59,7 +59,12 @@ function toRecord(row: PayoutRow): PayoutRecord {
  * Writes the payout as the workflow holds it. The version check makes the write idempotent and
  * keeps an activity retry of an older state from overwriting a newer one.
  */
-export async function upsertPayout(db: Db, p: PayoutRecord, workflowId: string, runId: string): Promise<void> {
+export async function upsertPayout(
+  db: Db,
+  p: PayoutRecord,
+  workflowId: string,
+  runId: string,
+): Promise<void> {
   await db.query(
     `INSERT INTO payouts (id, partner_id, workflow_id, run_id, version, status, amount_centavos, min_amount_usdt_units,
        settled_amount_usdt_units, pix_key, pix_key_type, receiver_wallet, pix_copy_paste, provider_charge_id,
@@ -116,5 +121,7 @@ export async function findPayoutLocation(db: Db, payoutId: string): Promise<Payo
     [payoutId],
   );
   const row = rows[0];
-  return row ? { payoutId: row.id, workflowId: row.workflow_id, runId: row.run_id, status: row.status } : null;
+  return row
+    ? { payoutId: row.id, workflowId: row.workflow_id, runId: row.run_id, status: row.status }
+    : null;
 }

@@ -111,6 +111,18 @@ describe('docker-compose.yml', () => {
     expect(privateKeyToAddress(sandbox.walletPrivateKey!)).toBe(anvilAccount('provider-sandbox').address);
   });
 
+  it('lets the Web UI decode payloads through the api codec endpoint', () => {
+    const ui = services['temporal-ui']!.environment!;
+    const api = loadConfig(services.api!.environment!);
+    expect(ui.TEMPORAL_CODEC_ENDPOINT).toBe(`http://localhost:${api.METRICS_PORT}/codec`);
+    expect(api.CODEC_CORS_ORIGINS.split(',')).toContain('http://localhost:8233');
+    const worker = loadConfig(services.worker!.environment!);
+    expect(published('worker')).toContainEqual([
+      String(worker.WORKER_METRICS_PORT),
+      String(worker.WORKER_METRICS_PORT),
+    ]);
+  });
+
   it('starts anvil on chain id 42161', () => {
     const args = services.anvil!.command as string[];
     expect(args[args.indexOf('--chain-id') + 1]).toBe('42161');

@@ -52,19 +52,24 @@ async function payout(
   fake: ReturnType<typeof fakeActivities>,
   events: (payoutId: string) => ProviderEvent[],
 ): Promise<void> {
-  await withWorker(env, fake.activities, async (taskQueue) => {
-    const input = payoutInput(settings);
-    const handle = await env.client.workflow.start(payoutWorkflow, {
-      workflowId: payoutWorkflowId(input.payoutId),
-      taskQueue,
-      args: [input],
-    });
-    await waitForPayout(handle, (p) => p.pixCopyPaste !== '');
-    for (const event of events(input.payoutId)) await handle.signal(providerEventSignal, event);
-    await handle.result();
-    await endChildren(env, handle.workflowId);
-    await save(env, name, handle.workflowId);
-  });
+  await withWorker(
+    env,
+    fake.activities,
+    async (taskQueue) => {
+      const input = payoutInput(settings);
+      const handle = await env.client.workflow.start(payoutWorkflow, {
+        workflowId: payoutWorkflowId(input.payoutId),
+        taskQueue,
+        args: [input],
+      });
+      await waitForPayout(handle, (p) => p.pixCopyPaste !== '');
+      for (const event of events(input.payoutId)) await handle.signal(providerEventSignal, event);
+      await handle.result();
+      await endChildren(env, handle.workflowId);
+      await save(env, name, handle.workflowId);
+    },
+    { children: true },
+  );
 }
 
 async function main(): Promise<void> {
@@ -110,31 +115,36 @@ async function main(): Promise<void> {
       fetchProviderEvent: async () => event,
       findPayoutWorkflow: async () => location,
     });
-    await withWorker(env, fake.activities, async (taskQueue) => {
-      const input = payoutInput();
-      const handle = await env.client.workflow.start(payoutWorkflow, {
-        workflowId: payoutWorkflowId(input.payoutId),
-        taskQueue,
-        args: [input],
-      });
-      await handle.result();
-      await endChildren(env, handle.workflowId);
-      location = {
-        payoutId: input.payoutId,
-        workflowId: handle.workflowId,
-        runId: handle.firstExecutionRunId,
-        status: 'FAILED',
-      };
-      event = pixReceived(input.payoutId);
-      const token = randomUUID();
-      const workflowId = providerEventWorkflowId('sandbox', token);
-      await env.client.workflow.execute(providerEventWorkflow, {
-        workflowId,
-        taskQueue,
-        args: [{ provider: 'sandbox', token }],
-      });
-      await save(env, 'provider-event-late-payment', workflowId);
-    });
+    await withWorker(
+      env,
+      fake.activities,
+      async (taskQueue) => {
+        const input = payoutInput();
+        const handle = await env.client.workflow.start(payoutWorkflow, {
+          workflowId: payoutWorkflowId(input.payoutId),
+          taskQueue,
+          args: [input],
+        });
+        await handle.result();
+        await endChildren(env, handle.workflowId);
+        location = {
+          payoutId: input.payoutId,
+          workflowId: handle.workflowId,
+          runId: handle.firstExecutionRunId,
+          status: 'FAILED',
+        };
+        event = pixReceived(input.payoutId);
+        const token = randomUUID();
+        const workflowId = providerEventWorkflowId('sandbox', token);
+        await env.client.workflow.execute(providerEventWorkflow, {
+          workflowId,
+          taskQueue,
+          args: [{ provider: 'sandbox', token }],
+        });
+        await save(env, 'provider-event-late-payment', workflowId);
+      },
+      { children: true },
+    );
   } finally {
     await env.teardown();
   }

@@ -142,13 +142,24 @@ export function fakeActivities(overrides: Partial<Fakes> = {}) {
 
 export const notYet = () => ApplicationFailure.retryable('not yet', 'NotYetConfirmed');
 
+const quiet = { log() {}, trace() {}, debug() {}, info() {}, warn() {}, error() {} };
 let bundle: Promise<WorkflowBundleWithSourceMap> | undefined;
+let isolated: Promise<WorkflowBundleWithSourceMap> | undefined;
+
+/** The workflows exactly as the worker bundles them (replay, recording). */
 export function testBundle(): Promise<WorkflowBundleWithSourceMap> {
-  bundle ??= bundleWorkflowCode({
-    workflowsPath: require.resolve('../../src/workflows'),
-    logger: { log() {}, trace() {}, debug() {}, info() {}, warn() {}, error() {} },
-  });
+  bundle ??= bundleWorkflowCode({ workflowsPath: require.resolve('../../src/workflows'), logger: quiet });
   return bundle;
+}
+
+/** The same, minus child workflows (see no-children.interceptor.ts): for the unit tests. */
+export function isolatedBundle(): Promise<WorkflowBundleWithSourceMap> {
+  isolated ??= bundleWorkflowCode({
+    workflowsPath: require.resolve('../../src/workflows'),
+    workflowInterceptorModules: [require.resolve('./no-children.interceptor')],
+    logger: quiet,
+  });
+  return isolated;
 }
 
 /** The workflows may upsert search attributes: the test server must know them first. */
@@ -166,24 +177,25 @@ export async function withWorker<T>(
   env: TestWorkflowEnvironment,
   activities: object,
   fn: (taskQueue: string) => Promise<T>,
+  opts: { children?: boolean } = {},
 ): Promise<T> {
   const taskQueue = `wf-test-${randomUUID().slice(0, 8)}`;
   const worker = await Worker.create({
     connection: env.nativeConnection,
     namespace: env.namespace ?? 'default',
     taskQueue,
-    workflowBundle: await testBundle(),
+    workflowBundle: await (opts.children ? testBundle() : isolatedBundle()),
     activities,
   });
   return worker.runUntil(fn(taskQueue));
 }
 
 /**
- * Cleans up after a payout that started children (its partner callback, ABANDON, which outlives the
- * payout by design). The Java time-skipping test server keeps a time-skipping lock for a child until
- * the parent records the child's end, which never happens when the parent closes first (same family
- * as temporalio/sdk-java#1138). Left alone, every later test that waits on a timer would wait in
- * real time, so one unlock per such child puts the count back.
+ * Cleans up after a payout run with real children (recording only): its partner callback is ABANDON
+ * and outlives the payout by design. The Java time-skipping test server keeps a time-skipping lock
+ * for such a child until the parent records the child's end, which never happens once the parent
+ * has closed (same family as temporalio/sdk-java#1138); one unlock per such child puts the count
+ * back, and the child is terminated so nothing keeps running on a task queue whose worker is gone.
  */
 export async function endChildren(env: TestWorkflowEnvironment, workflowId: string): Promise<void> {
   const history = await env.client.workflow.getHandle(workflowId).fetchHistory();

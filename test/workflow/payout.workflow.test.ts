@@ -12,7 +12,6 @@ import {
 import { payoutWorkflow } from '../../src/workflows/payout.workflow';
 import { createTimeSkippingEnv } from '../support/temporal';
 import {
-  endChildren,
   fakeActivities,
   gate,
   notYet,
@@ -21,7 +20,7 @@ import {
   registerSearchAttributes,
   settlementCompleted,
   settlementFailed,
-  testBundle,
+  isolatedBundle,
   TREASURY_TX_HASH,
   TX_HASH,
   waitForPayout,
@@ -36,7 +35,7 @@ describe('payoutWorkflow (time-skipping)', () => {
   beforeAll(async () => {
     env = await createTimeSkippingEnv();
     await registerSearchAttributes(env);
-    await testBundle();
+    await isolatedBundle();
   }, 60_000);
   afterAll(() => env?.teardown());
 
@@ -55,11 +54,7 @@ describe('payoutWorkflow (time-skipping)', () => {
         taskQueue,
         args: [input],
       });
-      try {
-        return await fn(handle, input);
-      } finally {
-        await endChildren(env, handle.workflowId);
-      }
+      return fn(handle, input);
     });
   }
   type Handle = Awaited<ReturnType<TestWorkflowEnvironment['client']['workflow']['start']>>;

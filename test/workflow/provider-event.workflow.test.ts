@@ -14,14 +14,13 @@ import { payoutWorkflow } from '../../src/workflows/payout.workflow';
 import { providerEventWorkflow } from '../../src/workflows/provider-event.workflow';
 import { createTimeSkippingEnv } from '../support/temporal';
 import {
-  endChildren,
   fakeActivities,
   payoutInput,
   pixReceived,
   registerSearchAttributes,
   settlementCompleted,
   settlementFailed,
-  testBundle,
+  isolatedBundle,
   waitForPayout,
   withWorker,
 } from './harness';
@@ -35,7 +34,7 @@ describe('providerEventWorkflow (time-skipping)', () => {
   beforeAll(async () => {
     env = await createTimeSkippingEnv();
     await registerSearchAttributes(env);
-    await testBundle();
+    await isolatedBundle();
   }, 60_000);
   afterAll(() => env?.teardown());
 
@@ -60,7 +59,6 @@ describe('providerEventWorkflow (time-skipping)', () => {
     }
     await payout.handle.signal(providerEventSignal, settlementCompleted(payout.input.payoutId));
     expect(((await payout.handle.result()) as PayoutRecord).status).toBe('COMPLETED');
-    await endChildren(env, payout.handle.workflowId);
   }
   type PayoutHandle = Awaited<ReturnType<typeof env.client.workflow.start<typeof payoutWorkflow>>>;
 
@@ -206,7 +204,6 @@ describe('providerEventWorkflow (time-skipping)', () => {
         args: [input],
       });
       const done = (await handle.result()) as PayoutRecord;
-      await endChildren(env, handle.workflowId);
       expect(done.status).toBe('FAILED');
       const location: PayoutLocation = {
         payoutId: input.payoutId,

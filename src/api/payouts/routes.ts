@@ -26,7 +26,6 @@ export interface PayoutRoutesOptions extends CreatePayoutDeps {
 const errorResponses = {
   400: errorBodySchema,
   401: errorBodySchema,
-  404: errorBodySchema,
   409: errorBodySchema,
   429: errorBodySchema,
   502: errorBodySchema,

@@ -41,7 +41,9 @@ export function createPayoutWorker(opts: PayoutWorkerOptions): Promise<Worker> {
     namespace: opts.namespace,
     taskQueue: opts.taskQueue,
     dataConverter: opts.dataConverter,
-    ...(opts.workflowBundle ? { workflowBundle: opts.workflowBundle } : { workflowsPath: require.resolve('./workflows') }),
+    ...(opts.workflowBundle
+      ? { workflowBundle: opts.workflowBundle }
+      : { workflowsPath: require.resolve('./workflows') }),
     activities: {
       ...createActivities(opts.deps),
       ...createCallbackActivities({
@@ -63,7 +65,11 @@ async function main(): Promise<void> {
     baseUrl: config.PROVIDER_API_URL,
     apiKey: config.PROVIDER_API_KEY,
     timeoutMs: config.PROVIDER_TIMEOUT_MS,
-    onCall: (m) => metrics.providerCallDuration.observe({ operation: m.operation, outcome: m.outcome }, m.durationMs / 1000),
+    onCall: (m) =>
+      metrics.providerCallDuration.observe(
+        { operation: m.operation, outcome: m.outcome },
+        m.durationMs / 1000,
+      ),
   });
   const ledger = createUsdtLedger({
     rpcUrl: config.EVM_RPC_URL,

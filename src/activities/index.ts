@@ -34,7 +34,10 @@ export function createActivities({ db, provider, ledger, logger, metrics }: Acti
     }
     throw err;
   };
-  /** Likewise for the chain: a config error or a nonce taken by another transaction will not heal. */
+  /**
+   * Likewise for the chain, used before anything is signed: no USDT in the treasury, a transfer that
+   * would revert or a misconfigured chain will not heal, and nothing can land yet.
+   */
   const fromChainError = (err: unknown): never => {
     if (err instanceof ChainError && !err.retryable) {
       throw ApplicationFailure.nonRetryable(err.message, 'ChainRejected');
@@ -70,7 +73,7 @@ export function createActivities({ db, provider, ledger, logger, metrics }: Acti
     },
 
     async findPayoutWorkflow(payoutId: string): Promise<PayoutLocation | null> {
-      // Provider external ids are our payout ids; anything else is not ours.
+      // The id column is a uuid: anything else is not ours, and would make the query itself fail.
       if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(payoutId)) return null;
       return findPayoutLocation(db, payoutId);
     },

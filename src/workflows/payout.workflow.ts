@@ -93,15 +93,15 @@ function isRefusal(err: ActivityFailure): boolean {
 type Settlement = Extract<ProviderEvent, { type: 'settlement.completed' | 'settlement.failed' }>;
 type Payment = Extract<ProviderEvent, { type: 'pix.received' }>;
 
+function toFailure(check: 'reverted' | 'mismatch'): 'transfer_reverted' | 'transfer_mismatch' {
+  return check === 'reverted' ? 'transfer_reverted' : 'transfer_mismatch';
+}
+
 /**
  * One payout, from POST to COMPLETED or FAILED (SPEC.md "States and transitions").
  * PENDING: the PIX charge is created and waits, under a durable expiry timer, for the payment.
  * PROCESSING: the USDT is sent (by the provider, or by our treasury) and verified on chain.
  */
-function toFailure(check: 'reverted' | 'mismatch'): 'transfer_reverted' | 'transfer_mismatch' {
-  return check === 'reverted' ? 'transfer_reverted' : 'transfer_mismatch';
-}
-
 export async function payoutWorkflow(input: PayoutWorkflowInput): Promise<PayoutRecord> {
   const { settings } = input;
   let payout: PayoutRecord = {

@@ -124,7 +124,12 @@ describe('provider webhook (dev server, PostgreSQL, anvil, sandbox, worker, 2 ap
       to: receiver,
     });
     expect(transfers.count).toBe(1);
-    expect(await providerEventWorkflowsOnQueue()).toHaveLength(2);
+    // Two tokens in all (payment, settlement), two workflows; visibility may lag a moment behind.
+    for (let i = 0; i < 40 && ids.length < 2; i++) {
+      ids = await providerEventWorkflowsOnQueue();
+      if (ids.length < 2) await new Promise((r) => setTimeout(r, 250));
+    }
+    expect(ids).toHaveLength(2);
   });
 
   it('answers 404 unknown provider for a provider that is not configured', async () => {

@@ -1,6 +1,7 @@
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 import {
   ActivityFailure,
+  ApplicationFailure,
   ParentClosePolicy,
   proxyActivities,
   sleep,
@@ -60,7 +61,13 @@ const sending = proxyActivities<CallbackActivities>({
 export async function callbackDeliveryWorkflow(
   input: CallbackDeliveryInput,
 ): Promise<CallbackDeliveryResult> {
-  const policy = resolveCallbackRetry(input.retry);
+  let policy: CallbackRetryPolicy;
+  try {
+    policy = resolveCallbackRetry(input.retry);
+  } catch (err) {
+    // Bad input cannot heal on retry: fail the workflow rather than its task, forever.
+    throw ApplicationFailure.nonRetryable((err as Error).message, 'InvalidCallbackInput');
+  }
   const body = callbackBody(input.event, input.payout);
   const ref = {
     eventId: input.eventId,

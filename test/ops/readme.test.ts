@@ -31,14 +31,19 @@ describe('README', () => {
     for (const key of SANDBOX_ENV_KEYS) expect({ key, listed: rows.has(key) }).toEqual({ key, listed: true });
   });
 
+  it('is what CI runs: .ci/run calls the README test command verbatim', () => {
+    const ci = readFileSync(path.join(__dirname, '../../.ci/run'), 'utf8');
+    expect(ci).toContain('\nnpm install && npm test\n');
+  });
+
   it('keeps the two Quick start commands', () => {
     const quickStart = readme.slice(
       readme.indexOf('## Quick start'),
       readme.indexOf('\n## ', readme.indexOf('## Quick start') + 1),
     );
     expect(quickStart.match(/```sh\n(.*)\n```/g)).toEqual([
-      '```sh\nnpm ci && npm start\n```',
-      '```sh\nnpm ci && npm test\n```',
+      '```sh\nnpm install && npm start\n```',
+      '```sh\nnpm install && npm test\n```',
     ]);
   });
 

@@ -188,7 +188,13 @@ export function createActivities({ db, provider, ledger, logger, metrics }: Acti
     }): Promise<{ txHash: `0x${string}` }> {
       const transfer = await getOrCreateTreasuryTransfer(
         db,
-        { payoutId: req.payoutId, toAddress: req.to, amountUnits: BigInt(req.amountUnits) },
+        {
+          payoutId: req.payoutId,
+          toAddress: req.to,
+          amountUnits: BigInt(req.amountUnits),
+          chainId: ledger.chainId,
+          fromAddress: treasuryAddressOf(ledger),
+        },
         () => ledger.nextNonce(),
         (nonce) =>
           ledger.signTransfer({ to: req.to as `0x${string}`, amountUnits: BigInt(req.amountUnits), nonce }),
@@ -302,6 +308,14 @@ export function createActivities({ db, provider, ledger, logger, metrics }: Acti
       }
     },
   };
+}
+
+function treasuryAddressOf(ledger: UsdtLedger): string {
+  const address = ledger.treasuryAddress();
+  if (!address) {
+    throw ApplicationFailure.nonRetryable('treasury mode needs TREASURY_PRIVATE_KEY', 'ChainRejected');
+  }
+  return address;
 }
 
 export type PayoutActivities = ReturnType<typeof createActivities>;

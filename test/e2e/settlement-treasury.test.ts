@@ -2,7 +2,6 @@ import { createPublicClient, http } from 'viem';
 import { generatePrivateKey, privateKeyToAddress } from 'viem/accounts';
 import { countTransfersTo } from '../../src/adapters/chain/usdt-ledger';
 import type { PayoutResponse } from '../../src/domain/payout';
-import { anvilAccount } from '../../src/local/infra/anvil';
 import { postPayout, startStack, VALID_PAYOUT, type TestStack } from '../support/stack';
 
 // Treasury-mode settlement on real servers: the worker itself sends min_amount_usdt from the
@@ -45,7 +44,7 @@ describe('treasury settlement (dev server, PostgreSQL, anvil, sandbox, worker, a
     const tx = await createPublicClient({ transport: http(stack.rpcUrl) }).getTransaction({
       hash: done.blockchain_tx_id as `0x${string}`,
     });
-    expect(tx.from.toLowerCase()).toBe(anvilAccount('treasury').address.toLowerCase());
+    expect(tx.from.toLowerCase()).toBe(stack.treasury.address.toLowerCase());
     expect(tx.chainId).toBe(42161);
 
     // The signed transaction was stored before it was broadcast: that row is what makes it once-only.

@@ -6,7 +6,6 @@ import { createActivities } from '../../src/activities';
 import { countTransfersTo, createUsdtLedger } from '../../src/adapters/chain/usdt-ledger';
 import { getOrCreateTreasuryTransfer } from '../../src/adapters/db/settlement-repo';
 import type { PayoutResponse } from '../../src/domain/payout';
-import { anvilAccount } from '../../src/local/infra/anvil';
 import { freePort } from '../../src/local/infra/ports';
 import { createLogger } from '../../src/observability/logger';
 import { createMetrics } from '../../src/observability/metrics';
@@ -14,7 +13,8 @@ import { testDatabaseUrl } from '../support/env';
 import { postPayout, startStack, VALID_PAYOUT, type TestStack } from '../support/stack';
 
 const ROOT = path.resolve(__dirname, '../..');
-const TREASURY = anvilAccount('treasury');
+// This stack's own treasury account (set once the stack is up).
+let TREASURY: TestStack['treasury'];
 
 /** A worker as its own OS process (`src/worker.ts` under tsx's loader), exactly as deployed. */
 class WorkerProcess {
@@ -83,6 +83,7 @@ describe('treasury transfer survives a worker crash (worker as a separate proces
 
   beforeAll(async () => {
     stack = await startStack({ env: { SETTLEMENT_MODE: 'treasury' }, worker: false });
+    TREASURY = stack.treasury;
     ({ apiKey } = await stack.createPartner());
     const c = stack.config;
     workerEnv = {
@@ -208,7 +209,13 @@ describe('treasury transfer survives a worker crash (worker as a separate proces
       // The first attempt signed and stored the transfer, then its worker died before broadcasting.
       const stored = await getOrCreateTreasuryTransfer(
         stack.db,
-        { payoutId, toAddress: receiver, amountUnits: 1_000_000n },
+        {
+          payoutId,
+          toAddress: receiver,
+          amountUnits: 1_000_000n,
+          chainId: 42161,
+          fromAddress: TREASURY.address,
+        },
         () => ledger.nextNonce(),
         (nonce) => ledger.signTransfer({ to: receiver, amountUnits: 1_000_000n, nonce }),
       );

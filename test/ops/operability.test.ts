@@ -339,7 +339,11 @@ describe('api and worker processes: metrics, alert rules, logs, encrypted payloa
     ).toEqual(['a_bucket', 'b', 'c']);
   }, 90_000);
 
-  it('log JSON with request and payout ids, and never a secret', () => {
+  it('log JSON with request and payout ids, and never a secret', async () => {
+    // The worker's log line for the failed workflow task can trail the metric by a moment.
+    await until('the worker to log the failed workflow task', async () =>
+      worker.lines.some((l) => l.includes('Failed to process Workflow Activation')) ? true : undefined,
+    );
     const parsed = (lines: string[]) =>
       lines.map((line) => {
         try {

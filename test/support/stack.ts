@@ -10,6 +10,7 @@ import {
 } from '@temporalio/worker';
 import type { FastifyInstance } from 'fastify';
 import type { Address } from 'viem';
+import { generatePrivateKey, privateKeyToAddress } from 'viem/accounts';
 import { callbackSenderOptions } from '../../src/adapters/callbacks/http-sender';
 import { createUsdtLedger } from '../../src/adapters/chain/usdt-ledger';
 import { createPartner } from '../../src/adapters/db/partners-repo';
@@ -43,6 +44,8 @@ export interface TestStack {
   sandboxUrl: string;
   rpcUrl: string;
   usdtAddress: Address;
+  /** This stack's own funded treasury (treasury mode): stacks share PostgreSQL, never a nonce sequence. */
+  treasury: { address: Address; privateKey: `0x${string}` };
   db: Db;
   temporal: Client;
   testEnv: TestWorkflowEnvironment;
@@ -117,12 +120,24 @@ export async function startStack(opts: StackOptions = {}): Promise<TestStack> {
 
     const anvil = await startAnvil({ port: await freePort(), chainId: 42161 });
     closers.push(() => anvil.stop());
+    const treasuryKey = generatePrivateKey();
+    const treasury = { address: privateKeyToAddress(treasuryKey), privateKey: treasuryKey };
+    await fetch(anvil.rpcUrl, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'anvil_setBalance',
+        params: [treasury.address, '0x56BC75E2D63100000'],
+      }),
+    });
     const usdtAddress = await deployTestUsdt({
       rpcUrl: anvil.rpcUrl,
       deployerKey: anvilAccount('deployer').privateKey,
       mints: [
         { to: anvilAccount('provider-sandbox').address, units: 1_000_000_000_000n },
-        { to: anvilAccount('treasury').address, units: 1_000_000_000_000n },
+        { to: treasury.address, units: 1_000_000_000_000n },
       ],
     });
 
@@ -152,7 +167,7 @@ export async function startStack(opts: StackOptions = {}): Promise<TestStack> {
       PROVIDER_API_URL: sandboxUrl,
       EVM_RPC_URL: anvil.rpcUrl,
       USDT_CONTRACT_ADDRESS: usdtAddress,
-      TREASURY_PRIVATE_KEY: anvilAccount('treasury').privateKey,
+      TREASURY_PRIVATE_KEY: treasury.privateKey,
       PAYLOAD_ENCRYPTION_KEY: payloadKey,
       ...opts.env,
     });
@@ -197,7 +212,7 @@ export async function startStack(opts: StackOptions = {}): Promise<TestStack> {
             rpcUrl: config.EVM_RPC_URL,
             chainId: config.EVM_CHAIN_ID,
             usdtAddress,
-            treasuryPrivateKey: anvilAccount('treasury').privateKey,
+            treasuryPrivateKey: treasury.privateKey,
           }),
           logger,
           metrics,
@@ -222,6 +237,7 @@ export async function startStack(opts: StackOptions = {}): Promise<TestStack> {
       sandboxUrl,
       rpcUrl: anvil.rpcUrl,
       usdtAddress,
+      treasury,
       db,
       temporal,
       testEnv,

@@ -19,7 +19,14 @@ const TREASURY_NONCE_LOCK = 42_161;
  */
 export async function getOrCreateTreasuryTransfer(
   db: Db,
-  req: { payoutId: string; toAddress: string; amountUnits: bigint },
+  req: {
+    payoutId: string;
+    toAddress: string;
+    amountUnits: bigint;
+    /** The treasury account whose nonces are allocated: one sequence per chain and address. */
+    chainId: number;
+    fromAddress: string;
+  },
   chainNonce: () => Promise<number>,
   sign: (nonce: number) => Promise<{ rawTransaction: `0x${string}`; txHash: `0x${string}` }>,
 ): Promise<TreasuryTransfer> {
@@ -36,15 +43,26 @@ export async function getOrCreateTreasuryTransfer(
       return toTransfer(existing.rows[0]);
     }
     const { rows } = await client.query<{ next: bigint | null }>(
-      'SELECT max(nonce) + 1 AS next FROM treasury_transfers',
+      'SELECT max(nonce) + 1 AS next FROM treasury_transfers WHERE chain_id = $1 AND from_address = $2',
+      [req.chainId, req.fromAddress.toLowerCase()],
     );
     const nonce = Math.max(await chainNonce(), Number(rows[0]?.next ?? 0));
     const signed = await sign(nonce);
     const inserted = await client.query(
-      `INSERT INTO treasury_transfers (payout_id, nonce, to_address, amount_units, raw_transaction, tx_hash)
-       VALUES ($1, $2, $3, $4, $5, $6)
+      `INSERT INTO treasury_transfers
+         (payout_id, nonce, to_address, amount_units, raw_transaction, tx_hash, chain_id, from_address)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
        RETURNING payout_id, nonce, to_address, amount_units, raw_transaction, tx_hash`,
-      [req.payoutId, nonce, req.toAddress, req.amountUnits, signed.rawTransaction, signed.txHash],
+      [
+        req.payoutId,
+        nonce,
+        req.toAddress,
+        req.amountUnits,
+        signed.rawTransaction,
+        signed.txHash,
+        req.chainId,
+        req.fromAddress.toLowerCase(),
+      ],
     );
     await client.query('COMMIT');
     return toTransfer(inserted.rows[0]);

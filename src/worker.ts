@@ -10,7 +10,7 @@ import {
 import { createUsdtLedger } from './adapters/chain/usdt-ledger';
 import { runMigrations } from './adapters/db/migrate';
 import { createPool } from './adapters/db/pool';
-import { createHttpProvider } from './adapters/provider/http-provider';
+import { createConfiguredProvider } from './adapters/provider/from-config';
 import { loadConfig } from './config';
 import { createLogger } from './observability/logger';
 import { createMetrics } from './observability/metrics';
@@ -61,16 +61,7 @@ async function main(): Promise<void> {
   const metrics = createMetrics();
   const db = createPool(config.DATABASE_URL, config.DATABASE_POOL_SIZE);
   await runMigrations(config.DATABASE_URL);
-  const provider = createHttpProvider({
-    baseUrl: config.PROVIDER_API_URL,
-    apiKey: config.PROVIDER_API_KEY,
-    timeoutMs: config.PROVIDER_TIMEOUT_MS,
-    onCall: (m) =>
-      metrics.providerCallDuration.observe(
-        { operation: m.operation, outcome: m.outcome },
-        m.durationMs / 1000,
-      ),
-  });
+  const provider = createConfiguredProvider(config, metrics);
   const ledger = createUsdtLedger({
     rpcUrl: config.EVM_RPC_URL,
     chainId: config.EVM_CHAIN_ID,

@@ -1,6 +1,6 @@
 import { runMigrations } from '../adapters/db/migrate';
 import { createPool } from '../adapters/db/pool';
-import { createHttpProvider } from '../adapters/provider/http-provider';
+import { createConfiguredProvider } from '../adapters/provider/from-config';
 import { createCachedQuote } from '../adapters/provider/quote-cache';
 import { loadConfig } from '../config';
 import { createLogger } from '../observability/logger';
@@ -17,16 +17,7 @@ async function main(): Promise<void> {
   const db = createPool(config.DATABASE_URL, config.DATABASE_POOL_SIZE);
   await runMigrations(config.DATABASE_URL);
   const { client: temporal, connection } = await connectClient(config);
-  const provider = createHttpProvider({
-    baseUrl: config.PROVIDER_API_URL,
-    apiKey: config.PROVIDER_API_KEY,
-    timeoutMs: config.PROVIDER_TIMEOUT_MS,
-    onCall: (m) =>
-      metrics.providerCallDuration.observe(
-        { operation: m.operation, outcome: m.outcome },
-        m.durationMs / 1000,
-      ),
-  });
+  const provider = createConfiguredProvider(config, metrics);
   const quote = createCachedQuote(provider, { ttlMs: config.QUOTE_CACHE_SECONDS * 1000 });
   const app = await buildApp({ config, db, temporal, quote, logger, metrics });
   await app.listen({ host: config.HOST, port: config.PORT });

@@ -2,14 +2,14 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { createPublicClient, http, type Address } from 'viem';
+import type { Address } from 'viem';
 import { findPartnerByKeyHash, createPartner, hashApiKey } from '../adapters/db/partners-repo';
 import { runMigrations } from '../adapters/db/migrate';
 import { createPool } from '../adapters/db/pool';
 import { loadConfig } from '../config';
 import { CODEC_BASE_PATH } from '../temporal/codec-endpoint';
 import { devServerSearchAttributes } from '../temporal/search-attribute-registry';
-import { deployTestUsdt } from './deploy-test-usdt';
+import { ensureTestUsdt } from './test-usdt';
 import { anvilAccount, startAnvil } from './infra/anvil';
 import { startEmbeddedPostgres } from './infra/postgres';
 import { spawnManaged, type ManagedProcess } from './infra/processes';
@@ -28,7 +28,6 @@ const TEMPORAL_UI_PORT = 8233;
 const SANDBOX_PORT = 4000;
 const ANVIL_PORT = 8545;
 const POSTGRES_PORT = 5432;
-const MINT_UNITS = 10_000_000n * 1_000_000n; // 10 million USDT each to the sandbox and the treasury
 
 type Stop = () => Promise<void>;
 const stops: { name: string; stop: Stop }[] = [];
@@ -79,7 +78,7 @@ async function main(): Promise<void> {
     });
     stops.push({ name: 'anvil', stop: anvil.stop });
     env.EVM_RPC_URL = anvil.rpcUrl;
-    env.USDT_CONTRACT_ADDRESS = await ensureTestUsdt(anvil.rpcUrl);
+    env.USDT_CONTRACT_ADDRESS = await ensureLocalUsdt(anvil.rpcUrl);
     env.TREASURY_PRIVATE_KEY ??= anvilAccount('treasury').privateKey;
     say(`USDT test token at ${env.USDT_CONTRACT_ADDRESS}`);
   }
@@ -180,21 +179,12 @@ function ensurePayloadKey(): string {
 }
 
 /** The token survives restarts with anvil's state file; redeploy only when the chain lost it. */
-async function ensureTestUsdt(rpcUrl: string): Promise<Address> {
+async function ensureLocalUsdt(rpcUrl: string): Promise<Address> {
   const file = path.join(DATA, 'local-chain.json');
-  if (existsSync(file)) {
-    const { usdtAddress } = JSON.parse(readFileSync(file, 'utf8')) as { usdtAddress: Address };
-    const code = await createPublicClient({ transport: http(rpcUrl) }).getCode({ address: usdtAddress });
-    if (code && code !== '0x') return usdtAddress;
-  }
-  const usdtAddress = await deployTestUsdt({
-    rpcUrl,
-    deployerKey: anvilAccount('deployer').privateKey,
-    mints: [
-      { to: anvilAccount('provider-sandbox').address, units: MINT_UNITS },
-      { to: anvilAccount('treasury').address, units: MINT_UNITS },
-    ],
-  });
+  const known = existsSync(file)
+    ? (JSON.parse(readFileSync(file, 'utf8')) as { usdtAddress: Address }).usdtAddress
+    : undefined;
+  const usdtAddress = await ensureTestUsdt(rpcUrl, known);
   writeFileSync(file, JSON.stringify({ usdtAddress }, null, 2));
   return usdtAddress;
 }

@@ -5,6 +5,7 @@ import { callbackWorkflowId } from '../../src/domain/callback-event';
 import type { CallbackDeliveryResult } from '../../src/workflows/callback.workflow';
 import { postPayout, startStack, VALID_PAYOUT, type TestStack } from '../support/stack';
 import { startReceiver, type Receiver } from './receiver';
+import { WorkflowNotFoundError } from '@temporalio/client';
 
 // The whole service on real servers: a payout paid through the sandbox reaches COMPLETED (or
 // FAILED) and the partner's receiver, on loopback (explicitly allowed), is told with the GET shape.
@@ -18,6 +19,7 @@ describe('partner callbacks end to end', () => {
       startStack({ env: { CALLBACK_ALLOW_PRIVATE_NETWORKS: 'true' } }),
       startReceiver(),
     ]);
+    stackForResults = stack;
   }, 120_000);
   afterAll(async () => {
     await receiver?.close();
@@ -54,9 +56,7 @@ describe('partner callbacks end to end', () => {
       }).valid,
     ).toBe(true);
 
-    const result = (await stack.temporal.workflow
-      .getHandle(callbackWorkflowId(payout.id, 'payout.completed'))
-      .result()) as CallbackDeliveryResult;
+    const result = await callbackResult(payout.id, 'payout.completed');
     expect(result).toMatchObject({ outcome: 'delivered', attempts: 1 });
     const [event] = await listCallbackEvents(stack.db, partnerId);
     expect(event).toMatchObject({ payoutId: payout.id, event: 'payout.completed', state: 'delivered' });
@@ -82,9 +82,7 @@ describe('partner callbacks end to end', () => {
 
     await stack.pay(payout.pixCopyPaste);
     await stack.waitForStatus(apiKey, payout.id, ['COMPLETED']);
-    const result = (await stack.temporal.workflow
-      .getHandle(callbackWorkflowId(payout.id, 'payout.completed'))
-      .result()) as CallbackDeliveryResult;
+    const result = await callbackResult(payout.id, 'payout.completed');
 
     expect(result).toMatchObject({ outcome: 'not_configured', attempts: 0 });
     expect(receiver.received.filter(forPayout(payout.id))).toHaveLength(0);
@@ -92,3 +90,27 @@ describe('partner callbacks end to end', () => {
     expect(event).toMatchObject({ payoutId: payout.id, state: 'skipped' });
   });
 });
+
+let stackForResults: TestStack | undefined;
+
+/**
+ * The delivery workflow's result. GET can show COMPLETED (from the workflow's query) a moment before
+ * the payout workflow has started the callback child, so the child is waited for first.
+ */
+async function callbackResult(
+  payoutId: string,
+  event: 'payout.completed' | 'payout.failed',
+): Promise<CallbackDeliveryResult> {
+  const handle = stackForResults!.temporal.workflow.getHandle(callbackWorkflowId(payoutId, event));
+  const deadline = Date.now() + 15_000;
+  for (;;) {
+    try {
+      await handle.describe();
+      break;
+    } catch (err) {
+      if (!(err instanceof WorkflowNotFoundError) || Date.now() > deadline) throw err;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+  return (await handle.result()) as CallbackDeliveryResult;
+}

@@ -29,7 +29,6 @@ import {
   notYet,
   payoutInput,
   pixReceived,
-  registerSearchAttributes,
   settlementCompleted,
   settlementFailed,
   waitForPayout,
@@ -75,8 +74,6 @@ async function payout(
 async function main(): Promise<void> {
   const env = await createTimeSkippingEnv();
   try {
-    await registerSearchAttributes(env);
-
     await payout(env, 'payout-provider-completed', {}, fakeActivities(), (id) => [
       pixReceived(id),
       pixReceived(id), // a second payment: recorded for refund

@@ -7,7 +7,6 @@ import type { PayoutRecord } from '../../src/domain/payout';
 import type { ProviderEvent } from '../../src/domain/provider-event';
 import type { PayoutSettings, PayoutWorkflowInput } from '../../src/workflows/definitions';
 import { getPayoutQuery } from '../../src/workflows/definitions';
-import { SEARCH_ATTRIBUTES } from '../support/stack';
 
 /**
  * Workflow unit tests run the real workflow code on Temporal's time-skipping test server; only the
@@ -160,16 +159,6 @@ export function isolatedBundle(): Promise<WorkflowBundleWithSourceMap> {
     logger: quiet,
   });
   return isolated;
-}
-
-/** The workflows may upsert search attributes: the test server must know them first. */
-export async function registerSearchAttributes(env: TestWorkflowEnvironment): Promise<void> {
-  const searchAttributes = Object.fromEntries(SEARCH_ATTRIBUTES.map((k) => [k.name, 2 /* KEYWORD */]));
-  await env.connection.operatorService
-    .addSearchAttributes({ namespace: env.namespace ?? 'default', searchAttributes })
-    .catch(() => {
-      // The time-skipping server accepts any search attribute and may not offer the operator API.
-    });
 }
 
 /** Runs `fn` with a worker on a fresh task queue, serving the real workflows and `activities`. */

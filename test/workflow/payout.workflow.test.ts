@@ -17,7 +17,6 @@ import {
   notYet,
   payoutInput,
   pixReceived,
-  registerSearchAttributes,
   settlementCompleted,
   settlementFailed,
   isolatedBundle,
@@ -34,7 +33,6 @@ describe('payoutWorkflow (time-skipping)', () => {
 
   beforeAll(async () => {
     env = await createTimeSkippingEnv();
-    await registerSearchAttributes(env);
     await isolatedBundle();
   }, 60_000);
   afterAll(() => env?.teardown());

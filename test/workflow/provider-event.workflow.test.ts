@@ -17,7 +17,6 @@ import {
   fakeActivities,
   payoutInput,
   pixReceived,
-  registerSearchAttributes,
   settlementCompleted,
   settlementFailed,
   isolatedBundle,
@@ -33,7 +32,6 @@ describe('providerEventWorkflow (time-skipping)', () => {
 
   beforeAll(async () => {
     env = await createTimeSkippingEnv();
-    await registerSearchAttributes(env);
     await isolatedBundle();
   }, 60_000);
   afterAll(() => env?.teardown());

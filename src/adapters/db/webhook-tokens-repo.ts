@@ -19,12 +19,3 @@ export async function recordWebhookToken(db: Db, provider: string, tokenHash: st
   );
   return rowCount === 1;
 }
-
-/** Drops de-dup records past their retention (at least 90 days, DECISIONS.md section 5). */
-export async function pruneWebhookTokens(db: Db, retentionDays: number): Promise<number> {
-  const { rowCount } = await db.query(
-    'DELETE FROM webhook_tokens WHERE received_at < now() - make_interval(days => $1)',
-    [Math.max(90, retentionDays)],
-  );
-  return rowCount ?? 0;
-}

@@ -10,6 +10,7 @@ COPY tsconfig.json ./
 COPY contracts ./contracts
 COPY migrations ./migrations
 COPY src ./src
+COPY dev ./dev
 USER node
 EXPOSE 3000 4000 9464
 CMD ["npx", "tsx", "src/api/server.ts"]

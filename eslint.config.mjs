@@ -13,6 +13,21 @@ export default tseslint.config(
     },
   },
   {
+    // The product (src/) ships without the development environment (dev/): never import it.
+    files: ['src/**/*.ts'],
+    ignores: ['src/workflows/**', 'src/domain/**', 'src/api/**'], // their own blocks below repeat the rule
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            { group: ['**/dev/**'], message: 'src/ never imports the development environment (dev/)' },
+          ],
+        },
+      ],
+    },
+  },
+  {
     // Workflow code runs in Temporal's deterministic sandbox: no I/O, no adapters, no Node built-ins.
     files: ['src/workflows/**/*.ts'],
     rules: {
@@ -33,6 +48,7 @@ export default tseslint.config(
               message: 'import activity types only',
               allowTypeImports: true,
             },
+            { group: ['**/dev/**'], message: 'src/ never imports the development environment (dev/)' },
           ],
         },
       ],
@@ -55,15 +71,15 @@ export default tseslint.config(
     },
   },
   {
-    files: ['src/sandbox/**/*.ts'],
+    files: ['dev/sandbox/**/*.ts'],
     rules: {
       'no-restricted-imports': [
         'error',
         {
           patterns: [
             {
-              group: ['**/api/**', '**/workflows/**', '**/activities/**', '**/adapters/**'],
-              message: 'the sandbox plays an outside party',
+              group: ['**/src/api/**', '**/src/workflows/**', '**/src/activities/**', '**/src/adapters/**'],
+              message: 'the sandbox plays an outside party: it shares only the pure domain helpers',
             },
           ],
         },
@@ -81,6 +97,7 @@ export default tseslint.config(
               group: ['**/activities/**', '**/workflows/*.workflow', '**/workflows/index'],
               message: 'api talks to Temporal through the client',
             },
+            { group: ['**/dev/**'], message: 'src/ never imports the development environment (dev/)' },
           ],
         },
       ],

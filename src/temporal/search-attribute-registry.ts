@@ -1,8 +1,11 @@
 import type { defineSearchAttributeKey } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
-import type { SearchAttributeTypeName } from '../local/infra/temporal-dev-server';
 import type { Logger } from '../observability/logger';
 import { PAYOUT_SEARCH_ATTRIBUTES } from '../workflows/search-attributes';
+
+/** The type names the `temporal` CLI takes in `--search-attribute Name=Type`. */
+export type SearchAttributeTypeName =
+  'Keyword' | 'Text' | 'Int' | 'Double' | 'Bool' | 'Datetime' | 'KeywordList';
 
 type OperatorService = temporal.api.operatorservice.v1.OperatorService;
 type Keys = readonly ReturnType<typeof defineSearchAttributeKey>[];

@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import path from 'node:path';
-import { freePort } from '../../src/local/infra/ports';
+import { freePort } from '../../dev/local/infra/ports';
 import { startStack, VALID_PAYOUT, type TestStack } from '../support/stack';
 import { expectError, getPayout, post, type ApiResponse } from './helpers';
 

@@ -3,7 +3,7 @@ import { createHttpProvider } from '../../src/adapters/provider/http-provider';
 import { createCachedQuote } from '../../src/adapters/provider/quote-cache';
 import { createPool, type Db } from '../../src/adapters/db/pool';
 import { buildApp } from '../../src/api/app';
-import { freePort } from '../../src/local/infra/ports';
+import { freePort } from '../../dev/local/infra/ports';
 import { createLogger } from '../../src/observability/logger';
 import { createMetrics } from '../../src/observability/metrics';
 import { startStack, VALID_PAYOUT, type TestStack } from '../support/stack';

@@ -11,7 +11,7 @@ import {
   type PublicClient,
 } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
-import { compileTestUsdt } from '../../src/adapters/chain/compile-test-usdt';
+import { compileTestUsdt } from '../../dev/local/compile-test-usdt';
 import { USDT_ABI } from '../../src/adapters/chain/usdt-abi';
 import {
   ChainError,
@@ -19,8 +19,8 @@ import {
   createUsdtLedger,
   type UsdtLedger,
 } from '../../src/adapters/chain/usdt-ledger';
-import { deployTestUsdt } from '../../src/local/deploy-test-usdt';
-import { ANVIL_DEV_ACCOUNTS, anvilAccount, startAnvil, type AnvilHandle } from '../../src/local/infra/anvil';
+import { deployTestUsdt } from '../../dev/local/deploy-test-usdt';
+import { ANVIL_DEV_ACCOUNTS, anvilAccount, startAnvil, type AnvilHandle } from '../../dev/local/infra/anvil';
 
 // Runs against a real anvil node and a real TestUSDT deployment: no mocks.
 

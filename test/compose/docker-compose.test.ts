@@ -3,8 +3,8 @@ import path from 'node:path';
 import { privateKeyToAddress } from 'viem/accounts';
 import { parse } from 'yaml';
 import { CONFIG_KEYS, loadConfig } from '../../src/config';
-import { anvilAccount } from '../../src/local/infra/anvil';
-import { loadSandboxConfig, SANDBOX_ENV_KEYS } from '../../src/sandbox/config';
+import { anvilAccount } from '../../dev/local/infra/anvil';
+import { loadSandboxConfig, SANDBOX_ENV_KEYS } from '../../dev/sandbox/config';
 
 // There is no Docker engine here, so docker-compose.yml is checked statically against the code:
 // every service, port, command and env var it names must be one the code really has.
@@ -25,7 +25,7 @@ const services = compose.services;
 const published = (name: string) => (services[name]?.ports ?? []).map((p) => p.split(':'));
 // chain-setup.ts runs main() on import, so its constant is read from the source instead.
 const tokenAddress = /EXPECTED_ADDRESS = '(0x[0-9a-fA-F]{40})'/.exec(
-  readFileSync(path.join(ROOT, 'src/local/chain-setup.ts'), 'utf8'),
+  readFileSync(path.join(ROOT, 'dev/local/chain-setup.ts'), 'utf8'),
 )![1]!;
 
 describe('docker-compose.yml', () => {

@@ -6,7 +6,7 @@ import { createActivities } from '../../src/activities';
 import { countTransfersTo, createUsdtLedger } from '../../src/adapters/chain/usdt-ledger';
 import { getOrCreateTreasuryTransfer } from '../../src/adapters/db/settlement-repo';
 import type { PayoutResponse } from '../../src/domain/payout';
-import { freePort } from '../../src/local/infra/ports';
+import { freePort } from '../../dev/local/infra/ports';
 import { createLogger } from '../../src/observability/logger';
 import { createMetrics } from '../../src/observability/metrics';
 import { testDatabaseUrl } from '../support/env';

@@ -1,7 +1,7 @@
 import { connect, createServer, type Server, type Socket } from 'node:net';
 import { generatePrivateKey, privateKeyToAddress } from 'viem/accounts';
 import { countTransfersTo } from '../../src/adapters/chain/usdt-ledger';
-import { freePort } from '../../src/local/infra/ports';
+import { freePort } from '../../dev/local/infra/ports';
 import { postPayout, startStack, VALID_PAYOUT, type TestStack } from '../support/stack';
 
 /**

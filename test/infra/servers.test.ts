@@ -4,9 +4,9 @@ import path from 'node:path';
 import { Connection } from '@temporalio/client';
 import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
 import pg from 'pg';
-import { freePort, isListening } from '../../src/local/infra/ports';
-import { resolveTemporalCliPath, resolveTestServerPath } from '../../src/local/infra/temporal-binaries';
-import { startTemporalDevServer } from '../../src/local/infra/temporal-dev-server';
+import { freePort, isListening } from '../../dev/local/infra/ports';
+import { resolveTemporalCliPath, resolveTestServerPath } from '../../dev/local/infra/temporal-binaries';
+import { startTemporalDevServer } from '../../dev/local/infra/temporal-dev-server';
 import { testDatabaseUrl } from '../support/env';
 import { createDevServerEnv, createTimeSkippingEnv } from '../support/temporal';
 

@@ -5,8 +5,8 @@ import { pathToFileURL } from 'node:url';
 import { temporal } from '@temporalio/proto';
 import { parse } from 'yaml';
 import type { PayoutResponse } from '../../src/domain/payout';
-import { freePort, isListening } from '../../src/local/infra/ports';
-import { spawnManaged, type ManagedProcess } from '../../src/local/infra/processes';
+import { freePort, isListening } from '../../dev/local/infra/ports';
+import { spawnManaged, type ManagedProcess } from '../../dev/local/infra/processes';
 import { payoutWorkflowId } from '../../src/workflows/definitions';
 import { startStack, type TestStack } from '../support/stack';
 

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { parse } from 'yaml';
 import { CONFIG_KEYS, loadConfig } from '../../src/config';
-import { SANDBOX_ENV_KEYS } from '../../src/sandbox/config';
+import { SANDBOX_ENV_KEYS } from '../../dev/sandbox/config';
 
 // The README's configuration tables and runbook anchors, against the code: a variable added to the
 // config, or a default changed, without the README following, fails here.

@@ -1,4 +1,4 @@
-import { loadSandboxConfig, SandboxConfigError } from '../../src/sandbox/config';
+import { loadSandboxConfig, SandboxConfigError } from '../../dev/sandbox/config';
 
 test('defaults', () => {
   expect(loadSandboxConfig({})).toMatchObject({

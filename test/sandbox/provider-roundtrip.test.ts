@@ -15,10 +15,10 @@ import {
 } from '../../src/adapters/provider/types';
 import { encodeBrCode, parseBrCode } from '../../src/domain/brcode';
 import { usdtUnitsForBrl, usdtUnitsFromDecimal } from '../../src/domain/money';
-import { deployTestUsdt } from '../../src/local/deploy-test-usdt';
-import { ANVIL_DEV_ACCOUNTS, startAnvil, type AnvilHandle } from '../../src/local/infra/anvil';
-import { buildSandboxApp } from '../../src/sandbox/app';
-import { loadSandboxConfig, type SandboxConfig } from '../../src/sandbox/config';
+import { deployTestUsdt } from '../../dev/local/deploy-test-usdt';
+import { ANVIL_DEV_ACCOUNTS, startAnvil, type AnvilHandle } from '../../dev/local/infra/anvil';
+import { buildSandboxApp } from '../../dev/sandbox/app';
+import { loadSandboxConfig, type SandboxConfig } from '../../dev/sandbox/config';
 import { freePort, startWebhookReceiver, type WebhookReceiver } from './support';
 
 const API_KEY = 'sandbox-test-key-0123456789';

@@ -3,8 +3,8 @@
  */
 import type { FastifyInstance } from 'fastify';
 
-import { buildSandboxApp } from '../../src/sandbox/app';
-import { loadSandboxConfig } from '../../src/sandbox/config';
+import { buildSandboxApp } from '../../dev/sandbox/app';
+import { loadSandboxConfig } from '../../dev/sandbox/config';
 import { startWebhookReceiver, type WebhookReceiver } from './support';
 
 const API_KEY = 'sandbox-app-test-key';

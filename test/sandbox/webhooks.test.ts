@@ -1,6 +1,6 @@
 import Fastify, { type FastifyInstance } from 'fastify';
 
-import { createWebhookDispatcher } from '../../src/sandbox/webhooks';
+import { createWebhookDispatcher } from '../../dev/sandbox/webhooks';
 
 const silent = { info: () => {}, warn: () => {}, error: () => {} };
 

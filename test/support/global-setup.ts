@@ -2,8 +2,8 @@ import { chmod, mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { runMigrations } from '../../src/adapters/db/migrate';
-import { freePort } from '../../src/local/infra/ports';
-import { startEmbeddedPostgres, type EmbeddedPostgresHandle } from '../../src/local/infra/postgres';
+import { freePort } from '../../dev/local/infra/ports';
+import { startEmbeddedPostgres, type EmbeddedPostgresHandle } from '../../dev/local/infra/postgres';
 
 // Jest globalSetup: one PostgreSQL for the whole run, migrated once. Its URL reaches the test files
 // through process.env, which jest workers inherit from this (parent) process.

@@ -3,10 +3,10 @@ import {
   type LocalTestWorkflowEnvironmentOptions,
   type TimeSkippingTestWorkflowEnvironmentOptions,
 } from '@temporalio/testing';
-import { resolveTemporalCliPath, resolveTestServerPath } from '../../src/local/infra/temporal-binaries';
+import { resolveTemporalCliPath, resolveTestServerPath } from '../../dev/local/infra/temporal-binaries';
 import { registerSearchAttributes } from '../../src/temporal/search-attribute-registry';
 
-// Temporal test environments backed by the servers scripts/provision.sh builds from package registries.
+// Temporal test environments backed by the servers dev/provision.sh builds from package registries.
 // With nothing provisioned (and no explicit executable in opts), the SDK's default download is used,
 // which works wherever GitHub is reachable.
 

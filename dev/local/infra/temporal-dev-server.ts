@@ -8,8 +8,8 @@ import { resolveTemporalCliPath } from './temporal-binaries';
 // The Temporal CLI dev server (`temporal server start-dev`) as a child process: the local stand-in for
 // a Temporal cluster. Production points TEMPORAL_ADDRESS at a real cluster instead.
 
-export type SearchAttributeTypeName =
-  'Keyword' | 'Text' | 'Int' | 'Double' | 'Bool' | 'Datetime' | 'KeywordList';
+export type { SearchAttributeTypeName } from '../../../src/temporal/search-attribute-registry';
+import type { SearchAttributeTypeName } from '../../../src/temporal/search-attribute-registry';
 
 export interface TemporalDevServerOptions {
   /** gRPC frontend port on 127.0.0.1. */

@@ -4,8 +4,8 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyRequ
 import { getAddress, isAddress } from 'viem';
 import { z } from 'zod';
 
-import { BrCodeError, encodeBrCode, parseBrCode } from '../domain/brcode';
-import { formatCentavos, parseDecimal } from '../domain/money';
+import { BrCodeError, encodeBrCode, parseBrCode } from '../../src/domain/brcode';
+import { formatCentavos, parseDecimal } from '../../src/domain/money';
 import type { SandboxConfig } from './config';
 import { createSettlementRunner, createUsdtSender, type UsdtSender } from './settlement';
 import {

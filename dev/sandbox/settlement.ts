@@ -11,7 +11,7 @@ import {
 } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 
-import { formatUsdtUnits, usdtUnitsForBrl } from '../domain/money';
+import { formatUsdtUnits, usdtUnitsForBrl } from '../../src/domain/money';
 import type { Charge, NotificationInput, Settlement } from './state';
 
 export interface UsdtSender {

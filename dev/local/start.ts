@@ -3,12 +3,12 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { Address } from 'viem';
-import { findPartnerByKeyHash, createPartner, hashApiKey } from '../adapters/db/partners-repo';
-import { runMigrations } from '../adapters/db/migrate';
-import { createPool } from '../adapters/db/pool';
-import { loadConfig } from '../config';
-import { CODEC_BASE_PATH } from '../temporal/codec-endpoint';
-import { devServerSearchAttributes } from '../temporal/search-attribute-registry';
+import { findPartnerByKeyHash, createPartner, hashApiKey } from '../../src/adapters/db/partners-repo';
+import { runMigrations } from '../../src/adapters/db/migrate';
+import { createPool } from '../../src/adapters/db/pool';
+import { loadConfig } from '../../src/config';
+import { CODEC_BASE_PATH } from '../../src/temporal/codec-endpoint';
+import { devServerSearchAttributes } from '../../src/temporal/search-attribute-registry';
 import { ensureTestUsdt } from './test-usdt';
 import { anvilAccount, startAnvil } from './infra/anvil';
 import { startEmbeddedPostgres } from './infra/postgres';
@@ -109,7 +109,7 @@ async function main(): Promise<void> {
   };
 
   if (!process.env.PROVIDER_API_URL) {
-    startChild('sandbox', 'src/sandbox/main.ts', {
+    startChild('sandbox', 'dev/sandbox/main.ts', {
       ...process.env,
       SANDBOX_PORT: String(SANDBOX_PORT),
       SANDBOX_WEBHOOK_URL: `http://127.0.0.1:${config.PORT}/webhooks/sandbox`,

@@ -10,7 +10,7 @@ import {
   type PublicClient,
 } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
-import { compileTestUsdt } from '../adapters/chain/compile-test-usdt';
+import { compileTestUsdt } from './compile-test-usdt';
 
 export interface DeployTestUsdtOptions {
   rpcUrl: string;

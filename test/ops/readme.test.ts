@@ -131,6 +131,22 @@ describe('links in README.md and docs/', () => {
       .map((f) => `docs/${f}`),
   ];
 
+  it('docs/README.md and README.md index every page of docs/', () => {
+    const index = read('docs/README.md');
+    for (const page of pages.filter((p) => p.startsWith('docs/') && p !== 'docs/README.md')) {
+      const name = path.basename(page);
+      expect({
+        page,
+        inDocsIndex: index.includes(`](${name})`),
+        inReadme: readme.includes(`](${page})`),
+      }).toEqual({
+        page,
+        inDocsIndex: true,
+        inReadme: true,
+      });
+    }
+  });
+
   it.each(pages)('%s links only to files and headings inside the repository', (page) => {
     const text = read(page).replace(/```[\s\S]*?```/g, '');
     for (const [, target] of text.matchAll(/\]\(([^)\s]+)\)/g)) {

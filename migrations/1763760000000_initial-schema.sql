@@ -60,7 +60,7 @@ CREATE TABLE idempotency_keys (
   PRIMARY KEY (partner_id, key)
 );
 
--- De-duplication of provider webhook tokens (kept at least 90 days, DECISIONS.md section 5).
+-- De-duplication of provider webhook tokens (kept at least 90 days, docs/decisions.md D21).
 CREATE TABLE webhook_tokens (
   provider     text NOT NULL,
   token        text NOT NULL,

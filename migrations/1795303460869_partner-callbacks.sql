@@ -1,6 +1,6 @@
 -- Up Migration
 
--- Partner callbacks (DECISIONS.md section 8): one row per event, whose id partners de-duplicate on.
+-- Partner callbacks (docs/decisions.md D22): one row per event, whose id partners de-duplicate on.
 -- pending: being delivered; delivered: a 2xx was received; gave_up: no 2xx within the retry window;
 -- skipped: the partner had no callback configured when it was due.
 CREATE TABLE callback_events (

@@ -2,7 +2,7 @@ import { z } from 'zod';
 
 /**
  * Every setting of the api and the worker, read from the environment once and validated here.
- * Defaults are the local stack of DECISIONS.md section 1, so `npm start` needs no env at all;
+ * Defaults are the local stack (docs/decisions.md D2), so `npm start` needs no env at all;
  * a bad value stops the process with a message that names the variable.
  */
 
@@ -51,7 +51,7 @@ const envSchema = z
     PROVIDER_API_URL: z.url().default('http://127.0.0.1:4000'),
     PROVIDER_API_KEY: optional(z.string()),
     PROVIDER_TIMEOUT_MS: int(10_000, 100),
-    QUOTE_CACHE_SECONDS: int(30, 0).refine((v) => v <= 30, 'must be at most 30 (DECISIONS.md section 2)'),
+    QUOTE_CACHE_SECONDS: int(30, 0).refine((v) => v <= 30, 'must be at most 30 (docs/decisions.md D5)'),
 
     MIN_AMOUNT_BUFFER: decimalString.default('0.06'),
     MAX_AMOUNT_BRL: decimalString

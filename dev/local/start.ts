@@ -17,7 +17,7 @@ import { repoRoot } from './infra/temporal-binaries';
 import { startTemporalDevServer } from './infra/temporal-dev-server';
 
 /**
- * `npm start`: the whole stack on the local defaults of DECISIONS.md section 1, state kept under
+ * `npm start`: the whole stack on the local defaults (docs/decisions.md D2), state kept under
  * .data/ across restarts. A variable that points at an outside service (DATABASE_URL,
  * TEMPORAL_ADDRESS, EVM_RPC_URL, PROVIDER_API_URL) replaces the local one.
  */

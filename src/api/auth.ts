@@ -17,7 +17,7 @@ declare module 'fastify' {
 }
 
 /**
- * X-Api-Key authentication (SPEC.md "Authentication"). Node lower-cases header names, so any
+ * X-Api-Key authentication (docs/api.md "Authentication"). Node lower-cases header names, so any
  * spelling of the header works. The stored SHA-256 is compared in constant time.
  */
 export function authenticatePartner(db: Db) {

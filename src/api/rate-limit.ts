@@ -8,7 +8,7 @@ const RETRY_AFTER_SECONDS = 60;
 
 /**
  * Token bucket per API key and bucket name, shared by all replicas through PostgreSQL. Every
- * authenticated request spends a token, whatever its outcome (DECISIONS.md section 3).
+ * authenticated request spends a token, whatever its outcome (docs/decisions.md D15).
  */
 export function rateLimit(db: Db, bucket: string, perMinute: number) {
   return async (request: FastifyRequest): Promise<void> => {

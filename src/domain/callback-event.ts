@@ -1,6 +1,6 @@
 import { toPayoutResponse, type PayoutRecord, type PayoutResponse, type PayoutStatus } from './payout';
 
-/** Partner callbacks (DECISIONS.md section 8): one event per terminal payout. */
+/** Partner callbacks (docs/decisions.md D22): one event per terminal payout. */
 export const CALLBACK_EVENTS = ['payout.completed', 'payout.failed'] as const;
 export type CallbackEvent = (typeof CALLBACK_EVENTS)[number];
 
@@ -49,7 +49,7 @@ export interface CallbackRetryPolicy {
 
 /**
  * 10 s doubling to an hourly retry: a partner's brief blip is bridged within a minute, a long
- * outage costs about one request an hour, 33 attempts over the 24 h of DECISIONS.md section 8.
+ * outage costs about one request an hour, 33 attempts over the 24 h of docs/decisions.md D22.
  */
 export const DEFAULT_CALLBACK_RETRY: CallbackRetryPolicy = {
   initialIntervalMs: 10_000,

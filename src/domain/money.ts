@@ -5,7 +5,7 @@
  */
 
 export const USDT_DECIMALS = 6;
-/** 0.01 USDT, the minimum quote of SPEC.md. */
+/** 0.01 USDT, the minimum quote (docs/decisions.md D5). */
 export const MIN_QUOTE_USDT_UNITS = 10_000n;
 
 const BRL_DECIMALS = 2;

@@ -46,7 +46,7 @@ export interface PayoutRecord {
   version: number;
 }
 
-/** The partner-facing Payout of SPEC.md, field for field; the only shape any response carries. */
+/** The partner-facing Payout of docs/api.md, field for field; the only shape any response carries. */
 export interface PayoutResponse {
   id: string;
   partner_id: string;
@@ -70,7 +70,7 @@ export interface PayoutResponse {
 
 /**
  * One serializer for POST, GET and callbacks. It whitelists fields, and settlement fields show only
- * on COMPLETED payouts (SPEC.md rule 1, DECISIONS.md section 4): a FAILED payout keeps the initial
+ * on COMPLETED payouts (docs/decisions.md D17): a FAILED payout keeps the initial
  * empty values even when it had been paid.
  */
 export function toPayoutResponse(p: PayoutRecord): PayoutResponse {
@@ -115,7 +115,7 @@ export class IllegalTransitionError extends Error {
   }
 }
 
-/** Applies a state change; transitions are one-way and terminal states never move (SPEC.md). */
+/** Applies a state change; transitions are one-way and terminal states never move (docs/decisions.md D17). */
 export function transition(
   p: PayoutRecord,
   to: PayoutStatus,

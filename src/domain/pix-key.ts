@@ -1,11 +1,11 @@
 /**
- * PIX key types and the key formats of SPEC.md.
+ * PIX key types and the key formats of docs/api.md "PIX keys".
  *
  * Keys are checked as sent: surrounding or inner whitespace is refused, not trimmed. A payout stores
  * and returns the key the partner sent, so a silently trimmed key would be a different key from the
  * one in the request; and stray whitespace in a key is a copy-paste slip the partner should see.
  *
- * Only the format is checked, exactly as SPEC.md states it: no CPF/CNPJ check digits, no area-code
+ * Only the format is checked, as docs/decisions.md D9 decides: no CPF/CNPJ check digits, no area-code
  * table. Whether a key exists is for the PIX directory to say, and a stricter rule here would refuse
  * requests the contract accepts.
  */

@@ -1,7 +1,7 @@
 import { checksumAddress } from 'viem';
 
 /**
- * The receiver_wallet rules of DECISIONS.md section 3. Single-case hex carries no checksum, so it is
+ * The receiver_wallet rules of docs/decisions.md D8. Single-case hex carries no checksum, so it is
  * taken as typed; mixed case claims an EIP-55 checksum, and a wrong one means a mistyped address,
  * which must not receive funds.
  */

@@ -64,7 +64,7 @@ export function devServerSearchAttributes(
   return Object.fromEntries(keys.map((key) => [key.name, CLI_TYPES[key.type]]));
 }
 
-/** The commands that register them on a self-hosted cluster, for error messages and the README. */
+/** The commands that register them on a self-hosted cluster, for error messages and docs/operations.md. */
 export function searchAttributeCommands(namespace: string, keys: Keys = PAYOUT_SEARCH_ATTRIBUTES): string[] {
   return keys.map(
     (key) =>

@@ -54,7 +54,7 @@ const sending = proxyActivities<CallbackActivities>({
 });
 
 /**
- * Delivers one partner callback at least once (DECISIONS.md section 8): POST until a 2xx, with
+ * Delivers one partner callback at least once (docs/decisions.md D22): POST until a 2xx, with
  * exponential backoff on durable timers, for `giveUpAfterMs` (24 h) from the first attempt; one
  * last attempt is made at the deadline. A partner without a callback URL at send time gets none.
  */

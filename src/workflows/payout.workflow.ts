@@ -98,7 +98,7 @@ function toFailure(check: 'reverted' | 'mismatch'): 'transfer_reverted' | 'trans
 }
 
 /**
- * One payout, from POST to COMPLETED or FAILED (SPEC.md "States and transitions").
+ * One payout, from POST to COMPLETED or FAILED (docs/api.md "Payout states").
  * PENDING: the PIX charge is created and waits, under a durable expiry timer, for the payment.
  * PROCESSING: the USDT is sent (by the provider, or by our treasury) and verified on chain.
  */

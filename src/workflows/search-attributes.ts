@@ -8,7 +8,7 @@ import type { PayoutRecord } from '../domain/payout';
  * codec never sees them), so they hold nothing personal: no PIX key, no wallet, no amount.
  *
  * A cluster must know them before a workflow uses them: the local launcher and the test harness
- * register them, and README "Production" lists the `temporal operator search-attribute create`
+ * register them, and docs/operations.md "Temporal" lists the `temporal operator search-attribute create`
  * commands for a real cluster.
  */
 export const PAYOUT_STATUS = defineSearchAttributeKey('PayoutStatus', 'KEYWORD');

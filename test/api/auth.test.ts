@@ -3,7 +3,7 @@ import { rotateApiKey, setPartnerStatus } from '../../src/adapters/db/partners-r
 import { startStack, VALID_PAYOUT, type TestStack } from '../support/stack';
 import { call, expectError, getPayout, post } from './helpers';
 
-// Authentication (SPEC.md "Authentication", DECISIONS.md section 3) and partner isolation.
+// Authentication (docs/api.md "Authentication", docs/decisions.md D7) and partner isolation.
 describe('partner authentication and isolation', () => {
   let stack: TestStack;
 

@@ -52,7 +52,7 @@ export function getPayout(baseUrl: string, apiKey: string | undefined, id: strin
 }
 
 /**
- * The error contract of DECISIONS.md section 3: a JSON object with exactly one key, `error`, a
+ * The error contract of docs/decisions.md D13: a JSON object with exactly one key, `error`, a
  * non-empty string, and nothing that looks like a stack trace.
  */
 export function expectErrorBody(res: Pick<ApiResponse, 'json' | 'text'>, message?: string): void {
@@ -69,7 +69,7 @@ export function expectError(res: ApiResponse, status: number, message?: string):
   expectErrorBody(res, message);
 }
 
-/** Keys of the partner-facing Payout (SPEC.md), without the two timestamps absent until COMPLETED. */
+/** Keys of the partner-facing Payout (docs/api.md), without the two timestamps absent until COMPLETED. */
 export const PAYOUT_KEYS = [
   'id',
   'partner_id',

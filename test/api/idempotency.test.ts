@@ -10,7 +10,7 @@ import {
   type ApiResponse,
 } from './helpers';
 
-// Idempotency-Key on POST /v1/payouts (SPEC.md idempotency rules, DECISIONS.md section 3).
+// Idempotency-Key on POST /v1/payouts (docs/api.md "Idempotency", docs/decisions.md D10).
 describe('Idempotency-Key', () => {
   let stack: TestStack;
 

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { startStack, VALID_PAYOUT, type TestStack } from '../support/stack';
 import { getPayout, PAYOUT_KEYS, post } from './helpers';
 
-// The Payout shape on the wire (SPEC.md "Payout" rules 1-4) and GET /v1/payouts/{id}: answered by
+// The Payout shape on the wire (docs/api.md "The Payout object") and GET /v1/payouts/{id}: answered by
 // the workflow query, and by the PostgreSQL read model when the workflow cannot answer.
 describe('Payout responses and GET /v1/payouts/{id}', () => {
   let stack: TestStack;

@@ -5,7 +5,7 @@ import { freePort } from '../../dev/local/infra/ports';
 import { startStack, VALID_PAYOUT, type TestStack } from '../support/stack';
 import { expectError, getPayout, post, type ApiResponse } from './helpers';
 
-// Token buckets per API key, kept in PostgreSQL and so shared by every api replica (DECISIONS.md
+// Token buckets per API key, kept in PostgreSQL and so shared by every api replica (docs/decisions.md
 // section 3). Small limits keep the test fast: at 5 a minute a token comes back every 12 s, longer
 // than any sequence below takes.
 const POST_LIMIT = 5;

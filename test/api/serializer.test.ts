@@ -2,7 +2,7 @@ import { payoutResponseSchema } from '../../src/api/payouts/schemas';
 import { PAYOUT_STATUSES, toPayoutResponse, type PayoutRecord } from '../../src/domain/payout';
 import { PAYOUT_KEYS } from './helpers';
 
-// The one serializer (SPEC.md "Payout" rules 1-4): a whitelist, so no internal field can leak
+// The one serializer (docs/api.md "The Payout object"): a whitelist, so no internal field can leak
 // whatever the record holds; settlement fields and timestamps only on COMPLETED.
 const TX = `0x${'cd'.repeat(32)}`;
 
@@ -60,7 +60,7 @@ describe('toPayoutResponse', () => {
     },
   );
 
-  it('COMPLETED carries the settlement, as JSON numbers and the chain of DECISIONS.md section 6', () => {
+  it('COMPLETED carries the settlement, as JSON numbers and the chain of docs/decisions.md D23', () => {
     expect(toPayoutResponse(recordWith('COMPLETED'))).toMatchObject({
       amount_brl: 100,
       min_amount_usdt: 17.152658,

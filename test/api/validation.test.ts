@@ -9,7 +9,7 @@ import { createMetrics } from '../../src/observability/metrics';
 import { startStack, VALID_PAYOUT, type TestStack } from '../support/stack';
 import { call, expectError, parseRawResponse, post, rawRequest, type ApiResponse } from './helpers';
 
-// Every validation rule of POST /v1/payouts (SPEC.md, DECISIONS.md sections 2-3) with its exact
+// Every validation rule of POST /v1/payouts (docs/api.md "Validation messages") with its exact
 // message, against the real stack. Valid cases create real payouts through the workflow.
 describe('POST /v1/payouts validation', () => {
   let stack: TestStack;

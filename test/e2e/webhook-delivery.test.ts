@@ -6,7 +6,7 @@ import { countTransfersTo } from '../../src/adapters/chain/usdt-ledger';
 import { payoutWorkflowId, providerEventWorkflowId } from '../../src/workflows/definitions';
 import { postPayout, startStack, VALID_PAYOUT, type TestStack } from '../support/stack';
 
-// POST /webhooks/{provider} on real servers (DECISIONS.md section 5). The sandbox's own webhooks go
+// POST /webhooks/{provider} on real servers (docs/api.md "Provider webhook"). The sandbox's own webhooks go
 // to a capture server instead of the api, so the test holds real provider tokens and decides how
 // (and how often, and to which replica) they are delivered.
 describe('provider webhook (dev server, PostgreSQL, anvil, sandbox, worker, 2 api replicas)', () => {

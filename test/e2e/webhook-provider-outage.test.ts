@@ -37,7 +37,7 @@ class ProviderLink {
   }
 }
 
-// DECISIONS.md section 5: "a provider outage loses nothing". The payment webhook arrives while the
+// docs/decisions.md D21: a provider outage loses nothing. The payment webhook arrives while the
 // provider's notification endpoint is unreachable; the event is fetched and applied once it is back.
 describe('provider outage while a webhook is processed (real servers)', () => {
   let stack: TestStack;

@@ -7,7 +7,7 @@ import { createLogger } from '../../src/observability/logger';
 import { createMetrics } from '../../src/observability/metrics';
 import { PAYOUT_KEYS } from '../api/helpers';
 
-// The OpenAPI document against SPEC.md and DECISIONS.md section 3: every route, status code, header
+// The OpenAPI document against docs/api.md: every route, status code, header
 // and the error shape. The app is built with lazy connections: serving the document touches neither
 // PostgreSQL nor Temporal. (Requests go over HTTP: app.inject's light-my-request loads an ESM-only
 // dependency that jest cannot require on Node 20.)

@@ -325,7 +325,7 @@ describe('api and worker processes: metrics, alert rules, logs, encrypted payloa
           );
       }
     }
-    // The alerts the service promises (DECISIONS.md 2, issue 5): below minimum, stuck, webhooks.
+    // The alerts the service promises (docs/operations.md): below minimum, stuck, webhooks.
     expect([...used]).toEqual(
       expect.arrayContaining([
         'payout_settlement_below_minimum_total',

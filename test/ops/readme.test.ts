@@ -1,72 +1,170 @@
-import { readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { parse } from 'yaml';
 import { CONFIG_KEYS, loadConfig } from '../../src/config';
 import { SANDBOX_ENV_KEYS } from '../../dev/sandbox/config';
 
-// The README's configuration tables and runbook anchors, against the code: a variable added to the
-// config, or a default changed, without the README following, fails here.
+// The README and the docs pages that restate code, against the code: a variable added to the
+// config, removed, or given a new default without docs/configuration.md following fails here, and
+// so does an alert rule whose runbook link leads nowhere, or a link that leaves the repository.
 
 const ROOT = path.resolve(__dirname, '../..');
-const readme = readFileSync(path.join(ROOT, 'README.md'), 'utf8');
+const read = (file: string) => readFileSync(path.join(ROOT, file), 'utf8');
+const readme = read('README.md');
+const configuration = read('docs/configuration.md');
+const operations = read('docs/operations.md');
 
-/** `| \`NAME\` | default | meaning |` rows of the README's tables, by variable name (first table wins). */
-const rows = new Map<string, string>();
-for (const m of readme.matchAll(/^\| `([A-Z][A-Z0-9_]*)`\s*\|\s*([^|]*?)\s*\|/gm)) {
-  if (!rows.has(m[1]!)) rows.set(m[1]!, m[2]!);
+/** The text of the `## <title…>` section of a markdown page, up to the next `## ` heading. */
+function section(markdown: string, titleStart: string): string {
+  const start = markdown.indexOf(`\n## ${titleStart}`);
+  if (start < 0) throw new Error(`no "## ${titleStart}" section`);
+  const end = markdown.indexOf('\n## ', start + 1);
+  return markdown.slice(start, end < 0 ? undefined : end);
 }
 
-describe('README', () => {
+/** `| \`NAME\` | default | meaning |` rows of a markdown table, by variable name. */
+function variableRows(markdown: string): Map<string, string> {
+  const rows = new Map<string, string>();
+  for (const m of markdown.matchAll(/^\| `([A-Z][A-Z0-9_]*)`\s*\|\s*([^|]*?)\s*\|/gm)) rows.set(m[1]!, m[2]!);
+  return rows;
+}
+
+/** GitHub's anchor for a heading: lower case, punctuation dropped, spaces to hyphens. */
+function anchorsOf(markdown: string): Set<string> {
+  return new Set(
+    [...markdown.matchAll(/^#{1,4} (.+)$/gm)].map((m) =>
+      m[1]!
+        .trim()
+        .toLowerCase()
+        .replace(/[^\w\- ]/g, '')
+        .replace(/ /g, '-'),
+    ),
+  );
+}
+
+const alertRules = (
+  parse(read('ops/alerts.yml')) as {
+    groups: { rules: { alert: string; annotations: { runbook?: string } }[] }[];
+  }
+).groups.flatMap((g) => g.rules);
+
+describe('docs/configuration.md', () => {
+  const serviceRows = variableRows(section(configuration, 'api and worker'));
+
   it('lists every variable of the api and worker with its real default', () => {
     const defaults = loadConfig({}) as Record<string, unknown>;
     for (const key of CONFIG_KEYS) {
-      const cell = rows.get(key);
       const value = defaults[key];
       const expected = value === undefined ? '—' : `\`${String(value)}\``;
-      expect({ key, cell }).toEqual({ key, cell: expected });
+      expect({ key, cell: serviceRows.get(key) }).toEqual({ key, cell: expected });
     }
   });
 
-  it('lists every variable of the provider sandbox', () => {
-    for (const key of SANDBOX_ENV_KEYS) expect({ key, listed: rows.has(key) }).toEqual({ key, listed: true });
+  it('lists no api or worker variable that the config does not read', () => {
+    const known = new Set<string>(CONFIG_KEYS);
+    for (const key of serviceRows.keys()) expect({ key, read: known.has(key) }).toEqual({ key, read: true });
   });
 
+  it('lists every variable of the provider sandbox', () => {
+    const sandboxRows = variableRows(section(configuration, 'Provider sandbox'));
+    for (const key of SANDBOX_ENV_KEYS)
+      expect({ key, listed: sandboxRows.has(key) }).toEqual({ key, listed: true });
+  });
+});
+
+describe('README', () => {
   it('is what CI runs: .ci/run calls the README test command verbatim', () => {
-    const ci = readFileSync(path.join(__dirname, '../../.ci/run'), 'utf8');
+    const ci = read('.ci/run');
     expect(ci).toContain('\nnpm install && npm test\n');
   });
 
   it('keeps the two Quick start commands', () => {
-    const quickStart = readme.slice(
-      readme.indexOf('## Quick start'),
-      readme.indexOf('\n## ', readme.indexOf('## Quick start') + 1),
-    );
-    expect(quickStart.match(/```sh\n(.*)\n```/g)).toEqual([
+    expect(section(readme, 'Quick start').match(/```sh\n(.*)\n```/g)).toEqual([
       '```sh\nnpm install && npm start\n```',
       '```sh\nnpm install && npm test\n```',
     ]);
   });
 
-  it('has a section for every runbook link of the alert rules', () => {
-    const anchors = new Set(
-      [...readme.matchAll(/^#{2,4} (.+)$/gm)].map((m) =>
-        m[1]!
-          .trim()
-          .toLowerCase()
-          .replace(/[^\w\- ]/g, '')
-          .replace(/ /g, '-'),
-      ),
-    );
-    const rules = (
-      parse(readFileSync(path.join(ROOT, 'ops/alerts.yml'), 'utf8')) as {
-        groups: { rules: { alert: string; annotations: { runbook?: string } }[] }[];
-      }
-    ).groups.flatMap((g) => g.rules);
-    for (const rule of rules) {
-      const anchor = rule.annotations.runbook?.replace('README.md#', '');
-      expect({ alert: rule.alert, anchor, found: anchor !== undefined && anchors.has(anchor) }).toMatchObject(
-        { found: true },
-      );
+  it('stays a five-minute read (at most 10 KB); details belong in docs/', () => {
+    expect(Buffer.byteLength(readme, 'utf8')).toBeLessThanOrEqual(10 * 1024);
+  });
+});
+
+describe('ops/alerts.yml', () => {
+  it('links every rule to a runbook section that exists', () => {
+    for (const rule of alertRules) {
+      const [file, anchor] = (rule.annotations.runbook ?? '').split('#');
+      const found =
+        !!file && !!anchor && existsSync(path.join(ROOT, file)) && anchorsOf(read(file)).has(anchor);
+      expect({ alert: rule.alert, runbook: rule.annotations.runbook, found }).toMatchObject({ found: true });
+    }
+  });
+
+  it('has every rule in the alert table of docs/operations.md', () => {
+    const table = section(operations, 'Metrics and alerts');
+    for (const rule of alertRules) {
+      expect({ alert: rule.alert, listed: table.includes(`\`${rule.alert}\``) }).toEqual({
+        alert: rule.alert,
+        listed: true,
+      });
+    }
+  });
+});
+
+/**
+ * Pages linked from README and docs/ that other branches of this change write. Empty this list when
+ * they are merged: from then on a missing page fails like any broken link.
+ */
+const PAGES_WRITTEN_ON_OTHER_BRANCHES = new Set([
+  'docs/callbacks.md',
+  'docs/deployment.md',
+  'docs/reliability.md',
+  'docs/workflow-changes.md',
+  'docs/BENCHMARKS.md',
+]);
+
+describe('links in README.md and docs/', () => {
+  const pages = [
+    'README.md',
+    ...readdirSync(path.join(ROOT, 'docs'))
+      .filter((f) => f.endsWith('.md'))
+      .map((f) => `docs/${f}`),
+  ];
+
+  it('docs/README.md and README.md index every page of docs/', () => {
+    const index = read('docs/README.md');
+    for (const page of pages.filter((p) => p.startsWith('docs/') && p !== 'docs/README.md')) {
+      const name = path.basename(page);
+      expect({
+        page,
+        inDocsIndex: index.includes(`](${name})`),
+        inReadme: readme.includes(`](${page})`),
+      }).toEqual({
+        page,
+        inDocsIndex: true,
+        inReadme: true,
+      });
+    }
+  });
+
+  it.each(pages)('%s links only to files and headings inside the repository', (page) => {
+    const text = read(page).replace(/```[\s\S]*?```/g, '');
+    for (const [, target] of text.matchAll(/\]\(([^)\s]+)\)/g)) {
+      if (/^[a-z]+:/.test(target!)) continue; // http(s), mailto: outside links are fine
+      const [file, anchor] = target!.split('#');
+      const resolved = file ? path.relative(ROOT, path.resolve(ROOT, path.dirname(page), file)) : page;
+      const inside = !resolved.startsWith('..') && !path.isAbsolute(resolved);
+      if (inside && PAGES_WRITTEN_ON_OTHER_BRANCHES.has(resolved)) continue;
+      const exists = inside && existsSync(path.join(ROOT, resolved));
+      const anchored =
+        !anchor || (exists && resolved.endsWith('.md') && anchorsOf(read(resolved)).has(anchor));
+      expect({ page, target, inside, exists, anchored }).toEqual({
+        page,
+        target,
+        inside,
+        exists: true,
+        anchored: true,
+      });
     }
   });
 });

@@ -5,7 +5,7 @@ import { PIX_KEY_TYPES, normalizePixKeyType, pixKeyError, type PixKeyType } from
 const message = (type: PixKeyType) => `pix_key is not a valid ${type} key`;
 
 describe('PIX_KEY_TYPES', () => {
-  it('lists the five types of SPEC.md', () => {
+  it('lists the five types of docs/api.md', () => {
     expect(PIX_KEY_TYPES).toEqual(['CPF', 'CNPJ', 'EMAIL', 'PHONE', 'RANDOM']);
   });
 });
@@ -163,7 +163,7 @@ describe('pixKeyError', () => {
   });
 
   it('does not take a key of one type for another', () => {
-    // A CPF is not a CNPJ, a phone number of 11 digits is also a CPF by format: SPEC.md's formats overlap.
+    // A CPF is not a CNPJ, a phone number of 11 digits is also a CPF by format: the formats overlap.
     expect(pixKeyError('CNPJ', '12345678909')).toBe(message('CNPJ'));
     expect(pixKeyError('EMAIL', '12345678909')).toBe(message('EMAIL'));
     expect(pixKeyError('RANDOM', 'fulano@example.com')).toBe(message('RANDOM'));

@@ -97,7 +97,7 @@ describe('payoutWorkflow (time-skipping)', () => {
       await signal(h, pixReceived(input.payoutId, { paidAt: '2026-11-21T22:01:02.000Z' } as never));
       const payout = await processing(h);
       expect(payout.paidAt).toBe('2026-11-21T22:01:02.000Z');
-      // SPEC.md: paid_at is shown only once the payout is COMPLETED.
+      // docs/api.md: paid_at is shown only once the payout is COMPLETED.
       expect(toPayoutResponse(payout)).not.toHaveProperty('paid_at');
       expect(fake.savedStatuses()).toEqual(['PENDING', 'PENDING', 'PROCESSING']);
       await signal(h, settlementCompleted(input.payoutId));

@@ -4,7 +4,7 @@ export const EVENT_ID_HEADER = 'X-Payout-Event-Id';
 export const SIGNATURE_HEADER = 'X-Payout-Signature';
 
 /**
- * `t=<unix seconds>,v1=<hex HMAC-SHA256(secret, t + "." + raw body)>` (DECISIONS.md section 8).
+ * `t=<unix seconds>,v1=<hex HMAC-SHA256(secret, t + "." + raw body)>` (docs/callbacks.md).
  * The timestamp is inside the MAC so a captured request cannot be replayed later with a fresh `t`;
  * examples/verify-callback-signature.ts is the partner's side of it.
  */

@@ -50,7 +50,7 @@ export async function claimIdempotencyKey(db: Db, req: ClaimRequest): Promise<Id
     const row = rows[0]!;
     let outcome: IdempotencyClaim;
     if (row.expired) {
-      // Past 24 h the key starts a new payout (DECISIONS.md section 3).
+      // Past 24 h the key starts a new payout (docs/decisions.md D10).
       await client.query(
         `UPDATE idempotency_keys SET payout_id = $3, workflow_id = $4, state = 'claimed', claimed_at = now(),
                 expires_at = now() + make_interval(secs => $5)

@@ -1,7 +1,7 @@
 import type { PaymentProvider } from './types';
 
 export interface CachedQuoteOptions {
-  /** Oldest quote handed out, measured from when its request started. DECISIONS.md §2: at most 30 s. */
+  /** Oldest quote handed out, measured from when its request started. docs/decisions.md D5: at most 30 s. */
   ttlMs: number;
   now?: () => number;
 }

@@ -3,7 +3,7 @@ import { errorBodySchema, idempotencyKeySchema } from '../payouts/schemas';
 
 /**
  * What the route schemas cannot carry, added to the generated document: security, headers and the
- * meaning of each status code (SPEC.md and DECISIONS.md section 3). Bodies are never written here:
+ * meaning of each status code (docs/api.md, docs/decisions.md D13). Bodies are never written here:
  * they stay the JSON Schema of the zod schemas the routes use, and so do the schemas of the
  * Idempotency-Key header and of the error body added to framework-level answers (413, 415, 500).
  */

@@ -41,7 +41,7 @@ function idempotencyKeyOf(request: FastifyRequest): string | undefined {
   return key.data;
 }
 
-/** POST /v1/payouts and GET /v1/payouts/{id} (SPEC.md "Endpoints"). */
+/** POST /v1/payouts and GET /v1/payouts/{id} (docs/api.md). */
 export const payoutRoutes: FastifyPluginAsyncZod<PayoutRoutesOptions> = async (app, opts) => {
   const authenticate = authenticatePartner(opts.db);
   const loadDeps = { db: opts.db, temporal: opts.temporal };
@@ -57,7 +57,7 @@ export const payoutRoutes: FastifyPluginAsyncZod<PayoutRoutesOptions> = async (a
     '/v1/payouts',
     {
       onRequest: [authenticate, rateLimit(opts.db, 'post-payouts', opts.postRateLimitPerMinute)],
-      // A replayed key returns the original payout whatever the new body says (SPEC.md idempotency
+      // A replayed key returns the original payout whatever the new body says (docs/api.md "Idempotency"
       // rule 2): answered before the body is even parsed, so malformed JSON, a wrong content-type or
       // an oversized body do not turn a replay into an error.
       preParsing: async (request, reply, payload) => {

@@ -84,7 +84,7 @@ export const idempotencyKeySchema = z
 
 export const payoutIdParamsSchema = z.object({ id: z.string() });
 
-/** The partner-facing Payout (SPEC.md), for the OpenAPI document and response serialisation. */
+/** The partner-facing Payout (docs/api.md), for the OpenAPI document and response serialisation. */
 export const payoutResponseSchema = z.object({
   id: z.uuid(),
   partner_id: z.string(),

@@ -32,7 +32,7 @@ export const webhookBodySchema = z.object(
 export const webhookAckSchema = z.object({ received: z.literal(true) });
 
 /**
- * POST /webhooks/{provider} (DECISIONS.md section 5). The answer is 200 once the token is durably
+ * POST /webhooks/{provider} (docs/decisions.md D20-D21). The answer is 200 once the token is durably
  * recorded: a provider-event workflow exists for it (its id is made of provider and token, so a
  * repeat cannot start a second one) and the de-dup row is written. All processing happens in that
  * workflow, with retries, so a provider outage loses nothing.

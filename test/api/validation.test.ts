@@ -467,7 +467,7 @@ describe('POST /v1/payouts validation', () => {
         config: stack.config,
         db,
         temporal: stack.temporal,
-        quote: () => Promise.resolve({ rate: '5.50' }),
+        quote: () => Promise.resolve({ rate: '5.50', expiresAt: new Date().toISOString() }),
         logger: createLogger({ level: 'silent', name: 'test' }),
         metrics: createMetrics(),
       });

@@ -46,7 +46,7 @@ describe('OpenAPI document', () => {
       config,
       db: createPool(config.DATABASE_URL, 1),
       temporal: new Client(),
-      quote: async () => ({ rate: '5.50' }),
+      quote: async () => ({ rate: '5.50', expiresAt: new Date().toISOString() }),
       logger: createLogger({ level: 'silent', name: 'test' }),
       metrics: createMetrics(),
     });

@@ -1,0 +1,80 @@
+import { z } from 'zod';
+import { PAYOUT_STATUSES } from '../../domain/payout';
+import { payoutResponseSchema } from './schemas';
+
+export const LIST_LIMIT_DEFAULT = 20;
+export const LIST_LIMIT_MAX = 100;
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const QUERY_PARAMETERS = ['limit', 'starting_after', 'status', 'created_at[gte]', 'created_at[lt]'];
+
+export const STARTING_AFTER_UNKNOWN = 'starting_after must be the id of one of your payouts';
+
+/**
+ * A query-string parameter: a single string. Node's query parser turns a repeated parameter into an
+ * array, which is refused rather than silently reduced to one of its values.
+ */
+const param = (name: string) =>
+  z.string({
+    error: (issue) =>
+      Array.isArray(issue.input) ? `${name} must be given once` : `${name} must be a string`,
+  });
+
+const timestamp = (name: string) =>
+  param(name)
+    .pipe(
+      z.iso.datetime({
+        offset: true,
+        error: `${name} must be an ISO 8601 date-time with a time zone, e.g. 2026-01-31T00:00:00Z`,
+      }),
+    )
+    .optional();
+
+/**
+ * Query of GET /v1/payouts. Strict: a misspelt filter (`created_at[lte]`, `state`) is a 400 naming
+ * it, never a silently unfiltered list that a reconciliation would take for the filtered one.
+ */
+export const listPayoutsQuerySchema = z.strictObject(
+  {
+    limit: param('limit')
+      .regex(/^[0-9]{1,3}$/, `limit must be an integer from 1 to ${LIST_LIMIT_MAX}`)
+      .transform(Number)
+      .refine((n) => n >= 1 && n <= LIST_LIMIT_MAX, `limit must be an integer from 1 to ${LIST_LIMIT_MAX}`)
+      .optional()
+      .describe(`Payouts per page, 1-${LIST_LIMIT_MAX} (default ${LIST_LIMIT_DEFAULT})`),
+    starting_after: param('starting_after')
+      .regex(UUID, STARTING_AFTER_UNKNOWN)
+      .transform((id) => id.toLowerCase())
+      .optional()
+      .describe('The id of the last payout of the previous page: the page after it'),
+    status: param('status')
+      .transform((value, ctx) => {
+        const status = PAYOUT_STATUSES.find((s) => s === value.toUpperCase());
+        if (status) return status;
+        ctx.addIssue({ code: 'custom', message: `status must be one of ${PAYOUT_STATUSES.join(', ')}` });
+        return z.NEVER;
+      })
+      .optional()
+      .describe(`Only payouts in this status: ${PAYOUT_STATUSES.join(', ')} (any case)`),
+    'created_at[gte]': timestamp('created_at[gte]').describe(
+      'Only payouts created at or after this instant (ISO 8601 with a time zone)',
+    ),
+    'created_at[lt]': timestamp('created_at[lt]').describe(
+      'Only payouts created before this instant (ISO 8601 with a time zone)',
+    ),
+  },
+  {
+    error: (issue) =>
+      issue.code === 'unrecognized_keys'
+        ? `unknown query parameter ${issue.keys[0]}; accepted: ${QUERY_PARAMETERS.join(', ')}`
+        : undefined,
+  },
+);
+
+export type ListPayoutsQuery = z.output<typeof listPayoutsQuerySchema>;
+
+/** A page of payouts, newest first; each item is exactly the Payout of GET /v1/payouts/{id}. */
+export const payoutListResponseSchema = z.object({
+  data: z.array(payoutResponseSchema),
+  has_more: z.boolean(),
+});

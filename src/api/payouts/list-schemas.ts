@@ -40,13 +40,11 @@ export const listPayoutsQuerySchema = z.strictObject(
       .regex(/^[0-9]{1,3}$/, `limit must be an integer from 1 to ${LIST_LIMIT_MAX}`)
       .transform(Number)
       .refine((n) => n >= 1 && n <= LIST_LIMIT_MAX, `limit must be an integer from 1 to ${LIST_LIMIT_MAX}`)
-      .optional()
-      .describe(`Payouts per page, 1-${LIST_LIMIT_MAX} (default ${LIST_LIMIT_DEFAULT})`),
+      .optional(),
     starting_after: param('starting_after')
       .regex(UUID, STARTING_AFTER_UNKNOWN)
       .transform((id) => id.toLowerCase())
-      .optional()
-      .describe('The id of the last payout of the previous page: the page after it'),
+      .optional(),
     status: param('status')
       .transform((value, ctx) => {
         const status = PAYOUT_STATUSES.find((s) => s === value.toUpperCase());
@@ -54,8 +52,7 @@ export const listPayoutsQuerySchema = z.strictObject(
         ctx.addIssue({ code: 'custom', message: `status must be one of ${PAYOUT_STATUSES.join(', ')}` });
         return z.NEVER;
       })
-      .optional()
-      .describe(`Only payouts in this status: ${PAYOUT_STATUSES.join(', ')} (any case)`),
+      .optional(),
     'created_at[gte]': timestamp('created_at[gte]').describe(
       'Only payouts created at or after this instant (ISO 8601 with a time zone)',
     ),

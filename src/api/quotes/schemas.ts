@@ -23,8 +23,7 @@ export function quoteQuerySchema(maxCentavos: bigint) {
         })
         .regex(JSON_NUMBER, 'amount_brl must be a number')
         .transform(Number)
-        .pipe(amountBrlSchema(maxCentavos))
-        .describe('The BRL amount the payout would be created with (at most 2 decimals), e.g. 100.50'),
+        .pipe(amountBrlSchema(maxCentavos)),
     },
     {
       error: (issue) =>

@@ -20,6 +20,28 @@ export async function renderQrCode(text: string, format: QrFormat): Promise<Buff
 }
 
 /**
+ * renderQrCode behind a small least-recently-used cache keyed by ETag. A PNG takes tens of
+ * milliseconds of CPU on the event loop, and a checkout page showing a code tends to fetch it more
+ * than once; a few hundred images of ~5 KB each bound the memory.
+ */
+export function cachedQrRenderer(maxEntries = 256) {
+  const images = new Map<string, Promise<Buffer>>();
+  return (text: string, format: QrFormat, etag = qrCodeEtag(text, format)): Promise<Buffer> => {
+    let image = images.get(etag);
+    if (image) {
+      images.delete(etag); // re-inserted below: Map order is the recency order
+    } else {
+      image = renderQrCode(text, format);
+      // A failed render is not kept.
+      image.catch(() => images.delete(etag));
+    }
+    images.set(etag, image);
+    if (images.size > maxEntries) images.delete(images.keys().next().value!);
+    return image;
+  };
+}
+
+/**
  * A strong ETag of the image, known without rendering it: the image is a pure function of the text,
  * the format and the rendering options.
  */

@@ -6,7 +6,7 @@ import { authenticatePartner, partnerOf } from '../auth';
 import { HttpError } from '../errors';
 import { rateLimit, READ_BUCKET } from '../rate-limit';
 import { loadPartnerPayout } from './load-payout';
-import { QR_FORMATS, qrCodeEtag, renderQrCode, type QrFormat } from './qr-code';
+import { cachedQrRenderer, QR_FORMATS, qrCodeEtag, type QrFormat } from './qr-code';
 import { errorBodySchema, payoutIdParamsSchema } from './schemas';
 
 export interface PayoutQrRoutesOptions {
@@ -40,6 +40,7 @@ function ifNoneMatch(request: FastifyRequest, etag: string): boolean {
 export const payoutQrRoutes: FastifyPluginAsyncZod<PayoutQrRoutesOptions> = async (app, opts) => {
   const authenticate = authenticatePartner(opts.db);
   const limit = rateLimit(opts.db, READ_BUCKET, opts.readRateLimitPerMinute);
+  const render = cachedQrRenderer();
 
   for (const format of Object.keys(QR_FORMATS) as QrFormat[]) {
     app.get(
@@ -90,6 +91,6 @@ export const payoutQrRoutes: FastifyPluginAsyncZod<PayoutQrRoutesOptions> = asyn
     return reply
       .code(200)
       .type(QR_FORMATS[format])
-      .send(await renderQrCode(payout.pixCopyPaste, format));
+      .send(await render(payout.pixCopyPaste, format, etag));
   }
 };

@@ -179,6 +179,14 @@ describe('GET /v1/payouts', () => {
       '?limit=100&created_at[gte]=2026-05-02T03:00:00%2B03:00&created_at[lt]=2026-05-03T03:00:00%2B03:00',
     );
     expect(shifted.data.map((p) => p.id).sort()).toEqual(window.map((p) => p.id).sort());
+    // The same window in Unix seconds, and with the offset's `+` left unencoded (read as a space).
+    const unix = await listPage(apiKey, '?limit=100&created_at[gte]=1777680000&created_at[lt]=1777766400');
+    expect(unix.data.map((p) => p.id).sort()).toEqual(window.map((p) => p.id).sort());
+    const unencoded = await listPage(
+      apiKey,
+      '?limit=100&created_at[gte]=2026-05-02T03:00:00+03:00&created_at[lt]=2026-05-03T03:00:00+03:00',
+    );
+    expect(unencoded.data.map((p) => p.id).sort()).toEqual(window.map((p) => p.id).sort());
 
     const both = await listPage(apiKey, '?limit=100&status=FAILED&created_at[gte]=2026-05-03T00:00:00Z');
     expect(both.data.length).toBeGreaterThan(0);
@@ -230,15 +238,15 @@ describe('GET /v1/payouts', () => {
     ['?status=DONE', 'status must be one of PENDING, PROCESSING, COMPLETED, FAILED'],
     [
       '?created_at[gte]=2026-01-01',
-      'created_at[gte] must be an ISO 8601 date-time with a time zone, e.g. 2026-01-31T00:00:00Z',
+      'created_at[gte] must be an ISO 8601 date-time with a time zone (e.g. 2026-01-31T00:00:00Z) or Unix seconds',
     ],
     [
       '?created_at[lt]=2026-02-30T00:00:00Z',
-      'created_at[lt] must be an ISO 8601 date-time with a time zone, e.g. 2026-01-31T00:00:00Z',
+      'created_at[lt] must be an ISO 8601 date-time with a time zone (e.g. 2026-01-31T00:00:00Z) or Unix seconds',
     ],
     [
       '?created_at[lt]=2026-01-01T00:00:00',
-      'created_at[lt] must be an ISO 8601 date-time with a time zone, e.g. 2026-01-31T00:00:00Z',
+      'created_at[lt] must be an ISO 8601 date-time with a time zone (e.g. 2026-01-31T00:00:00Z) or Unix seconds',
     ],
     ['?starting_after=42', 'starting_after must be the id of one of your payouts'],
     [

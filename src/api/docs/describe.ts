@@ -89,8 +89,10 @@ const QUERY_PARAMETERS: Record<string, string> = {
   limit: 'Payouts per page, 1-100 (default 20)',
   starting_after: 'The `id` of the last payout of the previous page: this page starts after it',
   status: 'Only payouts in this status: PENDING, PROCESSING, COMPLETED or FAILED (any case)',
-  'created_at[gte]': 'Only payouts created at or after this instant: ISO 8601 with seconds and a time zone',
-  'created_at[lt]': 'Only payouts created before this instant: ISO 8601 with seconds and a time zone',
+  'created_at[gte]':
+    'Only payouts created at or after this instant: ISO 8601 with seconds and a time zone ' +
+    '(e.g. `2026-01-31T00:00:00Z`; percent-encode a `+` offset as `%2B`), or Unix seconds',
+  'created_at[lt]': 'Only payouts created before this instant, in the form of `created_at[gte]`',
   amount_brl: 'The BRL amount, as in the body of POST /v1/payouts: > 0, at most 2 decimals (e.g. 100.50)',
 };
 

@@ -20,14 +20,25 @@ const param = (name: string) =>
       Array.isArray(issue.input) ? `${name} must be given once` : `${name} must be a string`,
   });
 
+const isoInstant = z.iso.datetime({ offset: true });
+
+/**
+ * An instant: ISO 8601 with seconds and a time zone (what the api's own timestamps look like), or
+ * Unix seconds. A space before a trailing hh:mm offset was a `+` that the client did not
+ * percent-encode (query strings decode `+` as a space): it is read as the `+` it was.
+ */
 const timestamp = (name: string) =>
   param(name)
-    .pipe(
-      z.iso.datetime({
-        offset: true,
-        error: `${name} must be an ISO 8601 date-time with a time zone, e.g. 2026-01-31T00:00:00Z`,
-      }),
-    )
+    .transform((raw, ctx) => {
+      if (/^[0-9]{1,11}$/.test(raw)) return new Date(Number(raw) * 1000).toISOString();
+      const text = raw.replace(/ ([0-9]{2}:[0-9]{2})$/, '+$1');
+      if (isoInstant.safeParse(text).success) return text;
+      ctx.addIssue({
+        code: 'custom',
+        message: `${name} must be an ISO 8601 date-time with a time zone (e.g. 2026-01-31T00:00:00Z) or Unix seconds`,
+      });
+      return z.NEVER;
+    })
     .optional();
 
 /**
@@ -53,12 +64,8 @@ export const listPayoutsQuerySchema = z.strictObject(
         return z.NEVER;
       })
       .optional(),
-    'created_at[gte]': timestamp('created_at[gte]').describe(
-      'Only payouts created at or after this instant (ISO 8601 with a time zone)',
-    ),
-    'created_at[lt]': timestamp('created_at[lt]').describe(
-      'Only payouts created before this instant (ISO 8601 with a time zone)',
-    ),
+    'created_at[gte]': timestamp('created_at[gte]'),
+    'created_at[lt]': timestamp('created_at[lt]'),
   },
   {
     error: (issue) =>

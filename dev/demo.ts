@@ -6,8 +6,9 @@ import { payoutWorkflowId } from '../src/workflows/definitions';
 
 /**
  * `npm run demo`: one payout through the running local stack (`npm start`), as a partner and a
- * payer would see it. Creates the payout, shows its PIX code (and QR code), pays it at the sandbox's
- * bank, and follows it until COMPLETED with the explorer link. Exits 1 if it does not complete.
+ * payer would see it. Previews the quote, creates the payout, shows its PIX code (and QR code, also
+ * served as an image), pays it at the sandbox's bank, follows it until COMPLETED with the explorer
+ * link, and lists the partner's latest payouts. Exits 1 if it does not complete.
  *
  * Environment (all optional): DEMO_API_URL, DEMO_SANDBOX_URL, DEMO_TEMPORAL_UI_URL, DEMO_API_KEY
  * (else the demo partner of .data/demo-partner.json), DEMO_AMOUNT_BRL, DEMO_TIMEOUT_SECONDS.
@@ -22,6 +23,7 @@ const POLL_MS = 500; // partners are asked to poll every 10 s; a demo wants to s
 
 interface Payout {
   id: string;
+  created_at: string;
   partner_id: string;
   status: 'PENDING' | 'PROCESSING' | 'COMPLETED' | 'FAILED';
   amount_brl: number;
@@ -67,7 +69,18 @@ async function main(): Promise<void> {
   const ready = await call(`${API_URL}/readyz`);
   if (!ready.ok) throw new DemoError(`the api at ${API_URL} is not ready: ${await ready.text()}`);
 
-  step('1. Partner creates a payout');
+  step('1. Partner previews the quote (not binding)');
+  line(`GET ${API_URL}/v1/quotes?amount_brl=${AMOUNT_BRL}`);
+  const quoteRes = await call(`${API_URL}/v1/quotes?amount_brl=${AMOUNT_BRL}`, {
+    headers: { 'x-api-key': key },
+  });
+  const preview = (await quoteRes.json()) as { min_amount_usdt: number; expires_at: string; error?: string };
+  if (quoteRes.status !== 200) throw new DemoError(`quote answered ${quoteRes.status}: ${preview.error}`);
+  line(
+    `${AMOUNT_BRL.toFixed(2)} BRL would guarantee at least ${preview.min_amount_usdt} USDT (rate held until ${preview.expires_at})`,
+  );
+
+  step('2. Partner creates a payout');
   // A wallet nobody has used, so the explorer link and the balance are this payout's alone.
   const receiver = privateKeyToAddress(generatePrivateKey());
   const body = {
@@ -89,14 +102,19 @@ async function main(): Promise<void> {
   line(`payout ${created.id}: ${created.status}, ${created.amount_brl.toFixed(2)} BRL,`);
   line(`guaranteed at least ${created.min_amount_usdt} USDT to ${created.receiver_wallet}`);
 
-  step('2. The payer gets the PIX charge (copy and paste, or scan)');
+  step('3. The payer gets the PIX charge (copy and paste, or scan)');
   line(created.pix_copy_paste);
   const qr = await new Promise<string>((resolve) =>
     qrcode.generate(created.pix_copy_paste, { small: true }, resolve),
   );
   process.stdout.write(`${qr.replace(/^/gm, '  ')}\n`);
+  // The same code as an image, for a partner's checkout page (needs the API key: fetch it server-side).
+  const image = await call(`${API_URL}/v1/payouts/${created.id}/qr.png`, { headers: { 'x-api-key': key } });
+  const bytes = (await image.arrayBuffer()).byteLength;
+  if (image.status !== 200) throw new DemoError(`GET qr.png answered ${image.status}`);
+  line(`also as an image: GET ${API_URL}/v1/payouts/${created.id}/qr.png (or qr.svg): ${bytes} bytes`);
 
-  step('3. The payer pays it (sandbox bank)');
+  step('4. The payer pays it (sandbox bank)');
   const paid = await call(`${SANDBOX_URL}/sandbox/payments`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
@@ -106,7 +124,7 @@ async function main(): Promise<void> {
     throw new DemoError(`the sandbox refused the payment: ${paid.status} ${await paid.text()}`);
   line('202 Accepted: the provider will notify the service by webhook');
 
-  step('4. Partner polls GET /v1/payouts/{id}');
+  step('5. Partner polls GET /v1/payouts/{id}');
   const final = await follow(created.id, key);
   const workflowUrl = `${TEMPORAL_UI_URL}/namespaces/default/workflows/${encodeURIComponent(payoutWorkflowId(final.id))}`;
   if (final.status !== 'COMPLETED') {
@@ -125,6 +143,15 @@ async function main(): Promise<void> {
   line(
     `all payouts   ${TEMPORAL_UI_URL}/namespaces/default/workflows?query=${encodeURIComponent(`PartnerId="${final.partner_id}"`)}`,
   );
+
+  step('6. Partner lists its latest payouts (GET /v1/payouts; page on with starting_after=<last id>)');
+  const listed = await call(`${API_URL}/v1/payouts?limit=5`, { headers: { 'x-api-key': key } });
+  const page = (await listed.json()) as { data: Payout[]; has_more: boolean };
+  if (listed.status !== 200) throw new DemoError(`GET /v1/payouts answered ${listed.status}`);
+  for (const p of page.data) {
+    line(`${p.created_at}  ${p.id}  ${p.status.padEnd(10)} ${p.amount_brl.toFixed(2).padStart(10)} BRL`);
+  }
+  if (page.has_more) line('… has_more: true');
 }
 
 async function follow(id: string, key: string): Promise<Payout> {

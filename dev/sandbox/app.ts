@@ -227,6 +227,7 @@ export function buildSandboxApp(config: SandboxConfig, deps: SandboxDeps = {}): 
   app.post('/sandbox/payments', async (request, reply) => {
     const req = parse(paymentRequest, request.body);
     const charge = chargeForCode(req.pix_copy_paste);
+    if (charge.removedAt) throw new HttpError(410, 'charge was removed by the receiver');
     if (charge.payment) throw new HttpError(409, 'charge already paid');
     const paidAt = now();
     charge.payment = { paidAt, outcome: req.outcome as PaymentOutcome };
@@ -269,8 +270,25 @@ export function buildSandboxApp(config: SandboxConfig, deps: SandboxDeps = {}): 
     return charge;
   }
 
+  // Removal of an unpaid charge by the receiver, as BCB's Pix API `PATCH /cob/{txid}` with status
+  // REMOVIDA_PELO_USUARIO_RECEBEDOR. A paid charge stays paid (409): the payment came first.
+  app.patch<{ Params: { charge_id: string } }>('/pix/charges/:charge_id', async (request) => {
+    authorize(request);
+    parse(chargeRemovalRequest, request.body);
+    const charge = state.chargeById(request.params.charge_id);
+    if (!charge) throw new HttpError(404, 'unknown charge');
+    if (charge.payment) throw new HttpError(409, 'charge already paid');
+    if (!charge.removedAt) {
+      charge.removedAt = now();
+      request.log.info({ charge_id: charge.chargeId }, 'charge removed');
+    }
+    return { charge_id: charge.chargeId, status: 'removed', removed_at: charge.removedAt.toISOString() };
+  });
+
   return app;
 }
+
+const chargeRemovalRequest = z.object({ status: z.literal('removed', 'must be "removed"') });
 
 function chargeView(charge: Charge) {
   return {

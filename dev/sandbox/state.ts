@@ -25,6 +25,8 @@ export interface Charge {
   /** Set once by the payer simulation; a charge is paid at most once. */
   payment?: { paidAt: Date; outcome: PaymentOutcome };
   settlementId?: string;
+  /** Set once when the receiver removes the unpaid charge; the payer's bank then refuses it. */
+  removedAt?: Date;
 }
 
 export interface Settlement {

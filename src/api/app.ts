@@ -11,14 +11,18 @@ import { payoutLogContext } from '../observability/request-logging';
 import { apiDocs } from './docs/plugin';
 import { clientErrorHandler, frameworkErrorHandler, installErrorHandling } from './errors';
 import { healthRoutes } from './health/routes';
+import { payoutListRoutes } from './payouts/list-routes';
+import { payoutQrRoutes } from './payouts/qr-routes';
 import { payoutRoutes } from './payouts/routes';
+import { quoteRoutes } from './quotes/routes';
+import type { RateQuote } from './quotes/min-amount';
 import { webhookRoutes } from './webhooks/routes';
 
 export interface ApiDeps {
   config: Config;
   db: Db;
   temporal: Client;
-  quote: () => Promise<{ rate: string }>;
+  quote: () => Promise<RateQuote>;
   logger: Logger;
   metrics: Metrics;
 }
@@ -83,6 +87,22 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
       settlementConfirmations: config.SETTLEMENT_CONFIRMATIONS,
       chainId: config.EVM_CHAIN_ID,
     },
+  });
+  await app.register(payoutListRoutes, {
+    db: deps.db,
+    readRateLimitPerMinute: config.READ_RATE_LIMIT_PER_MINUTE,
+  });
+  await app.register(payoutQrRoutes, {
+    db: deps.db,
+    temporal: deps.temporal,
+    readRateLimitPerMinute: config.READ_RATE_LIMIT_PER_MINUTE,
+  });
+  await app.register(quoteRoutes, {
+    db: deps.db,
+    quote: deps.quote,
+    minAmountBuffer: config.MIN_AMOUNT_BUFFER,
+    maxAmountCentavos: parseDecimal(config.MAX_AMOUNT_BRL, 2),
+    readRateLimitPerMinute: config.READ_RATE_LIMIT_PER_MINUTE,
   });
   await app.register(webhookRoutes, {
     db: deps.db,

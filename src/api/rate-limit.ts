@@ -6,6 +6,10 @@ import { HttpError } from './errors';
 
 const RETRY_AFTER_SECONDS = 60;
 
+/** The create bucket (POST /v1/payouts, 100 a minute) and the read bucket every partner read spends. */
+export const CREATE_BUCKET = 'post-payouts';
+export const READ_BUCKET = 'get-payout';
+
 /**
  * Token bucket per API key and bucket name, shared by all replicas through PostgreSQL. Every
  * authenticated request spends a token, whatever its outcome (docs/decisions.md D15).

@@ -10,7 +10,9 @@ import {
 } from '../adapters/db/partners-repo';
 import { callbackUrlPolicy, CallbackUrlRefused, vetCallbackUrl } from '../adapters/callbacks/url-guard';
 import { listCallbackEvents } from '../adapters/db/callbacks-repo';
+import { listPartnerPayouts } from '../adapters/db/payouts-repo';
 import { createPool, type Db } from '../adapters/db/pool';
+import { PAYOUT_STATUSES, toPayoutResponse } from '../domain/payout';
 import { loadConfig } from '../config';
 
 /**
@@ -209,7 +211,76 @@ const COMMANDS: Record<string, Command> = {
       });
     },
   },
+  'payouts list': {
+    args: '--partner <partner_id> [--status <s>] [--since <iso>] [--until <iso>] [--limit <n>] [--starting-after <payout_id>]',
+    summary: "list a partner's payouts, newest first, from the read model",
+    details:
+      'Prints {"partner_id", "payouts": [...], "has_more", "next_starting_after"}: each payout as the partner\n' +
+      'sees it, plus its failure_reason when FAILED. --since is inclusive, --until exclusive; --limit\n' +
+      'defaults to 20 (at most 500). Pass next_starting_after as --starting-after for the next page.',
+    options: { partner: str, status: str, since: str, until: str, limit: str, 'starting-after': str },
+    plan(values) {
+      const partnerId = requireOption(values, 'partner');
+      if (!UUID.test(partnerId)) throw new UsageError('--partner must be a partner id (a UUID)');
+      const statusText = values.status === undefined ? undefined : String(values.status).trim().toUpperCase();
+      const status = PAYOUT_STATUSES.find((s) => s === statusText);
+      if (statusText !== undefined && !status) {
+        throw new UsageError(`--status must be one of ${PAYOUT_STATUSES.join(', ')}`);
+      }
+      const startingAfter = values['starting-after'];
+      if (startingAfter !== undefined && !UUID.test(String(startingAfter).trim())) {
+        throw new UsageError('--starting-after must be a payout id (a UUID)');
+      }
+      const query = {
+        partnerId: partnerId.toLowerCase(),
+        status,
+        createdAtGte: instantOption(values, 'since'),
+        createdAtLt: instantOption(values, 'until'),
+        startingAfter: startingAfter === undefined ? undefined : String(startingAfter).trim().toLowerCase(),
+        limit: countOption(values, 'limit', 20, 500),
+      };
+      return async (db) => {
+        const page = await listPartnerPayouts(db, query);
+        if (!page) throw new Error(`no payout ${query.startingAfter} of partner ${query.partnerId}`);
+        return {
+          partner_id: query.partnerId,
+          payouts: page.payouts.map((p) => ({
+            ...toPayoutResponse(p),
+            ...(p.failureReason ? { failure_reason: p.failureReason } : {}),
+          })),
+          has_more: page.hasMore,
+          next_starting_after: page.hasMore ? page.payouts.at(-1)!.id : null,
+        };
+      };
+    },
+  },
 };
+
+/** A whole number option from 1 to `max`, or `fallback` when absent. */
+function countOption(values: Values, name: string, fallback: number, max: number): number {
+  const text = typeof values[name] === 'string' ? values[name].trim() : String(fallback);
+  const count = Number(text);
+  if (!/^\d+$/.test(text) || count < 1 || count > max) {
+    throw new UsageError(`--${name} must be a whole number from 1 to ${max}`);
+  }
+  return count;
+}
+
+/** An optional instant option: ISO 8601 with a time zone, passed on as given (full precision). */
+function instantOption(values: Values, name: string): string | undefined {
+  const value = values[name];
+  if (value === undefined) return undefined;
+  const text = String(value).trim();
+  if (
+    !/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)$/i.test(text) ||
+    Number.isNaN(Date.parse(text))
+  ) {
+    throw new UsageError(
+      `--${name} must be an ISO 8601 date-time with a time zone, e.g. 2026-01-31T00:00:00Z`,
+    );
+  }
+  return text;
+}
 
 function synopsis(name: string): string {
   return `${name} ${COMMANDS[name]!.args}`.trim();

@@ -344,8 +344,9 @@ describe('POST /v1/payouts validation', () => {
     it.each([
       ['GET', '/'],
       ['GET', '/v1'],
-      ['GET', '/v1/payouts'],
+      ['GET', '/v1/payout'],
       ['GET', '/v2/payouts'],
+      ['GET', '/v1/payouts/123e4567-e89b-42d3-a456-426614174000/qr.gif'],
       ['POST', '/v1/payout'],
       ['PUT', '/v1/payouts'],
       ['DELETE', '/v1/payouts/123e4567-e89b-42d3-a456-426614174000'],
@@ -467,7 +468,7 @@ describe('POST /v1/payouts validation', () => {
         config: stack.config,
         db,
         temporal: stack.temporal,
-        quote: () => Promise.resolve({ rate: '5.50' }),
+        quote: () => Promise.resolve({ rate: '5.50', expiresAt: new Date().toISOString() }),
         logger: createLogger({ level: 'silent', name: 'test' }),
         metrics: createMetrics(),
       });

@@ -46,7 +46,7 @@ describe('OpenAPI document', () => {
       config,
       db: createPool(config.DATABASE_URL, 1),
       temporal: new Client(),
-      quote: async () => ({ rate: '5.50' }),
+      quote: async () => ({ rate: '5.50', expiresAt: new Date().toISOString() }),
       logger: createLogger({ level: 'silent', name: 'test' }),
       metrics: createMetrics(),
     });
@@ -82,9 +82,12 @@ describe('OpenAPI document', () => {
     expect(Object.keys(doc.paths).sort()).toEqual([
       '/v1/payouts',
       '/v1/payouts/{id}',
+      '/v1/payouts/{id}/qr.png',
+      '/v1/payouts/{id}/qr.svg',
+      '/v1/quotes',
       '/webhooks/{provider}',
     ]);
-    expect(Object.keys(doc.paths['/v1/payouts']!)).toEqual(['post']);
+    expect(Object.keys(doc.paths['/v1/payouts']!).sort()).toEqual(['get', 'post']);
     expect(Object.keys(doc.paths['/v1/payouts/{id}']!)).toEqual(['get']);
     expect(Object.keys(doc.paths['/webhooks/{provider}']!)).toEqual(['post']);
   });
@@ -92,6 +95,10 @@ describe('OpenAPI document', () => {
   it.each([
     ['/v1/payouts', 'post', ['201', '400', '401', '409', '413', '415', '429', '500', '502', '503']],
     ['/v1/payouts/{id}', 'get', ['200', '401', '404', '429', '500']],
+    ['/v1/payouts', 'get', ['200', '400', '401', '429', '500']],
+    ['/v1/quotes', 'get', ['200', '400', '401', '429', '500', '503']],
+    ['/v1/payouts/{id}/qr.svg', 'get', ['200', '304', '401', '404', '410', '429', '500']],
+    ['/v1/payouts/{id}/qr.png', 'get', ['200', '304', '401', '404', '410', '429', '500']],
     ['/webhooks/{provider}', 'post', ['200', '400', '404', '413', '415', '500']],
   ])('%s %s documents every status it answers, errors as {"error": string}', (path, method, statuses) => {
     const { responses } = op(path, method);
@@ -162,6 +169,45 @@ describe('OpenAPI document', () => {
     ]);
     expect(get.responses['404']!.description).toContain('payout not found');
     expect(get.responses['429']!.headers).toHaveProperty('Retry-After');
+  });
+
+  it('documents GET /v1/payouts: the filters and cursor, a page of Payouts', () => {
+    const list = op('/v1/payouts', 'get');
+    expect(list.security).toEqual([{ ApiKeyAuth: [] }]);
+    const query = (list.parameters ?? []).filter((p) => p.in === 'query');
+    expect(query.map((p) => p.name)).toEqual([
+      'limit',
+      'starting_after',
+      'status',
+      'created_at[gte]',
+      'created_at[lt]',
+    ]);
+    for (const p of query) expect(p).toMatchObject({ required: false, description: expect.any(String) });
+    const page = resolve(list.responses['200']!.content!['application/json']!.schema);
+    expect(page).toMatchObject({
+      required: ['data', 'has_more'],
+      properties: { data: { type: 'array', items: { $ref: '#/components/schemas/Payout' } } },
+    });
+  });
+
+  it('documents GET /v1/quotes and the QR images', () => {
+    const quote = op('/v1/quotes', 'get');
+    expect(quote.parameters).toContainEqual(
+      expect.objectContaining({ name: 'amount_brl', in: 'query', required: true }),
+    );
+    expect(resolve(quote.responses['200']!.content!['application/json']!.schema)).toMatchObject({
+      required: ['amount_brl', 'min_amount_usdt', 'expires_at'],
+    });
+    for (const [format, mediaType] of [
+      ['svg', 'image/svg+xml'],
+      ['png', 'image/png'],
+    ]) {
+      const qr = op(`/v1/payouts/{id}/qr.${format}`, 'get');
+      expect(qr.security).toEqual([{ ApiKeyAuth: [] }]);
+      expect(Object.keys(qr.responses['200']!.content!)).toEqual([mediaType]);
+      expect(qr.responses['200']!.headers).toHaveProperty('ETag');
+      expect(qr.responses['410']!.description).toContain('can no longer be paid');
+    }
   });
 
   it('documents the provider webhook without partner authentication', () => {

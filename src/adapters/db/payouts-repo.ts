@@ -125,3 +125,57 @@ export async function findPayoutLocation(db: Db, payoutId: string): Promise<Payo
     ? { payoutId: row.id, workflowId: row.workflow_id, runId: row.run_id, status: row.status }
     : null;
 }
+
+export interface PayoutListQuery {
+  partnerId: string;
+  status?: PayoutRecord['status'];
+  /** Inclusive lower bound on created_at: an ISO 8601 timestamp, compared by PostgreSQL at full precision. */
+  createdAtGte?: string;
+  /** Exclusive upper bound on created_at, as createdAtGte. */
+  createdAtLt?: string;
+  /** The id of the last payout of the previous page: only payouts after it in the list order. */
+  startingAfter?: string;
+  limit: number;
+}
+
+/**
+ * One page of a partner's payouts, newest first (created_at DESC, id DESC), and whether more follow;
+ * null when `startingAfter` is not one of the partner's payouts.
+ *
+ * A keyset rather than an offset: rows inserted while a client pages never shift the rows of later
+ * pages, so paging sees every row that existed when it began exactly once. The id breaks ties
+ * between equal created_at values, so the order is total. The cursor's (created_at, id) is read
+ * inside the query, never round-tripped through a JS Date (milliseconds) that would misplace a
+ * microsecond timestamp, and without the list's filters: a cursor payout whose status changed
+ * since the last page still marks the same place. The comparison matches the list indexes, so a
+ * page is one index range scan.
+ */
+export async function listPartnerPayouts(
+  db: Db,
+  q: PayoutListQuery,
+): Promise<{ payouts: PayoutRecord[]; hasMore: boolean } | null> {
+  const params: unknown[] = [q.partnerId];
+  const param = (value: unknown) => `$${params.push(value)}`;
+  const where = ['partner_id = $1'];
+  if (q.startingAfter !== undefined) {
+    const { rowCount } = await db.query('SELECT 1 FROM payouts WHERE id = $1 AND partner_id = $2', [
+      q.startingAfter,
+      q.partnerId,
+    ]);
+    // Rows are never deleted, so a cursor found here is still there for the query below.
+    if (rowCount === 0) return null;
+    where.push(
+      `(created_at, id) < (SELECT created_at, id FROM payouts WHERE id = ${param(q.startingAfter)} AND partner_id = $1)`,
+    );
+  }
+  if (q.status !== undefined) where.push(`status = ${param(q.status)}`);
+  if (q.createdAtGte !== undefined) where.push(`created_at >= ${param(q.createdAtGte)}::timestamptz`);
+  if (q.createdAtLt !== undefined) where.push(`created_at < ${param(q.createdAtLt)}::timestamptz`);
+  // One row past the page tells whether another page exists, without a count.
+  const { rows } = await db.query<PayoutRow>(
+    `SELECT * FROM payouts WHERE ${where.join(' AND ')}
+     ORDER BY created_at DESC, id DESC LIMIT ${param(q.limit + 1)}`,
+    params,
+  );
+  return { payouts: rows.slice(0, q.limit).map(toRecord), hasMore: rows.length > q.limit };
+}

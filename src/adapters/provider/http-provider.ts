@@ -87,7 +87,7 @@ export function createHttpProvider(opts: HttpProviderOptions): PaymentProvider {
 
   interface CallSpec<T extends z.ZodType> {
     operation: string;
-    method: 'GET' | 'POST';
+    method: 'GET' | 'POST' | 'PATCH';
     path: string;
     body?: unknown;
     schema: T;
@@ -206,6 +206,25 @@ export function createHttpProvider(opts: HttpProviderOptions): PaymentProvider {
         throw invalid('fetchNotification', 'token differs from the one requested');
       }
       return toNotification(body);
+    },
+
+    async cancelCharge(chargeId) {
+      try {
+        const body = await call({
+          operation: 'cancelCharge',
+          method: 'PATCH',
+          path: `/pix/charges/${encodeURIComponent(chargeId)}`,
+          body: { status: 'removed' },
+          schema: chargeRemovalBody,
+        });
+        if (body.charge_id !== chargeId) throw invalid('cancelCharge', 'charge_id differs from the request');
+        return { kind: 'removed', removedAt: body.removed_at };
+      } catch (err) {
+        // 409 is the contract's answer for a charge that was paid before it could be removed: not a
+        // failure of the call but the provider's decision, which the caller acts on.
+        if (err instanceof ProviderError && err.code === 'conflict') return { kind: 'already_paid' };
+        throw err;
+      }
     },
   };
 }
@@ -338,3 +357,10 @@ function redact(text: string, secrets: string[]): string {
   for (const s of secrets) if (s.length > 0) out = out.split(s).join('[redacted]');
   return out;
 }
+
+/** The answer to PATCH /pix/charges/{charge_id} `{"status": "removed"}`. */
+const chargeRemovalBody = z.object({
+  charge_id: nonEmpty,
+  status: z.literal('removed'),
+  removed_at: isoDateTime,
+});

@@ -6,7 +6,8 @@ export interface CachedQuoteOptions {
   now?: () => number;
 }
 
-export type Quote = { rate: string; quotedAt: string };
+/** `expiresAt` (ISO 8601): when this cache stops handing the quote out and asks the provider again. */
+export type Quote = { rate: string; quotedAt: string; expiresAt: string };
 
 /**
  * Wraps the provider's quote endpoint for the payout API, which needs a rate on every create.
@@ -33,7 +34,8 @@ export function createCachedQuote(
     const requestedAt = now();
     const request = provider.getQuote().then(
       (q) => {
-        const quote = { rate: q.rate, quotedAt: q.quotedAt };
+        const expiresAt = new Date(requestedAt + opts.ttlMs).toISOString();
+        const quote = { rate: q.rate, quotedAt: q.quotedAt, expiresAt };
         cached = { quote, requestedAt };
         inFlight = undefined;
         return quote;

@@ -25,6 +25,12 @@ export interface PaymentProvider {
   }): Promise<{ settlementId: string }>;
   /** Throws ProviderError{ code: 'unknown_notification', retryable: false } when the provider answers 404. */
   fetchNotification(token: string): Promise<ProviderNotification>;
+  /**
+   * Removes an unpaid charge so that it can no longer be paid (BCB's Pix API removes a `cob`).
+   * Idempotent: removing a removed charge answers its first removal. A charge paid first is not
+   * removed: `already_paid`, and the payment stands. An unknown charge throws `not_found`.
+   */
+  cancelCharge(chargeId: string): Promise<ChargeCancellation>;
 }
 
 /** A provider event as fetched back by token; the type lives in the domain, shared with the workflows. */
@@ -60,3 +66,6 @@ export class ProviderError extends Error {
     super(message);
   }
 }
+
+/** What removing a charge did: removed now (or before), or nothing because a payment came first. */
+export type ChargeCancellation = { kind: 'removed'; removedAt: string } | { kind: 'already_paid' };

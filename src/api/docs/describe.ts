@@ -85,12 +85,45 @@ const PATH_PARAMETERS: Record<string, string> = {
   provider: 'The payment provider name this service is configured for (PROVIDER_NAME)',
 };
 
+const QUERY_PARAMETERS: Record<string, string> = {
+  limit: 'Payouts per page, 1-100 (default 20)',
+  starting_after: 'The `id` of the last payout of the previous page: this page starts after it',
+  status: 'Only payouts in this status: PENDING, PROCESSING, COMPLETED or FAILED (any case)',
+  'created_at[gte]':
+    'Only payouts created at or after this instant: ISO 8601 with seconds and a time zone ' +
+    '(e.g. `2026-01-31T00:00:00Z`; percent-encode a `+` offset as `%2B`), or Unix seconds',
+  'created_at[lt]': 'Only payouts created before this instant, in the form of `created_at[gte]`',
+  amount_brl: 'The BRL amount, as in the body of POST /v1/payouts: > 0, at most 2 decimals (e.g. 100.50)',
+};
+
+/** The QR code routes answer an image, not JSON: documented here, as route schemas only carry JSON. */
+function qrOperation(format: 'svg' | 'png', mediaType: string): OperationDoc {
+  return {
+    operationId: `getPayoutQr${format === 'svg' ? 'Svg' : 'Png'}`,
+    tag: 'payouts',
+    description:
+      "The payout's `pix_copy_paste` as a QR code for your payer to scan (error correction M, 4-module " +
+      'quiet zone). Available while the payout is PENDING; revalidate with `If-None-Match` ' +
+      '(`Cache-Control: private, no-cache`). Spends the read rate-limit bucket.',
+    image: mediaType,
+    responses: {
+      '200': `The QR code (${mediaType})`,
+      '304': 'Not modified: the ETag sent in `If-None-Match` still matches and the payout is still PENDING',
+      '404': 'Unknown id, malformed id, or a payout of another partner: `payout not found`',
+      '410':
+        'The payout is no longer PENDING, so its charge must not be paid: `payout is <STATUS>: its PIX charge can no longer be paid`',
+    },
+  };
+}
+
 interface OperationDoc {
   operationId: string;
   tag: string;
   description: string;
   responses: Record<string, string>;
   example?: unknown;
+  /** Media type of a 200 that is an image rather than JSON. */
+  image?: string;
 }
 
 const OPERATIONS: Record<string, OperationDoc> = {
@@ -129,6 +162,42 @@ const OPERATIONS: Record<string, OperationDoc> = {
       '404': 'Unknown id, malformed id, or a payout of another partner: `payout not found`',
     },
   },
+  'get /v1/payouts': {
+    operationId: 'listPayouts',
+    tag: 'payouts',
+    description:
+      'Your payouts, newest first (by `created_at`, then `id`), as `{"data": [Payout, ...], "has_more": bool}`; ' +
+      'each item is exactly what GET /v1/payouts/{id} answers. To read everything (e.g. a daily ' +
+      'reconciliation), pass the last `id` of each page as `starting_after` until `has_more` is false: ' +
+      'the cursor is a position, not an offset, so payouts created meanwhile never make a page skip or ' +
+      'repeat one. Items come from the read model, which follows each payout within moments; for a ' +
+      'closed reconciliation window, set `created_at[lt]` a minute in the past. Spends the read ' +
+      'rate-limit bucket of GET /v1/payouts/{id}.',
+    responses: {
+      '200': 'A page of payouts',
+      '400':
+        'A query parameter is invalid or unknown; the message names it (e.g. `limit must be an integer from 1 to 100`, ' +
+        '`starting_after must be the id of one of your payouts`)',
+    },
+  },
+  'get /v1/quotes': {
+    operationId: 'previewQuote',
+    tag: 'payouts',
+    description:
+      'The `min_amount_usdt` that POST /v1/payouts would fix for `amount_brl` now, computed by the same ' +
+      'code with the same validation and messages. Not binding: the payout fixes its own minimum when ' +
+      'created. `expires_at` is when the exchange rate in use is next refreshed. Spends the read ' +
+      'rate-limit bucket.',
+    responses: {
+      '200': 'The preview: `{"amount_brl", "min_amount_usdt", "expires_at"}`',
+      '400':
+        'Invalid `amount_brl`, with the messages of POST /v1/payouts (e.g. `amount_brl must be > 0`, ' +
+        '`amount_brl must have at most 2 decimal places`, `amount_brl is too small: min_amount_usdt must be at least 0.01`)',
+      '503': 'No exchange rate: `quote unavailable, retry later`',
+    },
+  },
+  'get /v1/payouts/{id}/qr.svg': qrOperation('svg', 'image/svg+xml'),
+  'get /v1/payouts/{id}/qr.png': qrOperation('png', 'image/png'),
   'post /webhooks/{provider}': {
     operationId: 'receiveProviderNotification',
     tag: 'provider',
@@ -169,6 +238,7 @@ export function describeOperations<D>(generated: D): D {
       const parameters = (operation.parameters ??= []);
       for (const parameter of parameters) {
         if (parameter.in === 'path') parameter.description ??= PATH_PARAMETERS[parameter.name];
+        if (parameter.in === 'query') parameter.description ??= QUERY_PARAMETERS[parameter.name];
       }
       const hasHeader = (name: string) =>
         parameters.some((p) => p.in === 'header' && p.name.toLowerCase() === name.toLowerCase());
@@ -198,6 +268,19 @@ export function describeOperations<D>(generated: D): D {
       const frameworkStatuses = ['500', ...(operation.requestBody ? ['413', '415'] : [])];
       for (const status of frameworkStatuses) {
         responses[status] ??= { description: '', content: errorContent };
+      }
+
+      if (known?.image) {
+        const cacheHeaders = {
+          ETag: { description: 'Strong validator of the image', schema: { type: 'string' } },
+          'Cache-Control': { description: '`private, no-cache`', schema: { type: 'string' } },
+        };
+        responses['200'] = {
+          description: '',
+          headers: cacheHeaders,
+          content: { [known.image]: { schema: { type: 'string', contentMediaType: known.image } } },
+        };
+        responses['304'] = { description: '', headers: cacheHeaders };
       }
 
       for (const [status, response] of Object.entries(responses)) {

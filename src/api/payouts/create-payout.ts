@@ -11,7 +11,7 @@ import {
 } from '../../adapters/db/idempotency-repo';
 import { findPartnerPayout, upsertPayout } from '../../adapters/db/payouts-repo';
 import type { Db } from '../../adapters/db/pool';
-import { formatCentavos, MIN_QUOTE_USDT_UNITS, minAmountUsdtUnits } from '../../domain/money';
+import { formatCentavos } from '../../domain/money';
 import type { PayoutRecord } from '../../domain/payout';
 import {
   awaitChargeUpdate,
@@ -23,14 +23,13 @@ import {
 } from '../../workflows/definitions';
 import { payoutSearchAttributes } from '../../workflows/search-attributes';
 import { HttpError } from '../errors';
+import { quoteMinAmount, type MinAmountDeps } from '../quotes/min-amount';
 import type { CreatePayoutBody } from './schemas';
 
-export interface CreatePayoutDeps {
+export interface CreatePayoutDeps extends MinAmountDeps {
   db: Db;
   temporal: Client;
   taskQueue: string;
-  quote: () => Promise<{ rate: string }>;
-  minAmountBuffer: string;
   settings: PayoutSettings;
   /** How long POST waits for the PIX charge before answering 503 (the workflow keeps going). */
   chargeWaitMs: number;
@@ -53,13 +52,7 @@ export async function createPayout(
   body: CreatePayoutBody,
   idempotencyKey: string | undefined,
 ): Promise<CreatePayoutResult> {
-  const quote = await deps.quote().catch(() => {
-    throw new HttpError(503, 'quote unavailable, retry later');
-  });
-  const minUnits = minAmountUsdtUnits(body.amount_brl, quote.rate, deps.minAmountBuffer);
-  if (minUnits < MIN_QUOTE_USDT_UNITS) {
-    throw new HttpError(400, 'amount_brl is too small: min_amount_usdt must be at least 0.01');
-  }
+  const { minAmountUsdtUnits: minUnits } = await quoteMinAmount(deps, body.amount_brl);
 
   let payoutId: string = randomUUID();
   let workflowId = payoutWorkflowId(payoutId);

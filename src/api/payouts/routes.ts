@@ -5,7 +5,7 @@ import { findRecordedKey } from '../../adapters/db/idempotency-repo';
 import { toPayoutResponse } from '../../domain/payout';
 import { authenticatePartner, partnerOf } from '../auth';
 import { HttpError } from '../errors';
-import { rateLimit } from '../rate-limit';
+import { CREATE_BUCKET, rateLimit, READ_BUCKET } from '../rate-limit';
 import { createPayout, type CreatePayoutDeps } from './create-payout';
 import { loadPartnerPayout } from './load-payout';
 import {
@@ -56,7 +56,7 @@ export const payoutRoutes: FastifyPluginAsyncZod<PayoutRoutesOptions> = async (a
   app.post(
     '/v1/payouts',
     {
-      onRequest: [authenticate, rateLimit(opts.db, 'post-payouts', opts.postRateLimitPerMinute)],
+      onRequest: [authenticate, rateLimit(opts.db, CREATE_BUCKET, opts.postRateLimitPerMinute)],
       // A replayed key returns the original payout whatever the new body says (docs/api.md "Idempotency"
       // rule 2): answered before the body is even parsed, so malformed JSON, a wrong content-type or
       // an oversized body do not turn a replay into an error.
@@ -90,7 +90,7 @@ export const payoutRoutes: FastifyPluginAsyncZod<PayoutRoutesOptions> = async (a
   app.get(
     '/v1/payouts/:id',
     {
-      onRequest: [authenticate, rateLimit(opts.db, 'get-payout', opts.readRateLimitPerMinute)],
+      onRequest: [authenticate, rateLimit(opts.db, READ_BUCKET, opts.readRateLimitPerMinute)],
       schema: {
         summary: 'Read a payout',
         params: payoutIdParamsSchema,

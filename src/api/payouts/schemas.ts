@@ -21,32 +21,41 @@ const amountTypeError = (maxText: string) => ({
 });
 
 /**
+ * `amount_brl` as a JSON number, to integer centavos: > 0, at most 2 decimals (more is refused, never
+ * rounded), at most `maxCentavos`. One definition for POST /v1/payouts and GET /v1/quotes, so both
+ * accept the same amounts with the same messages.
+ */
+export function amountBrlSchema(maxCentavos: bigint) {
+  const maxText = formatCentavos(maxCentavos);
+  return z.number(amountTypeError(maxText)).transform((value, ctx) => {
+    if (!(value > 0)) {
+      ctx.addIssue({ code: 'custom', message: 'amount_brl must be > 0' });
+      return z.NEVER;
+    }
+    try {
+      const centavos = centavosFromJsonNumber(value);
+      if (centavos > maxCentavos) {
+        ctx.addIssue({ code: 'custom', message: `amount_brl must be at most ${maxText}` });
+        return z.NEVER;
+      }
+      return centavos;
+    } catch (err) {
+      if (!(err instanceof MoneyFormatError)) throw err;
+      ctx.addIssue({ code: 'custom', message: err.message });
+      return z.NEVER;
+    }
+  });
+}
+
+/**
  * Body of POST /v1/payouts. Validation and normalisation in one place: amounts become integer
  * centavos, the PIX key type upper case, the wallet its EIP-55 form. Messages name the field.
  */
 export function createPayoutBodySchema(maxCentavos: bigint) {
-  const maxText = formatCentavos(maxCentavos);
   return z
     .object(
       {
-        amount_brl: z.number(amountTypeError(maxText)).transform((value, ctx) => {
-          if (!(value > 0)) {
-            ctx.addIssue({ code: 'custom', message: 'amount_brl must be > 0' });
-            return z.NEVER;
-          }
-          try {
-            const centavos = centavosFromJsonNumber(value);
-            if (centavos > maxCentavos) {
-              ctx.addIssue({ code: 'custom', message: `amount_brl must be at most ${maxText}` });
-              return z.NEVER;
-            }
-            return centavos;
-          } catch (err) {
-            if (!(err instanceof MoneyFormatError)) throw err;
-            ctx.addIssue({ code: 'custom', message: err.message });
-            return z.NEVER;
-          }
-        }),
+        amount_brl: amountBrlSchema(maxCentavos),
         receiver_wallet: z.string(typed('receiver_wallet', 'string')).transform((value, ctx) => {
           const problem = receiverWalletError(value);
           if (problem) {

@@ -1,0 +1,56 @@
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { listPartnerPayouts } from '../../adapters/db/payouts-repo';
+import type { Db } from '../../adapters/db/pool';
+import { toPayoutResponse } from '../../domain/payout';
+import { authenticatePartner, partnerOf } from '../auth';
+import { HttpError } from '../errors';
+import { rateLimit, READ_BUCKET } from '../rate-limit';
+import {
+  LIST_LIMIT_DEFAULT,
+  listPayoutsQuerySchema,
+  payoutListResponseSchema,
+  STARTING_AFTER_UNKNOWN,
+} from './list-schemas';
+import { errorBodySchema } from './schemas';
+
+export interface PayoutListRoutesOptions {
+  db: Db;
+  readRateLimitPerMinute: number;
+}
+
+/**
+ * GET /v1/payouts: the caller's payouts, newest first, one page at a time, from the PostgreSQL read
+ * model (every state change of a payout is written there). A reconciliation pages with
+ * `starting_after` = the last id of the previous page until `has_more` is false.
+ */
+export const payoutListRoutes: FastifyPluginAsyncZod<PayoutListRoutesOptions> = async (app, opts) => {
+  app.get(
+    '/v1/payouts',
+    {
+      onRequest: [authenticatePartner(opts.db), rateLimit(opts.db, READ_BUCKET, opts.readRateLimitPerMinute)],
+      schema: {
+        summary: 'List payouts',
+        querystring: listPayoutsQuerySchema,
+        response: {
+          200: payoutListResponseSchema,
+          400: errorBodySchema,
+          401: errorBodySchema,
+          429: errorBodySchema,
+        },
+      },
+    },
+    async (request) => {
+      const query = request.query;
+      const page = await listPartnerPayouts(opts.db, {
+        partnerId: partnerOf(request).id,
+        status: query.status,
+        createdAtGte: query['created_at[gte]'],
+        createdAtLt: query['created_at[lt]'],
+        startingAfter: query.starting_after,
+        limit: query.limit ?? LIST_LIMIT_DEFAULT,
+      });
+      if (!page) throw new HttpError(400, STARTING_AFTER_UNKNOWN);
+      return { data: page.payouts.map(toPayoutResponse), has_more: page.hasMore };
+    },
+  );
+};

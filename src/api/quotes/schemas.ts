@@ -1,0 +1,42 @@
+import { z } from 'zod';
+import { amountBrlSchema } from '../payouts/schemas';
+
+// The grammar of a JSON number: the query value is read exactly as POST's body would read it.
+const JSON_NUMBER = /^-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?$/;
+
+/**
+ * Query of GET /v1/quotes. `amount_brl` is the text of a JSON number, parsed as JSON.parse would
+ * parse it and then validated by POST /v1/payouts' own amount schema: the same amounts pass, with
+ * the same messages.
+ */
+export function quoteQuerySchema(maxCentavos: bigint) {
+  return z.strictObject(
+    {
+      amount_brl: z
+        .string({
+          error: (issue) =>
+            issue.input === undefined
+              ? 'amount_brl is required'
+              : Array.isArray(issue.input)
+                ? 'amount_brl must be given once'
+                : 'amount_brl must be a number',
+        })
+        .regex(JSON_NUMBER, 'amount_brl must be a number')
+        .transform(Number)
+        .pipe(amountBrlSchema(maxCentavos)),
+    },
+    {
+      error: (issue) =>
+        issue.code === 'unrecognized_keys'
+          ? `unknown query parameter ${issue.keys[0]}; accepted: amount_brl`
+          : undefined,
+    },
+  );
+}
+
+/** A non-binding preview: POST /v1/payouts fixes its own min_amount_usdt at creation. */
+export const quoteResponseSchema = z.object({
+  amount_brl: z.number(),
+  min_amount_usdt: z.number(),
+  expires_at: z.string(),
+});

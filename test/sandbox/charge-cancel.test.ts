@@ -1,0 +1,122 @@
+/**
+ * Removing a PIX charge (the provider side of cancelling a payout): the service's HTTP client
+ * against the sandbox over loopback, with a real webhook receiver. Nothing is mocked.
+ */
+import type { FastifyInstance } from 'fastify';
+import { randomUUID } from 'node:crypto';
+
+import { createHttpProvider } from '../../src/adapters/provider/http-provider';
+import { ProviderError, type PaymentProvider } from '../../src/adapters/provider/types';
+import { buildSandboxApp } from '../../dev/sandbox/app';
+import { loadSandboxConfig } from '../../dev/sandbox/config';
+import { startWebhookReceiver, type WebhookReceiver } from './support';
+
+const API_KEY = 'sandbox-test-key-0123456789';
+
+let receiver: WebhookReceiver;
+let sandbox: FastifyInstance;
+let baseUrl: string;
+let provider: PaymentProvider;
+
+beforeAll(async () => {
+  receiver = await startWebhookReceiver();
+  sandbox = buildSandboxApp(
+    loadSandboxConfig({
+      SANDBOX_PORT: '0',
+      SANDBOX_WEBHOOK_URL: receiver.url,
+      SANDBOX_API_KEY: API_KEY,
+      SANDBOX_LOG_LEVEL: 'silent',
+    }),
+  );
+  baseUrl = await sandbox.listen({ host: '127.0.0.1', port: 0 });
+  provider = createHttpProvider({ baseUrl, apiKey: API_KEY, timeoutMs: 5_000 });
+});
+afterAll(async () => {
+  await sandbox?.close();
+  await receiver?.close();
+});
+
+const newCharge = () =>
+  provider.createCharge({
+    externalId: randomUUID(),
+    amountCentavos: 10_000n,
+    payerPixKey: '12345678901',
+    payerPixKeyType: 'CPF',
+    expiresInSeconds: 3600,
+  });
+
+const pay = (pixCopyPaste: string) =>
+  fetch(`${baseUrl}/sandbox/payments`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ pix_copy_paste: pixCopyPaste }),
+  });
+
+async function rejection(promise: Promise<unknown>): Promise<ProviderError> {
+  try {
+    await promise;
+  } catch (err) {
+    if (err instanceof ProviderError) return err;
+    throw err;
+  }
+  throw new Error('expected a ProviderError');
+}
+
+test('a removed charge can no longer be paid; removing it again answers the first removal', async () => {
+  const charge = await newCharge();
+  const removed = await provider.cancelCharge(charge.chargeId);
+  expect(removed).toEqual({ kind: 'removed', removedAt: expect.any(String) });
+  expect(Date.parse((removed as { removedAt: string }).removedAt)).not.toBeNaN();
+
+  const payment = await pay(charge.pixCopyPaste);
+  expect(payment.status).toBe(410);
+  expect(await payment.json()).toEqual({ error: 'charge was removed by the receiver' });
+
+  expect(await provider.cancelCharge(charge.chargeId)).toEqual(removed);
+});
+
+test('a charge paid first is not removed: already_paid, and the payment stands', async () => {
+  const charge = await newCharge();
+  const payment = await pay(charge.pixCopyPaste);
+  expect(payment.status).toBe(202);
+  const token = await receiver.takeToken();
+  expect(await provider.fetchNotification(token)).toMatchObject({
+    type: 'pix.received',
+    chargeId: charge.chargeId,
+  });
+
+  expect(await provider.cancelCharge(charge.chargeId)).toEqual({ kind: 'already_paid' });
+  // Still paid, not removed: a second payment is refused as a repeat, not as a removed charge.
+  const again = await pay(charge.pixCopyPaste);
+  expect(again.status).toBe(409);
+  expect(await again.json()).toEqual({ error: 'charge already paid' });
+});
+
+test('an unknown charge is not_found, not retried', async () => {
+  const err = await rejection(provider.cancelCharge('chg_00000000000000000000ff'));
+  expect({ code: err.code, retryable: err.retryable, status: err.httpStatus }).toEqual({
+    code: 'not_found',
+    retryable: false,
+    status: 404,
+  });
+});
+
+test('the contract: API key required, body must be {"status": "removed"}', async () => {
+  const charge = await newCharge();
+  const err = await rejection(
+    createHttpProvider({ baseUrl, apiKey: 'wrong-key-123456' }).cancelCharge(charge.chargeId),
+  );
+  expect(err.code).toBe('unauthorized');
+
+  const patch = (body: unknown) =>
+    fetch(`${baseUrl}/pix/charges/${charge.chargeId}`, {
+      method: 'PATCH',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${API_KEY}` },
+      body: JSON.stringify(body),
+    });
+  const wrong = await patch({ status: 'cancelled' });
+  expect(wrong.status).toBe(400);
+  expect(await wrong.json()).toEqual({ error: 'status: must be "removed"' });
+  // Nothing was removed by the refused requests.
+  expect((await pay(charge.pixCopyPaste)).status).toBe(202);
+});

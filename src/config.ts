@@ -68,6 +68,11 @@ const envSchema = z
     USDT_CONTRACT_ADDRESS: hex.default('0xFd086bC7CD5C481DCC9C85ebE478A1C0b69FCbb9'),
     TREASURY_PRIVATE_KEY: optional(hex),
 
+    // Workflows the worker keeps in memory between tasks (its sticky cache). A cached workflow answers
+    // a query or takes its next event without replaying its history; unset = the SDK's default, which
+    // grows with the heap (about 600 per GiB). See docs/BENCHMARKS.md for the memory per workflow.
+    WORKER_MAX_CACHED_WORKFLOWS: optional(z.coerce.number().int().min(0)),
+
     POST_RATE_LIMIT_PER_MINUTE: int(100, 1),
     READ_RATE_LIMIT_PER_MINUTE: int(600, 1),
 

@@ -3,7 +3,7 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
-import { NativeConnection, Worker } from '@temporalio/worker';
+import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import { createPublicClient, erc20Abi, http, type Address } from 'viem';
 import { generatePrivateKey, privateKeyToAddress } from 'viem/accounts';
 import { closedLoop, sleep, type Summary } from './stats';
@@ -37,6 +37,7 @@ const PHASES = new Set(
 const TEMPORAL_ADDRESS = process.env.TEMPORAL_ADDRESS ?? '127.0.0.1:7233';
 const EVM_RPC_URL = process.env.EVM_RPC_URL ?? 'http://127.0.0.1:8545';
 const POLL_MS = num('BENCH_POLL_MS', 25);
+const PAYMENTS_PER_CLIENT = num('BENCH_PAYMENTS_PER_CLIENT', 5);
 
 const log = (line: string) => process.stdout.write(`[bench] ${line}\n`);
 const fmt = (s: Summary) =>
@@ -91,7 +92,9 @@ class Service {
   }
 
   async get(id: string): Promise<{ status: string }> {
-    const res = await fetch(`${this.api()}/v1/payouts/${id}`, { headers: { 'x-api-key': this.stack.apiKey } });
+    const res = await fetch(`${this.api()}/v1/payouts/${id}`, {
+      headers: { 'x-api-key': this.stack.apiKey },
+    });
     const body = (await res.json()) as { status?: string; error?: string };
     if (res.status !== 200 || !body.status) throw new Error(`GET answered ${res.status}: ${body.error}`);
     return { status: body.status };
@@ -110,6 +113,7 @@ class Service {
 /** The floor: a bare client and its own tiny worker, on the same Temporal server as the service. */
 async function startFloor() {
   const taskQueue = `bench-floor-${process.pid}`;
+  Runtime.install({ logger: new DefaultLogger('WARN') });
   const nativeConnection = await NativeConnection.connect({ address: TEMPORAL_ADDRESS });
   const worker = await Worker.create({
     connection: nativeConnection,
@@ -122,7 +126,10 @@ async function startFloor() {
   const client = new Client({ connection });
   return {
     run: async () => {
-      await client.workflow.execute('floorWorkflow', { taskQueue, workflowId: `bench-floor-${randomUUID()}` });
+      await client.workflow.execute('floorWorkflow', {
+        taskQueue,
+        workflowId: `bench-floor-${randomUUID()}`,
+      });
     },
     stop: async () => {
       worker.shutdown();
@@ -191,8 +198,9 @@ async function main(): Promise<void> {
       result.providerFloor = await measureProviderFloor(stack);
       log(`provider floor (payment + settlement + 1 confirmation): ${fmt(result.providerFloor)}`);
       for (const c of [1, PAYMENT_CLIENTS]) {
+        // Each payout takes seconds: a bounded number of them, no warm-up (the GET phases warmed up).
         const s = await closedLoop(
-          { concurrency: c, durationMs: SECONDS * 1000, warmupMs: WARMUP_MS },
+          { concurrency: c, durationMs: SECONDS * 4000, maxOperations: c * PAYMENTS_PER_CLIENT },
           async () => {
             const payout = service.pending.shift() ?? (await service.post());
             const began = performance.now();
@@ -284,7 +292,8 @@ async function measureProviderFloor(stack: Stack): Promise<Summary> {
       body: JSON.stringify(body),
     });
     const json = (await res.json()) as Record<string, string>;
-    if (res.status >= 300) throw new Error(`sandbox ${route} answered ${res.status}: ${JSON.stringify(json)}`);
+    if (res.status >= 300)
+      throw new Error(`sandbox ${route} answered ${res.status}: ${JSON.stringify(json)}`);
     return json;
   };
   return closedLoop({ concurrency: 1, durationMs: SECONDS * 1000, warmupMs: WARMUP_MS }, async () => {
@@ -350,7 +359,9 @@ async function measureOpenPayouts(service: Service) {
       }
     },
   );
-  log(`open payouts: created ${ids.length} in ${((performance.now() - started) / 1000).toFixed(0)} s: ${fmt(creation)}`);
+  log(
+    `open payouts: created ${ids.length} in ${((performance.now() - started) / 1000).toFixed(0)} s: ${fmt(creation)}`,
+  );
   await sleep(2_000);
   const held = await workerFacts(service.stack);
   const pick = () => ids[Math.floor(Math.random() * ids.length)]!;
@@ -407,6 +418,8 @@ function roundCores(cores: Record<string, number>): Record<string, number> {
 }
 
 main().catch((err: unknown) => {
-  process.stderr.write(`[bench] failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+  process.stderr.write(
+    `[bench] failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`,
+  );
   process.exit(1);
 });

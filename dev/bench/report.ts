@@ -33,7 +33,14 @@ const lat = (s: Summary) => `${ms(s.p50)} / ${ms(s.p95)} / ${ms(s.p99)}`;
 function rows(result: BenchResult): string[][] {
   const out: string[][] = [['figure', 'C', 'p50 / p95 / p99', 'throughput', 'errors', 'service / floor']];
   for (const c of result.compare) {
-    out.push(['floor: bare client, workflow + no-op activity', String(c.concurrency), lat(c.floor), rate(c.floor.throughput), String(c.floor.errors), '']);
+    out.push([
+      'floor: bare client, workflow + no-op activity',
+      String(c.concurrency),
+      lat(c.floor),
+      rate(c.floor.throughput),
+      String(c.floor.errors),
+      '',
+    ]);
     out.push([
       'POST /v1/payouts (201 with pix_copy_paste)',
       String(c.concurrency),
@@ -44,11 +51,25 @@ function rows(result: BenchResult): string[][] {
     ]);
   }
   for (const g of result.get) {
-    out.push([`GET /v1/payouts/{id}, ${g.kind === 'live' ? 'live (PENDING)' : 'closed (COMPLETED)'}`, String(g.concurrency), lat(g.summary), rate(g.summary.throughput), String(g.summary.errors), '']);
+    out.push([
+      `GET /v1/payouts/{id}, ${g.kind === 'live' ? 'live (PENDING)' : 'closed (COMPLETED)'}`,
+      String(g.concurrency),
+      lat(g.summary),
+      rate(g.summary.throughput),
+      String(g.summary.errors),
+      '',
+    ]);
   }
   if (result.providerFloor) {
     const f = result.providerFloor;
-    out.push(['provider floor: payment to USDT confirmed on chain', '1', lat(f), rate(f.throughput), String(f.errors), '']);
+    out.push([
+      'provider floor: payment to USDT confirmed on chain',
+      '1',
+      lat(f),
+      rate(f.throughput),
+      String(f.errors),
+      '',
+    ]);
   }
   for (const p of result.payment) {
     out.push([
@@ -112,7 +133,9 @@ function extraLines(result: BenchResult): string[] {
           .sort((a, b) => b[1] - a[1])
           .map(([role, cores]) => `${role} ${cores.toFixed(2)}`)
           .join(', ');
-        lines.push(`Scale-out, ${label}, POST C=${c}: ${rate(run.summary.throughput)}, p50/p95/p99 ${lat(run.summary)}; CPU cores: ${cpu}.`);
+        lines.push(
+          `Scale-out, ${label}, POST C=${c}: ${rate(run.summary.throughput)}, p50/p95/p99 ${lat(run.summary)}; CPU cores: ${cpu}.`,
+        );
       }
     }
   }
@@ -140,7 +163,14 @@ export function renderMarkdown(result: BenchResult, notes: string): string {
           '## Saturation',
           '',
           markdownTable([
-            ['C', 'floor throughput', 'floor p50 / p95 / p99', 'POST throughput', 'POST p50 / p95 / p99', 'POST / floor throughput'],
+            [
+              'C',
+              'floor throughput',
+              'floor p50 / p95 / p99',
+              'POST throughput',
+              'POST p50 / p95 / p99',
+              'POST / floor throughput',
+            ],
             ...result.saturation.map((s) => [
               String(s.concurrency),
               rate(s.floor.throughput),

@@ -89,7 +89,8 @@ export async function ensureStack(log: (line: string) => void): Promise<Stack> {
 
 function demoApiKey(): string {
   const file = path.join(DATA, 'demo-partner.json');
-  if (!existsSync(file)) throw new Error(`no ${file}: start the stack once with npm start, or set BENCH_API_KEY`);
+  if (!existsSync(file))
+    throw new Error(`no ${file}: start the stack once with npm start, or set BENCH_API_KEY`);
   return (JSON.parse(readFileSync(file, 'utf8')) as { api_key: string }).api_key;
 }
 
@@ -224,7 +225,9 @@ export function rssBytes(pid: number): number | undefined {
 }
 
 /** CPU used by each role of the stack (and the bench itself) while `work` runs, in cores. */
-export async function cpuDuring<T>(work: () => Promise<T>): Promise<{ result: T; cores: Record<string, number> }> {
+export async function cpuDuring<T>(
+  work: () => Promise<T>,
+): Promise<{ result: T; cores: Record<string, number> }> {
   const procs = [...stackProcesses(), { role: 'bench (load + floor worker)', pid: process.pid }];
   const before = new Map(procs.map((p) => [p.pid, cpuTicks(p.pid)]));
   const began = performance.now();

@@ -340,7 +340,7 @@ async function workerFacts(stack: Stack) {
       'temporal_sticky_cache_total_forced_eviction',
     ),
     heapUsedBytes: await scrapeMetric(stack.workerMetricsUrl, 'nodejs_heap_size_used_bytes'),
-    maxCachedWorkflows: process.env.WORKER_MAX_CACHED_WORKFLOWS ?? '(service default)',
+    maxCachedWorkflows: process.env.WORKER_MAX_CACHED_WORKFLOWS ?? '1000 (service default)',
   };
 }
 

@@ -32,6 +32,8 @@ export interface PayoutWorkerOptions {
   workflowBundle?: WorkerOptions['workflowBundle'];
   /** Must match the clients' (payload encryption, see src/temporal/data-converter.ts). */
   dataConverter?: DataConverter;
+  /** Sticky cache size (WORKER_MAX_CACHED_WORKFLOWS); the SDK's heap-based default when omitted. */
+  maxCachedWorkflows?: number;
 }
 
 /** The payout worker: the workflow bundle plus activities wired to the real adapters. */
@@ -41,6 +43,7 @@ export function createPayoutWorker(opts: PayoutWorkerOptions): Promise<Worker> {
     namespace: opts.namespace,
     taskQueue: opts.taskQueue,
     dataConverter: opts.dataConverter,
+    ...(opts.maxCachedWorkflows !== undefined ? { maxCachedWorkflows: opts.maxCachedWorkflows } : {}),
     ...(opts.workflowBundle
       ? { workflowBundle: opts.workflowBundle }
       : { workflowsPath: require.resolve('./workflows') }),
@@ -86,6 +89,7 @@ async function main(): Promise<void> {
     deps: { db, provider, ledger, logger, metrics },
     callbacks: callbackSenderOptions(config),
     dataConverter: createDataConverter(config),
+    maxCachedWorkflows: config.WORKER_MAX_CACHED_WORKFLOWS,
   });
   onShutdown(logger, async () => {
     // Stops polling, lets running activities finish (up to the shutdown grace time), then returns.

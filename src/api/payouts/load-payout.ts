@@ -1,7 +1,7 @@
 import type { Client } from '@temporalio/client';
 import { findPartnerPayout } from '../../adapters/db/payouts-repo';
 import type { Db } from '../../adapters/db/pool';
-import type { PayoutRecord } from '../../domain/payout';
+import { isTerminal, type PayoutRecord } from '../../domain/payout';
 import { getPayoutQuery } from '../../workflows/definitions';
 
 const QUERY_DEADLINE_MS = 2_000;
@@ -9,8 +9,14 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /**
  * A partner's payout, or null for an unknown id, a malformed id or another partner's payout (one
- * answer for all three: no existence leak). The workflow answers first; when it is gone (past
- * retention) or slow, the read model that every transition updates answers instead.
+ * answer for all three: no existence leak).
+ *
+ * A COMPLETED or FAILED payout never changes again, and the workflow writes that final state to the
+ * read model before it closes: the read model answers it alone. Querying a closed workflow would
+ * make a worker fetch and replay its whole history for the same answer.
+ *
+ * A live payout is answered by its workflow (the read model may lag a transition by the time its
+ * write takes); when the workflow is gone (past retention) or slow, the read model answers instead.
  */
 export async function loadPartnerPayout(
   deps: { db: Db; temporal: Client },
@@ -21,6 +27,7 @@ export async function loadPartnerPayout(
   const stored = await findPartnerPayout(deps.db, partnerId, payoutId.toLowerCase());
   if (!stored) return null;
   const { workflowId, runId, ...readModel } = stored;
+  if (isTerminal(readModel.status)) return readModel;
   try {
     const live = await deps.temporal.withDeadline(Date.now() + QUERY_DEADLINE_MS, () =>
       deps.temporal.workflow.getHandle(workflowId, runId).query(getPayoutQuery),

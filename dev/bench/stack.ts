@@ -1,0 +1,244 @@
+import { existsSync, readdirSync, readFileSync, readlinkSync } from 'node:fs';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { anvilAccount } from '../local/infra/anvil';
+import { spawnManaged, type ManagedProcess } from '../local/infra/processes';
+import { repoRoot } from '../local/infra/temporal-binaries';
+
+/**
+ * The local stack the bench measures: the one `npm start` brings up, started here (with the bench's
+ * configuration) when nothing answers on the api port yet. Extra api and worker replicas for the
+ * scale-out phase get the same settings the launcher gives its own.
+ */
+
+export const ROOT = repoRoot();
+const DATA = path.join(ROOT, '.data');
+const TSX = ['--import', pathToFileURL(require.resolve('tsx')).href];
+
+export interface Stack {
+  apiUrl: string;
+  sandboxUrl: string;
+  workerMetricsUrl: string;
+  apiKey: string;
+  /** True when the bench started it (and so stops it at the end). */
+  owned: boolean;
+  stop(): Promise<void>;
+}
+
+async function isReady(url: string): Promise<boolean> {
+  try {
+    const res = await fetch(url, { signal: AbortSignal.timeout(2_000) });
+    return res.ok;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * The bench's settings for the service, all ordinary configuration: rate limits high enough that a
+ * closed loop of 64 clients never meets them, and the worker's sticky cache sized for the
+ * open-payout phase. Anything already set in the environment wins.
+ */
+export function benchServiceEnv(): NodeJS.ProcessEnv {
+  return {
+    POST_RATE_LIMIT_PER_MINUTE: '10000000',
+    READ_RATE_LIMIT_PER_MINUTE: '10000000',
+    LOG_LEVEL: 'warn',
+    ...process.env,
+  };
+}
+
+export async function ensureStack(log: (line: string) => void): Promise<Stack> {
+  const apiUrl = process.env.BENCH_API_URL ?? 'http://127.0.0.1:3000';
+  const sandboxUrl = process.env.BENCH_SANDBOX_URL ?? 'http://127.0.0.1:4000';
+  const workerMetricsUrl = process.env.BENCH_WORKER_METRICS_URL ?? 'http://127.0.0.1:9465/metrics';
+  let launcher: ManagedProcess | undefined;
+  if (!(await isReady(`${apiUrl}/readyz`))) {
+    log('no stack on the api port: starting `npm start` (dev/local/start.ts) with the bench settings');
+    launcher = spawnManaged({
+      name: 'stack',
+      command: process.execPath,
+      args: [...TSX, 'dev/local/start.ts'],
+      cwd: ROOT,
+      env: benchServiceEnv(),
+      log: process.env.BENCH_VERBOSE ? log : undefined,
+      quietStop: true,
+    });
+    const deadline = Date.now() + 180_000;
+    while (!(await isReady(`${apiUrl}/readyz`))) {
+      if (launcher.hasExited() || Date.now() > deadline) {
+        throw new Error(`the stack did not come up:\n${launcher.recentOutput()}`);
+      }
+      await new Promise((r) => setTimeout(r, 500));
+    }
+  } else {
+    log(`using the stack already running at ${apiUrl} (it must run with raised rate limits, see README)`);
+  }
+  const apiKey = process.env.BENCH_API_KEY ?? demoApiKey();
+  return {
+    apiUrl,
+    sandboxUrl,
+    workerMetricsUrl,
+    apiKey,
+    owned: launcher !== undefined,
+    stop: async () => {
+      await launcher?.stop(60_000);
+    },
+  };
+}
+
+function demoApiKey(): string {
+  const file = path.join(DATA, 'demo-partner.json');
+  if (!existsSync(file))
+    throw new Error(`no ${file}: start the stack once with npm start, or set BENCH_API_KEY`);
+  return (JSON.parse(readFileSync(file, 'utf8')) as { api_key: string }).api_key;
+}
+
+/**
+ * The environment the launcher gives its api and worker, rebuilt from its state in .data (local
+ * defaults only: a stack pointed at outside services is not scaled out by the bench).
+ */
+export function replicaEnv(): NodeJS.ProcessEnv {
+  const chain = JSON.parse(readFileSync(path.join(DATA, 'local-chain.json'), 'utf8')) as {
+    usdtAddress: string;
+  };
+  return {
+    ...benchServiceEnv(),
+    DATABASE_URL: process.env.DATABASE_URL ?? 'postgres://postgres:password@127.0.0.1:5432/payouts',
+    PAYLOAD_ENCRYPTION_KEY: readFileSync(path.join(DATA, 'payload-encryption-key'), 'utf8').trim(),
+    USDT_CONTRACT_ADDRESS: chain.usdtAddress,
+    TREASURY_PRIVATE_KEY: anvilAccount('treasury').privateKey,
+  };
+}
+
+/** One more api (own ports) or worker process of the service, against the same servers. */
+export function startReplica(
+  kind: 'api' | 'worker',
+  index: number,
+  extraEnv: NodeJS.ProcessEnv = {},
+): ManagedProcess {
+  const env: NodeJS.ProcessEnv = { ...replicaEnv(), ...extraEnv };
+  if (kind === 'api') {
+    env.PORT = String(3000 + index);
+    env.METRICS_PORT = String(9470 + index);
+  } else {
+    env.WORKER_METRICS_PORT = String(9480 + index);
+  }
+  return spawnManaged({
+    name: `${kind}-${index}`,
+    command: process.execPath,
+    args: [...TSX, kind === 'api' ? 'src/api/server.ts' : 'src/worker.ts'],
+    cwd: ROOT,
+    env,
+  });
+}
+
+export async function waitReady(url: string, child: ManagedProcess, timeoutMs = 120_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await isReady(url))) {
+    if (child.hasExited() || Date.now() > deadline) {
+      throw new Error(`${child.name} did not become ready:\n${child.recentOutput()}`);
+    }
+    await new Promise((r) => setTimeout(r, 500));
+  }
+}
+
+/** A Prometheus text exposition's samples whose name (and optional label text) match. */
+export async function scrapeMetric(url: string, name: string, labelFilter = ''): Promise<number | undefined> {
+  try {
+    const text = await (await fetch(url, { signal: AbortSignal.timeout(5_000) })).text();
+    let total: number | undefined;
+    for (const line of text.split('\n')) {
+      if (line.startsWith('#')) continue;
+      const match = /^([a-zA-Z_:][\w:]*)(\{[^}]*\})?\s+(\S+)/.exec(line);
+      if (!match || match[1] !== name) continue;
+      if (labelFilter && !(match[2] ?? '').includes(labelFilter)) continue;
+      total = (total ?? 0) + Number(match[3]);
+    }
+    return total;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The processes of this checkout's stack, by role, found through /proc (Linux). */
+export function stackProcesses(): { role: string; pid: number }[] {
+  const found: { role: string; pid: number }[] = [];
+  if (!existsSync('/proc')) return found;
+  const ours = new Set<number>();
+  const parents = new Map<number, number>();
+  const commands = new Map<number, string>();
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    const pid = Number(entry);
+    try {
+      commands.set(pid, readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' '));
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      parents.set(pid, Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]));
+      if (readlinkSync(`/proc/${pid}/cwd`).startsWith(ROOT)) ours.add(pid);
+    } catch {
+      continue;
+    }
+  }
+  // Other checkouts run their own stacks and test servers: only processes started from this one
+  // (by working directory, or as children of those, like PostgreSQL's backends) count.
+  const isOurs = (pid: number): boolean => {
+    for (let p: number | undefined = pid, depth = 0; p && depth < 6; p = parents.get(p), depth += 1) {
+      if (ours.has(p)) return true;
+    }
+    return false;
+  };
+  for (const [pid, cmd] of commands) {
+    if (pid === process.pid || !isOurs(pid)) continue;
+    let role: string | undefined;
+    if (cmd.includes('server start-dev')) role = 'temporal dev server';
+    else if (/(^|\/)postgres(\s|$)/.test(cmd) || cmd.startsWith('postgres:')) role = 'postgres';
+    else if (cmd.includes('src/worker.ts')) role = 'worker';
+    else if (cmd.includes('src/api/server.ts')) role = 'api';
+    else if (cmd.includes('dev/sandbox/main.ts')) role = 'sandbox';
+    else if (/anvil\s/.test(cmd)) role = 'anvil';
+    if (role) found.push({ role, pid });
+  }
+  return found;
+}
+
+const CLOCK_TICKS = 100; // USER_HZ on Linux
+
+function cpuTicks(pid: number): number | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return Number(fields[11]) + Number(fields[12]); // utime + stime
+  } catch {
+    return undefined;
+  }
+}
+
+export function rssBytes(pid: number): number | undefined {
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+    const kb = /VmRSS:\s+(\d+)/.exec(status);
+    return kb ? Number(kb[1]) * 1024 : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** CPU used by each role of the stack (and the bench itself) while `work` runs, in cores. */
+export async function cpuDuring<T>(
+  work: () => Promise<T>,
+): Promise<{ result: T; cores: Record<string, number> }> {
+  const procs = [...stackProcesses(), { role: 'bench (load + floor worker)', pid: process.pid }];
+  const before = new Map(procs.map((p) => [p.pid, cpuTicks(p.pid)]));
+  const began = performance.now();
+  const result = await work();
+  const seconds = (performance.now() - began) / 1000;
+  const cores: Record<string, number> = {};
+  for (const p of procs) {
+    const a = before.get(p.pid);
+    const b = cpuTicks(p.pid);
+    if (a === undefined || b === undefined) continue;
+    cores[p.role] = (cores[p.role] ?? 0) + (b - a) / CLOCK_TICKS / seconds;
+  }
+  return { result, cores };
+}

@@ -44,7 +44,7 @@ export type CreatePayoutResult =
   { kind: 'created'; payout: PayoutRecord } | { kind: 'replay'; payoutId: string };
 
 /**
- * POST /v1/payouts after validation: quote, claim the Idempotency-Key, start the payout workflow
+ * POST /v1/payouts after validation: claim the Idempotency-Key, quote, start the payout workflow
  * and wait (update-with-start) until its PIX charge exists.
  */
 export async function createPayout(
@@ -53,14 +53,8 @@ export async function createPayout(
   body: CreatePayoutBody,
   idempotencyKey: string | undefined,
 ): Promise<CreatePayoutResult> {
-  const quote = await deps.quote().catch(() => {
-    throw new HttpError(503, 'quote unavailable, retry later');
-  });
-  const minUnits = minAmountUsdtUnits(body.amount_brl, quote.rate, deps.minAmountBuffer);
-  if (minUnits < MIN_QUOTE_USDT_UNITS) {
-    throw new HttpError(400, 'amount_brl is too small: min_amount_usdt must be at least 0.01');
-  }
-
+  // The key is claimed first, so a duplicate of a request still in flight always answers 409,
+  // whatever the quote or the minimum check would say about it.
   let payoutId: string = randomUUID();
   let workflowId = payoutWorkflowId(payoutId);
   if (idempotencyKey !== undefined) {
@@ -80,6 +74,25 @@ export async function createPayout(
     payoutId = claim.payoutId;
     workflowId = claim.workflowId;
   }
+  // Nothing was started for a refused request: free the key so the partner's corrected retry works.
+  const releaseClaim = async () => {
+    if (idempotencyKey !== undefined)
+      await releaseIdempotencyKey(deps.db, partnerId, idempotencyKey, payoutId);
+  };
+
+  let minUnits: bigint;
+  try {
+    const quote = await deps.quote().catch(() => {
+      throw new HttpError(503, 'quote unavailable, retry later');
+    });
+    minUnits = minAmountUsdtUnits(body.amount_brl, quote.rate, deps.minAmountBuffer);
+    if (minUnits < MIN_QUOTE_USDT_UNITS) {
+      throw new HttpError(400, 'amount_brl is too small: min_amount_usdt must be at least 0.01');
+    }
+  } catch (err) {
+    await releaseClaim();
+    throw err;
+  }
 
   const input: PayoutWorkflowInput = {
     payoutId,
@@ -96,8 +109,7 @@ export async function createPayout(
   if (payout.status === 'FAILED') {
     // The partner never saw this payout: free the key so that retrying it makes a new attempt
     // instead of replaying a failure for 24 h.
-    if (idempotencyKey !== undefined)
-      await releaseIdempotencyKey(deps.db, partnerId, idempotencyKey, payout.id);
+    await releaseClaim();
     throw new HttpError(502, 'payment provider could not create the PIX charge, retry later');
   }
   await catchUpReadModel(deps.db, payout);

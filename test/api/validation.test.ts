@@ -84,6 +84,22 @@ describe('POST /v1/payouts validation', () => {
       expectError(await send(body), 400, message);
     });
 
+    // JSON.parse reads 10.0000000000000001 as 10: the decimals are judged on the digits sent.
+    it.each([
+      ['10.001', '10.001'],
+      ['10.0000000000000001', '10.0000000000000001'],
+      ['1e-7', '1e-7'],
+      ['100.0000000000000000001', '100.0000000000000000001'],
+      ['a later duplicate member wins, as in JSON.parse', '10, "amount_brl": 10.0000000000000001'],
+      ['an escaped member name', '10, "amount\\u005fbrl": 10.0000000000000001'],
+    ])('%s as written in the body -> 400, never a rounded amount', async (_what, literal) => {
+      const { partnerId, apiKey: key } = await stack.createPartner('exact amounts');
+      const body = JSON.stringify(VALID_PAYOUT).replace('"amount_brl":100', `"amount_brl":${literal}`);
+      expectError(await post(stack.apiUrl, key, body), 400, 'amount_brl must have at most 2 decimal places');
+      const { rows } = await stack.db.query('SELECT 1 FROM payouts WHERE partner_id = $1', [partnerId]);
+      expect(rows).toHaveLength(0);
+    });
+
     // 0.05 / (5.50 x 1.06) = 0.008576 USDT < 0.01; 0.06 gives 0.010291 (rounded down).
     it('below the minimum quote of 0.01 USDT -> 400 naming amount_brl', async () => {
       expectError(

@@ -7,6 +7,7 @@ import { authenticatePartner, partnerOf } from '../auth';
 import { HttpError } from '../errors';
 import { rateLimit } from '../rate-limit';
 import { createPayout, type CreatePayoutDeps } from './create-payout';
+import { parseJsonWithExactAmount } from './exact-json-body';
 import { loadPartnerPayout } from './load-payout';
 import {
   createPayoutBodySchema,
@@ -45,6 +46,7 @@ function idempotencyKeyOf(request: FastifyRequest): string | undefined {
 export const payoutRoutes: FastifyPluginAsyncZod<PayoutRoutesOptions> = async (app, opts) => {
   const authenticate = authenticatePartner(opts.db);
   const loadDeps = { db: opts.db, temporal: opts.temporal };
+  parseJsonWithExactAmount(app);
 
   const replay = async (partnerId: string, payoutId: string) => {
     const payout = await loadPartnerPayout(loadDeps, partnerId, payoutId);

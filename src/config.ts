@@ -70,6 +70,8 @@ const envSchema = z
 
     POST_RATE_LIMIT_PER_MINUTE: int(100, 1),
     READ_RATE_LIMIT_PER_MINUTE: int(600, 1),
+    // New provider-webhook tokens per client address (a repeated token is never throttled).
+    WEBHOOK_RATE_LIMIT_PER_MINUTE: int(600, 1),
 
     // 32 bytes (AES-256), as 64 hex digits or base64 (`openssl rand -base64 32`).
     PAYLOAD_ENCRYPTION_KEY: optional(payloadKey),

@@ -89,6 +89,7 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
     temporal: deps.temporal,
     taskQueue: config.TEMPORAL_TASK_QUEUE,
     providerName: config.PROVIDER_NAME,
+    newTokensPerMinute: config.WEBHOOK_RATE_LIMIT_PER_MINUTE,
     metrics: deps.metrics,
   });
   return app;

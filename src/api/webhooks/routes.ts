@@ -8,12 +8,15 @@ import type { Metrics } from '../../observability/metrics';
 import { providerEventWorkflowId } from '../../workflows/definitions';
 import { errorBodySchema } from '../payouts/schemas';
 import { HttpError } from '../errors';
+import { spendRateLimitToken } from '../rate-limit';
 
 export interface WebhookRoutesOptions {
   db: Db;
   temporal: Client;
   taskQueue: string;
   providerName: string;
+  /** New tokens a client address may deliver per minute. */
+  newTokensPerMinute: number;
   metrics: Metrics;
 }
 
@@ -32,7 +35,7 @@ export const webhookBodySchema = z.object(
 export const webhookAckSchema = z.object({ received: z.literal(true) });
 
 /**
- * POST /webhooks/{provider} (DECISIONS.md section 5). The answer is 200 once the token is durably
+ * POST /webhooks/{provider}. The answer is 200 once the token is durably
  * recorded: a provider-event workflow exists for it (its id is made of provider and token, so a
  * repeat cannot start a second one) and the de-dup row is written. All processing happens in that
  * workflow, with retries, so a provider outage loses nothing.
@@ -51,9 +54,16 @@ export const webhookRoutes: FastifyPluginAsyncZod<WebhookRoutesOptions> = async 
         summary: 'Payment provider notification',
         params: z.object({ provider: z.string() }),
         body: webhookBodySchema,
-        response: { 200: webhookAckSchema, 400: errorBodySchema, 404: errorBodySchema },
+        response: {
+          200: webhookAckSchema,
+          400: errorBodySchema,
+          404: errorBodySchema,
+          429: errorBodySchema,
+        },
       },
-      preValidation: async (request) => {
+      // Before the body is read: a wrong provider name is 404 whatever follows it (bad JSON, wrong
+      // content-type, an oversized body), and costs no parsing.
+      onRequest: async (request) => {
         const { provider } = request.params as { provider: string };
         if (provider !== opts.providerName) {
           opts.metrics.webhooks.inc({ provider: 'unknown', outcome: 'rejected' });
@@ -69,6 +79,15 @@ export const webhookRoutes: FastifyPluginAsyncZod<WebhookRoutesOptions> = async 
       if (await isWebhookTokenRecorded(opts.db, provider, tokenHash)) {
         opts.metrics.webhooks.inc({ provider, outcome: 'duplicate' });
         return { received: true as const };
+      }
+      // Only a token never seen before can start a workflow, so only those are throttled: a burst
+      // of junk tokens from one address cannot start workflows without bound, and the provider's
+      // redeliveries of a known token are always acknowledged.
+      try {
+        await spendRateLimitToken(opts.db, `webhook-new-token:${request.ip}`, opts.newTokensPerMinute);
+      } catch (err) {
+        opts.metrics.webhooks.inc({ provider, outcome: 'throttled' });
+        throw err;
       }
       let duplicate = false;
       try {

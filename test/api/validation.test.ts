@@ -133,6 +133,7 @@ describe('POST /v1/payouts validation', () => {
       ['cpf', '12345678901', 'CPF'],
       ['Cpf', '12345678901', 'CPF'],
       ['cnpj', '12345678000195', 'CNPJ'],
+      ['CNPJ', '12ABC34501DE35', 'CNPJ'],
       ['eMaIl', 'payer@example.com', 'EMAIL'],
       ['phone', '+5511987654321', 'PHONE'],
       ['random', '123e4567-e89b-12d3-a456-426614174000', 'RANDOM'],
@@ -140,6 +141,20 @@ describe('POST /v1/payouts validation', () => {
       const res = await send({ ...VALID_PAYOUT, pix_key_type: type, pix_key: key });
       expect(res.status).toBe(201);
       expect(res.json).toMatchObject({ pix_key_type: expected, pix_key: key });
+    });
+
+    it('an alphanumeric CNPJ in lower case is accepted and returned upper-case', async () => {
+      const res = await send({ ...VALID_PAYOUT, pix_key_type: 'cnpj', pix_key: '12abc34501de35' });
+      expect(res.status).toBe(201);
+      expect(res.json).toMatchObject({ pix_key_type: 'CNPJ', pix_key: '12ABC34501DE35' });
+    });
+
+    it('an alphanumeric CNPJ with a wrong check digit -> 400', async () => {
+      expectError(
+        await send({ ...VALID_PAYOUT, pix_key_type: 'CNPJ', pix_key: '12ABC34501DE36' }),
+        400,
+        'pix_key is not a valid CNPJ key',
+      );
     });
 
     it.each(['', 'FOO', 'C PF', ' CPF', 'CPF ', 'emaıl', 'BOLETO'])('%p -> 400', async (type) => {

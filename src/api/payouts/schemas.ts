@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { centavosFromJsonNumber, formatCentavos, MoneyFormatError } from '../../domain/money';
 import { PAYOUT_STATUSES } from '../../domain/payout';
-import { normalizePixKeyType, PIX_KEY_TYPES, pixKeyError } from '../../domain/pix-key';
+import { normalizePixKey, normalizePixKeyType, PIX_KEY_TYPES, pixKeyError } from '../../domain/pix-key';
 import { checksumWallet, receiverWalletError } from '../../domain/wallet';
 
 /** `<field> is required` when absent, `<field> must be a <type>` when of the wrong JSON type. */
@@ -70,9 +70,13 @@ export function createPayoutBodySchema(maxCentavos: bigint) {
       },
       { error: 'request body must be a JSON object' },
     )
-    .superRefine((body, ctx) => {
+    .transform((body, ctx) => {
       const problem = pixKeyError(body.pix_key_type, body.pix_key);
-      if (problem) ctx.addIssue({ code: 'custom', path: ['pix_key'], message: problem });
+      if (problem) {
+        ctx.addIssue({ code: 'custom', path: ['pix_key'], message: problem });
+        return z.NEVER;
+      }
+      return { ...body, pix_key: normalizePixKey(body.pix_key_type, body.pix_key) };
     });
 }
 

@@ -14,6 +14,13 @@ import type { Db } from '../../adapters/db/pool';
 import { formatCentavos, MIN_QUOTE_USDT_UNITS, minAmountUsdtUnits } from '../../domain/money';
 import type { PayoutRecord } from '../../domain/payout';
 import {
+  AmountTooSmallError,
+  ChargeRefusedError,
+  ChargeTimeoutError,
+  IdempotencyConflictError,
+  QuoteUnavailableError,
+} from '../../domain/payout-request-errors';
+import {
   awaitChargeUpdate,
   getPayoutQuery,
   idempotentPayoutWorkflowId,
@@ -22,7 +29,6 @@ import {
   type PayoutWorkflowInput,
 } from '../../workflows/definitions';
 import { payoutSearchAttributes } from '../../workflows/search-attributes';
-import { HttpError } from '../errors';
 import type { CreatePayoutBody } from './schemas';
 
 export interface CreatePayoutDeps {
@@ -44,7 +50,7 @@ export type CreatePayoutResult =
   { kind: 'created'; payout: PayoutRecord } | { kind: 'replay'; payoutId: string };
 
 /**
- * POST /v1/payouts after validation: claim the Idempotency-Key, quote, start the payout workflow
+ * A new payout from a validated request: claim the Idempotency-Key, quote, start the payout workflow
  * and wait (update-with-start) until its PIX charge exists.
  */
 export async function createPayout(
@@ -53,7 +59,7 @@ export async function createPayout(
   body: CreatePayoutBody,
   idempotencyKey: string | undefined,
 ): Promise<CreatePayoutResult> {
-  // The key is claimed first, so a duplicate of a request still in flight always answers 409,
+  // The key is claimed first, so a duplicate of a request still in flight is always a conflict,
   // whatever the quote or the minimum check would say about it.
   let payoutId: string = randomUUID();
   let workflowId = payoutWorkflowId(payoutId);
@@ -69,7 +75,8 @@ export async function createPayout(
       ttlSeconds: IDEMPOTENCY_TTL_SECONDS,
       staleClaimSeconds: STALE_CLAIM_SECONDS,
     });
-    if (claim.kind === 'in_flight') throw new HttpError(409, 'idempotency conflict');
+    if (claim.kind === 'in_flight')
+      throw new IdempotencyConflictError('the key is held by a request in flight');
     if (claim.kind === 'recorded') return { kind: 'replay', payoutId: claim.payoutId };
     payoutId = claim.payoutId;
     workflowId = claim.workflowId;
@@ -82,12 +89,14 @@ export async function createPayout(
 
   let minUnits: bigint;
   try {
-    const quote = await deps.quote().catch(() => {
-      throw new HttpError(503, 'quote unavailable, retry later');
+    const quote = await deps.quote().catch((cause: unknown) => {
+      throw new QuoteUnavailableError('the provider quote failed', { cause });
     });
     minUnits = minAmountUsdtUnits(body.amount_brl, quote.rate, deps.minAmountBuffer);
     if (minUnits < MIN_QUOTE_USDT_UNITS) {
-      throw new HttpError(400, 'amount_brl is too small: min_amount_usdt must be at least 0.01');
+      throw new AmountTooSmallError(
+        `min_amount_usdt would be ${minUnits} base units, below the minimum quote`,
+      );
     }
   } catch (err) {
     await releaseClaim();
@@ -110,7 +119,7 @@ export async function createPayout(
     // The partner never saw this payout: free the key so that retrying it makes a new attempt
     // instead of replaying a failure for 24 h.
     await releaseClaim();
-    throw new HttpError(502, 'payment provider could not create the PIX charge, retry later');
+    throw new ChargeRefusedError(`payout ${payout.id}: the provider refused its PIX charge`);
   }
   await catchUpReadModel(deps.db, payout);
   if (idempotencyKey !== undefined)
@@ -140,7 +149,10 @@ async function startAndAwaitCharge(
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
     timer = setTimeout(
-      () => reject(new HttpError(503, 'payment provider unavailable, retry later')),
+      () =>
+        reject(
+          new ChargeTimeoutError(`payout ${input.payoutId}: no PIX charge after ${deps.chargeWaitMs} ms`),
+        ),
       deps.chargeWaitMs,
     );
   });

@@ -72,6 +72,8 @@ const envSchema = z
     READ_RATE_LIMIT_PER_MINUTE: int(600, 1),
     // New provider-webhook tokens per client address (a repeated token is never throttled).
     WEBHOOK_RATE_LIMIT_PER_MINUTE: int(600, 1),
+    // Missing or invalid API keys per client address; a valid key is never refused by it.
+    AUTH_FAILURE_LIMIT_PER_MINUTE: int(60, 1),
 
     // 32 bytes (AES-256), as 64 hex digits or base64 (`openssl rand -base64 32`).
     PAYLOAD_ENCRYPTION_KEY: optional(payloadKey),

@@ -75,6 +75,7 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
     maxAmountCentavos: parseDecimal(config.MAX_AMOUNT_BRL, 2),
     postRateLimitPerMinute: config.POST_RATE_LIMIT_PER_MINUTE,
     readRateLimitPerMinute: config.READ_RATE_LIMIT_PER_MINUTE,
+    authFailuresPerMinute: config.AUTH_FAILURE_LIMIT_PER_MINUTE,
     chargeWaitMs: 20_000,
     settings: {
       chargeExpirySeconds: config.PIX_CHARGE_EXPIRY_SECONDS,

@@ -1,11 +1,9 @@
-import { request } from 'node:http';
 import { createHash, randomBytes } from 'node:crypto';
 import { startStack, type TestStack } from '../support/stack';
-import { call, expectError, type ApiResponse } from './helpers';
+import { call, callFrom, expectError, freshClientAddress } from './helpers';
 
 // POST /webhooks/{provider} against abuse: the provider name is checked before the body is read,
 // and new tokens are throttled per client address while a known token is always acknowledged.
-// Loopback is a whole /8 on Linux, so 127.0.0.2 is a second client address on the same machine.
 const NEW_TOKENS_PER_MINUTE = 3;
 
 describe('provider webhook abuse', () => {
@@ -16,44 +14,12 @@ describe('provider webhook abuse', () => {
   }, 120_000);
   afterAll(() => stack?.close());
 
-  /** POST from a chosen client address. */
-  function deliverFrom(localAddress: string, body: string, provider = 'sandbox'): Promise<ApiResponse> {
-    const url = new URL(`${stack.apiUrl}/webhooks/${provider}`);
-    return new Promise((resolve, reject) => {
-      const req = request(
-        {
-          host: url.hostname,
-          port: url.port,
-          path: url.pathname,
-          method: 'POST',
-          localAddress,
-          headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
-        },
-        (res) => {
-          let text = '';
-          res.setEncoding('utf8');
-          res.on('data', (chunk: string) => (text += chunk));
-          res.on('end', () => {
-            let json: unknown;
-            try {
-              json = JSON.parse(text);
-            } catch {
-              json = undefined;
-            }
-            const headers = new Headers();
-            for (const [name, value] of Object.entries(res.headers)) {
-              if (typeof value === 'string') headers.set(name, value);
-            }
-            resolve({ status: res.statusCode!, headers, text, json });
-          });
-        },
-      );
-      req.on('error', reject);
-      req.end(body);
+  const deliverFrom = (localAddress: string, body: string, provider = 'sandbox') =>
+    callFrom(localAddress, stack.apiUrl, `/webhooks/${provider}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body,
     });
-  }
-  // Buckets live in the test run's shared PostgreSQL: a fresh address per run starts full.
-  const freshAddress = () => `127.${[0, 0, 0].map(() => 1 + Math.floor(Math.random() * 250)).join('.')}`;
   const junkToken = () => `junk-${randomBytes(8).toString('hex')}`;
   const tokenBody = (token: string) => JSON.stringify({ token });
 
@@ -75,7 +41,7 @@ describe('provider webhook abuse', () => {
   });
 
   it('new tokens are throttled per client address; a known token is never throttled; other addresses are unaffected', async () => {
-    const address = freshAddress();
+    const address = freshClientAddress();
     const known = junkToken();
     expect((await deliverFrom(address, tokenBody(known))).status).toBe(200);
     for (let i = 1; i < NEW_TOKENS_PER_MINUTE; i += 1) {
@@ -98,6 +64,6 @@ describe('provider webhook abuse', () => {
       expect({ status: again.status, body: again.json }).toEqual({ status: 200, body: { received: true } });
     }
     // Another client address has its own bucket.
-    expect((await deliverFrom(freshAddress(), tokenBody(junkToken()))).status).toBe(200);
+    expect((await deliverFrom(freshClientAddress(), tokenBody(junkToken()))).status).toBe(200);
   });
 });

@@ -22,6 +22,7 @@ export interface PayoutRoutesOptions extends CreatePayoutDeps {
   maxAmountCentavos: bigint;
   postRateLimitPerMinute: number;
   readRateLimitPerMinute: number;
+  authFailuresPerMinute: number;
 }
 
 const errorResponses = {
@@ -44,7 +45,7 @@ function idempotencyKeyOf(request: FastifyRequest): string | undefined {
 
 /** POST /v1/payouts and GET /v1/payouts/{id} (SPEC.md "Endpoints"). */
 export const payoutRoutes: FastifyPluginAsyncZod<PayoutRoutesOptions> = async (app, opts) => {
-  const authenticate = authenticatePartner(opts.db);
+  const authenticate = authenticatePartner(opts.db, { failuresPerMinute: opts.authFailuresPerMinute });
   const loadDeps = { db: opts.db, temporal: opts.temporal };
   parseJsonWithExactAmount(app);
 

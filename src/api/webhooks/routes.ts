@@ -8,7 +8,7 @@ import type { Metrics } from '../../observability/metrics';
 import { providerEventWorkflowId } from '../../workflows/definitions';
 import { errorBodySchema } from '../payouts/schemas';
 import { HttpError } from '../errors';
-import { spendRateLimitToken } from '../rate-limit';
+import { spendRateLimitToken } from '../throttle';
 
 export interface WebhookRoutesOptions {
   db: Db;

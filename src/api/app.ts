@@ -11,6 +11,7 @@ import { payoutLogContext } from '../observability/request-logging';
 import { apiDocs } from './docs/plugin';
 import { clientErrorHandler, frameworkErrorHandler, installErrorHandling } from './errors';
 import { healthRoutes } from './health/routes';
+import { trackDeclaredMethods } from './method-not-allowed';
 import { payoutRoutes } from './payouts/routes';
 import { webhookRoutes } from './webhooks/routes';
 
@@ -44,7 +45,7 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
   });
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
-  installErrorHandling(app);
+  installErrorHandling(app, trackDeclaredMethods(app));
   // Every body this api takes is JSON; without this, text/plain would parse into a string and get a
   // schema message instead of 415.
   app.removeContentTypeParser('text/plain');

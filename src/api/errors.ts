@@ -39,8 +39,22 @@ const FRAMEWORK_ERRORS: Record<string, [number, string]> = {
  * The one place that shapes error bodies: every error leaves as exactly `{"error": string}`, and
  * nothing unexpected (stack, driver message) ever reaches a client.
  */
-export function installErrorHandling(app: FastifyInstance): void {
+export function installErrorHandling(
+  app: FastifyInstance,
+  declaredMethods: (path: string) => string[] = () => [],
+): void {
+  /** 405 with Allow when the path is a route's under another method; false for an unknown path. */
+  const refuseUndeclaredMethod = (request: FastifyRequest, reply: FastifyReply): boolean => {
+    const allowed = declaredMethods(request.url.split('?')[0] ?? '');
+    if (allowed.length === 0) return false;
+    void reply.code(405).header('allow', allowed.join(', ')).send({ error: 'method not allowed' });
+    return true;
+  };
+
   app.setErrorHandler((error: FastifyError, request, reply) => {
+    // A request matching no route can still fail before the not-found handler runs (Fastify wants a
+    // content-type on a QUERY, say): the method is what is wrong with it, not its headers.
+    if (request.is404 && refuseUndeclaredMethod(request, reply)) return reply;
     if (error instanceof HttpError) {
       return reply.code(error.statusCode).headers(error.headers).send({ error: error.message });
     }
@@ -63,7 +77,10 @@ export function installErrorHandling(app: FastifyInstance): void {
     request.log.error({ err: error }, 'unhandled error');
     return reply.code(500).send({ error: 'internal error' });
   });
-  app.setNotFoundHandler((_request, reply) => reply.code(404).send({ error: 'not found' }));
+  app.setNotFoundHandler((request, reply) => {
+    if (refuseUndeclaredMethod(request, reply)) return reply;
+    return reply.code(404).send({ error: 'not found' });
+  });
 }
 
 /**

@@ -375,18 +375,28 @@ describe('POST /v1/payouts validation', () => {
     it.each([
       ['GET', '/'],
       ['GET', '/v1'],
-      ['GET', '/v1/payouts'],
       ['GET', '/v2/payouts'],
       ['POST', '/v1/payout'],
-      ['PUT', '/v1/payouts'],
-      ['DELETE', '/v1/payouts/123e4567-e89b-42d3-a456-426614174000'],
-      ['PATCH', '/v1/payouts/123e4567-e89b-42d3-a456-426614174000'],
+      ['POST', '/v1/payouts/123e4567-e89b-42d3-a456-426614174000/extra'],
     ])('unknown route %s %s -> 404 "not found"', async (method, path) => {
       expectError(
         await call(stack.apiUrl, path, { method, headers: { 'x-api-key': apiKey } }),
         404,
         'not found',
       );
+    });
+
+    it.each([
+      ['GET', '/v1/payouts', 'POST'],
+      ['PUT', '/v1/payouts', 'POST'],
+      ['DELETE', '/v1/payouts/123e4567-e89b-42d3-a456-426614174000', 'GET, HEAD'],
+      ['PATCH', '/v1/payouts/123e4567-e89b-42d3-a456-426614174000', 'GET, HEAD'],
+      ['QUERY', '/v1/payouts/123e4567-e89b-42d3-a456-426614174000', 'GET, HEAD'],
+      ['GET', '/webhooks/sandbox', 'POST'],
+    ])('undeclared method %s %s -> 405 with Allow: %s', async (method, path, allow) => {
+      const res = await call(stack.apiUrl, path, { method, headers: { 'x-api-key': apiKey } });
+      expectError(res, 405, 'method not allowed');
+      expect(res.headers.get('allow')).toBe(allow);
     });
 
     it('an undecodable percent-escape in the path -> 400 with the error shape', async () => {

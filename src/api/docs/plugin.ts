@@ -12,11 +12,14 @@ export interface ApiDocsOptions {
   publicBaseUrl?: string;
 }
 
-// The shared shapes become named components (#/components/schemas/Payout, .../Error) that every
-// operation references, instead of a copy per status code.
-const schemaRegistry = z.registry<{ id?: string }>();
-schemaRegistry.add(payoutResponseSchema, { id: 'Payout' });
-schemaRegistry.add(errorBodySchema, { id: 'Error' });
+// zod's global registry holds the `.meta()` of every schema (descriptions, formats, bounds,
+// examples), so the document says what the route schemas say. The shared shapes become named
+// components (#/components/schemas/Payout, .../Error) that every operation references.
+const schemaRegistry = z.globalRegistry;
+if (!schemaRegistry.has(payoutResponseSchema)) {
+  schemaRegistry.add(payoutResponseSchema, { ...schemaRegistry.get(payoutResponseSchema), id: 'Payout' });
+  schemaRegistry.add(errorBodySchema, { ...schemaRegistry.get(errorBodySchema), id: 'Error' });
+}
 
 // The UI's top bar would otherwise show the web framework's logo.
 const LOGO_SVG =

@@ -27,12 +27,19 @@ export const webhookBodySchema = z.object(
       .regex(
         /^[A-Za-z0-9._~-]{1,512}$/,
         'token must be 1-512 characters of A-Z, a-z, 0-9, ".", "_", "~", "-"',
-      ),
+      )
+      .meta({
+        description:
+          "The provider's opaque notification token; the event is fetched back from the provider with it",
+        examples: ['ntf_7Hq2xK9mPzR4vW1s'],
+      }),
   },
   { error: 'request body must be a JSON object' },
 );
 
-export const webhookAckSchema = z.object({ received: z.literal(true) });
+export const webhookAckSchema = z.object({
+  received: z.literal(true).meta({ description: 'Always true: the token is recorded (or was already)' }),
+});
 
 /**
  * POST /webhooks/{provider}. The answer is 200 once the token is durably

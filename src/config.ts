@@ -28,6 +28,13 @@ const envSchema = z
     LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 
     HOST: z.string().default('127.0.0.1'),
+    // Proxies in front of the api whose X-Forwarded-For is believed: a comma-separated list of
+    // addresses or CIDRs, or a number of hops. Unset, the client address is the TCP peer's.
+    TRUST_PROXY: optional(
+      z
+        .string()
+        .regex(/^(\d{1,2}|[0-9a-fA-F.:/]+(,\s*[0-9a-fA-F.:/]+)*)$/, 'must be a hop count or addresses/CIDRs'),
+    ),
     PORT: int(3000),
     METRICS_PORT: int(9464),
     WORKER_METRICS_PORT: int(9465),

@@ -29,6 +29,16 @@ const BODY_LIMIT_BYTES = 16 * 1024;
 // instead of Fastify's 414 body.
 const MAX_PARAM_LENGTH = 16 * 1024;
 
+/** TRUST_PROXY as Fastify takes it: a hop count, or the addresses/CIDRs of the proxies. */
+function trustProxySetting(
+  value: string | undefined,
+): string | false | ((address: string, hop: number) => boolean) {
+  if (value === undefined) return false;
+  if (!/^\d+$/.test(value)) return value;
+  const hops = Number(value);
+  return (_address, hop) => hop < hops;
+}
+
 export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
   const { config } = deps;
   const app = Fastify({
@@ -39,6 +49,9 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
       return typeof given === 'string' && /^[\w.-]{1,64}$/.test(given) ? given : randomUUID();
     },
     requestIdHeader: false,
+    // Per-address throttles (API-key failures, new webhook tokens) key on request.ip: behind a load
+    // balancer that must be the client's address, not the balancer's.
+    trustProxy: trustProxySetting(config.TRUST_PROXY),
     routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
     frameworkErrors: frameworkErrorHandler,
     clientErrorHandler,

@@ -67,8 +67,6 @@ const STATUS_MEANING: Record<string, string> = {
     'Invalid request; the message names the field at fault (e.g. `amount_brl must be > 0`, ' +
     '`receiver_wallet is required`, `pix_key is not a valid CPF key`), or `invalid JSON body`',
   '401': 'Missing API key (`missing X-API-Key header`) or invalid/disabled key (`invalid API key`)',
-  '405':
-    'Method not declared for this path: `method not allowed`, with an `Allow` header listing the declared ones',
   '404': '`not found`',
   '409': '`idempotency conflict`',
   '413': 'Body over 16 KiB: `request body too large (limit 16 KiB)`',

@@ -35,7 +35,7 @@ const DESCRIPTION = `Partners create BRL payouts collected by PIX and settled in
 2. The payment provider notifies the service; the payout moves PENDING → PROCESSING → COMPLETED (or FAILED).
 3. Poll \`GET /v1/payouts/{id}\` (every 10 seconds) until \`status\` is COMPLETED or FAILED.
 
-Every error body is exactly \`{"error": string}\`. Every response carries \`X-Request-Id\` (send your own to correlate).`;
+Every error body is exactly \`{"error": string}\`. An unknown path answers 404 \`not found\`; a method a path does not declare answers 405 \`method not allowed\` with an \`Allow\` header. Every response carries \`X-Request-Id\` (send your own to correlate).`;
 
 /**
  * The OpenAPI 3.1 document, generated from the route schemas: the zod schemas that validate

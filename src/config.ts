@@ -28,6 +28,13 @@ const envSchema = z
     LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 
     HOST: z.string().default('127.0.0.1'),
+    // Proxies in front of the api whose X-Forwarded-For is believed: a comma-separated list of
+    // addresses or CIDRs, or a number of hops. Unset, the client address is the TCP peer's.
+    TRUST_PROXY: optional(
+      z
+        .string()
+        .regex(/^(\d{1,2}|[0-9a-fA-F.:/]+(,\s*[0-9a-fA-F.:/]+)*)$/, 'must be a hop count or addresses/CIDRs'),
+    ),
     PORT: int(3000),
     METRICS_PORT: int(9464),
     WORKER_METRICS_PORT: int(9465),
@@ -76,6 +83,10 @@ const envSchema = z
 
     POST_RATE_LIMIT_PER_MINUTE: int(100, 1),
     READ_RATE_LIMIT_PER_MINUTE: int(600, 1),
+    // New provider-webhook tokens per client address (a repeated token is never throttled).
+    WEBHOOK_RATE_LIMIT_PER_MINUTE: int(600, 1),
+    // Missing or invalid API keys per client address; a valid key is never refused by it.
+    AUTH_FAILURE_LIMIT_PER_MINUTE: int(60, 1),
 
     // 32 bytes (AES-256), as 64 hex digits or base64 (`openssl rand -base64 32`).
     PAYLOAD_ENCRYPTION_KEY: optional(payloadKey),

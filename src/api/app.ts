@@ -11,6 +11,7 @@ import { payoutLogContext } from '../observability/request-logging';
 import { apiDocs } from './docs/plugin';
 import { clientErrorHandler, frameworkErrorHandler, installErrorHandling } from './errors';
 import { healthRoutes } from './health/routes';
+import { trackDeclaredMethods } from './method-not-allowed';
 import { payoutListRoutes } from './payouts/list-routes';
 import { payoutQrRoutes } from './payouts/qr-routes';
 import { payoutRoutes } from './payouts/routes';
@@ -32,6 +33,16 @@ const BODY_LIMIT_BYTES = 16 * 1024;
 // instead of Fastify's 414 body.
 const MAX_PARAM_LENGTH = 16 * 1024;
 
+/** TRUST_PROXY as Fastify takes it: a hop count, or the addresses/CIDRs of the proxies. */
+function trustProxySetting(
+  value: string | undefined,
+): string | false | ((address: string, hop: number) => boolean) {
+  if (value === undefined) return false;
+  if (!/^\d+$/.test(value)) return value;
+  const hops = Number(value);
+  return (_address, hop) => hop < hops;
+}
+
 export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
   const { config } = deps;
   const app = Fastify({
@@ -42,13 +53,16 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
       return typeof given === 'string' && /^[\w.-]{1,64}$/.test(given) ? given : randomUUID();
     },
     requestIdHeader: false,
+    // Per-address throttles (API-key failures, new webhook tokens) key on request.ip: behind a load
+    // balancer that must be the client's address, not the balancer's.
+    trustProxy: trustProxySetting(config.TRUST_PROXY),
     routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
     frameworkErrors: frameworkErrorHandler,
     clientErrorHandler,
   });
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
-  installErrorHandling(app);
+  installErrorHandling(app, trackDeclaredMethods(app));
   // Every body this api takes is JSON; without this, text/plain would parse into a string and get a
   // schema message instead of 415.
   app.removeContentTypeParser('text/plain');
@@ -79,6 +93,7 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
     maxAmountCentavos: parseDecimal(config.MAX_AMOUNT_BRL, 2),
     postRateLimitPerMinute: config.POST_RATE_LIMIT_PER_MINUTE,
     readRateLimitPerMinute: config.READ_RATE_LIMIT_PER_MINUTE,
+    authFailuresPerMinute: config.AUTH_FAILURE_LIMIT_PER_MINUTE,
     chargeWaitMs: 20_000,
     settings: {
       chargeExpirySeconds: config.PIX_CHARGE_EXPIRY_SECONDS,
@@ -91,11 +106,13 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
   await app.register(payoutListRoutes, {
     db: deps.db,
     readRateLimitPerMinute: config.READ_RATE_LIMIT_PER_MINUTE,
+    authFailuresPerMinute: config.AUTH_FAILURE_LIMIT_PER_MINUTE,
   });
   await app.register(payoutQrRoutes, {
     db: deps.db,
     temporal: deps.temporal,
     readRateLimitPerMinute: config.READ_RATE_LIMIT_PER_MINUTE,
+    authFailuresPerMinute: config.AUTH_FAILURE_LIMIT_PER_MINUTE,
   });
   await app.register(quoteRoutes, {
     db: deps.db,
@@ -103,12 +120,14 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
     minAmountBuffer: config.MIN_AMOUNT_BUFFER,
     maxAmountCentavos: parseDecimal(config.MAX_AMOUNT_BRL, 2),
     readRateLimitPerMinute: config.READ_RATE_LIMIT_PER_MINUTE,
+    authFailuresPerMinute: config.AUTH_FAILURE_LIMIT_PER_MINUTE,
   });
   await app.register(webhookRoutes, {
     db: deps.db,
     temporal: deps.temporal,
     taskQueue: config.TEMPORAL_TASK_QUEUE,
     providerName: config.PROVIDER_NAME,
+    newTokensPerMinute: config.WEBHOOK_RATE_LIMIT_PER_MINUTE,
     metrics: deps.metrics,
   });
   return app;

@@ -3,6 +3,7 @@ import type { FastifyRequest } from 'fastify';
 import { findPartnerByKeyHash, hashApiKey } from '../adapters/db/partners-repo';
 import type { Db } from '../adapters/db/pool';
 import { HttpError } from './errors';
+import { spendRateLimitToken } from './throttle';
 
 export interface AuthenticatedPartner {
   id: string;
@@ -16,18 +17,45 @@ declare module 'fastify' {
   }
 }
 
+export interface AuthOptions {
+  /** Missing or invalid keys one client address may present per minute before it gets 429. */
+  failuresPerMinute: number;
+}
+
 /**
- * X-Api-Key authentication (docs/api.md "Authentication"). Node lower-cases header names, so any
- * spelling of the header works. The stored SHA-256 is compared in constant time.
+ * X-Api-Key authentication. Node lower-cases header names, so any spelling of the header works. The
+ * stored SHA-256 is compared in constant time.
+ *
+ * Failed attempts are throttled per client address: each 401 spends a token of the address's
+ * bucket, and once it is empty a failing attempt answers 429 instead. A valid key is always
+ * accepted, whatever the bucket of the address it comes from. Why:
+ * - An address is not an identity. Partners call through shared egress (cloud NAT gateways,
+ *   corporate proxies) that strangers use too; if failures locked the address, anyone could shut a
+ *   partner out by sending bad keys from the same cloud region. A partner holding a valid key must
+ *   never be locked out by someone else's failures.
+ * - Letting a valid key through gives a guesser nothing: keys carry 256 random bits, so there is no
+ *   key to find by guessing at any rate. What the bucket bounds is what failing costs us and tells
+ *   the client: a client cycling through keys (a leaked list, a broken integration) is answered 429
+ *   with Retry-After, shows up in the logs, and its failures no longer get the 401 a working
+ *   integration would act on.
  */
-export function authenticatePartner(db: Db) {
+export function authenticatePartner(db: Db, opts: AuthOptions) {
+  const refuse = async (request: FastifyRequest, message: string): Promise<never> => {
+    try {
+      await spendRateLimitToken(db, `auth-failure:${request.ip}`, opts.failuresPerMinute);
+    } catch (throttled) {
+      request.log.warn({ clientAddress: request.ip }, 'API key failures throttled for this address');
+      throw throttled;
+    }
+    throw new HttpError(401, message);
+  };
   return async (request: FastifyRequest): Promise<void> => {
     const raw = request.headers['x-api-key'];
     const key = Array.isArray(raw) ? raw[0] : raw;
-    if (!key) throw new HttpError(401, 'missing X-API-Key header');
+    if (!key) return refuse(request, 'missing X-API-Key header');
     const presented = hashApiKey(key);
     const found = await findPartnerByKeyHash(db, presented);
-    if (!found || !timingSafeEqual(found.keyHash, presented)) throw new HttpError(401, 'invalid API key');
+    if (!found || !timingSafeEqual(found.keyHash, presented)) return refuse(request, 'invalid API key');
     request.partner = { id: found.partnerId, keyId: presented.toString('hex') };
   };
 }

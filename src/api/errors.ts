@@ -2,6 +2,7 @@ import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
+import { PayoutRequestError, type PayoutRequestErrorCode } from '../domain/payout-request-errors';
 
 /** An error whose status and message are meant for the client, as `{"error": message}`. */
 export class HttpError extends Error {
@@ -13,6 +14,15 @@ export class HttpError extends Error {
     super(message);
   }
 }
+
+/** What the partner is told for each refusal of the create-payout service: status and exact message. */
+const PAYOUT_REQUEST_ERRORS: Record<PayoutRequestErrorCode, [number, string]> = {
+  quote_unavailable: [503, 'quote unavailable, retry later'],
+  idempotency_conflict: [409, 'idempotency conflict'],
+  amount_too_small: [400, 'amount_brl is too small: min_amount_usdt must be at least 0.01'],
+  charge_refused: [502, 'payment provider could not create the PIX charge, retry later'],
+  charge_timeout: [503, 'payment provider unavailable, retry later'],
+};
 
 const FRAMEWORK_ERRORS: Record<string, [number, string]> = {
   FST_ERR_CTP_INVALID_JSON_BODY: [400, 'invalid JSON body'],
@@ -29,10 +39,30 @@ const FRAMEWORK_ERRORS: Record<string, [number, string]> = {
  * The one place that shapes error bodies: every error leaves as exactly `{"error": string}`, and
  * nothing unexpected (stack, driver message) ever reaches a client.
  */
-export function installErrorHandling(app: FastifyInstance): void {
+export function installErrorHandling(
+  app: FastifyInstance,
+  declaredMethods: (path: string) => string[] = () => [],
+): void {
+  /** 405 with Allow when the path is a route's under another method; false for an unknown path. */
+  const refuseUndeclaredMethod = (request: FastifyRequest, reply: FastifyReply): boolean => {
+    const allowed = declaredMethods(request.url.split('?')[0] ?? '');
+    if (allowed.length === 0) return false;
+    void reply.code(405).header('allow', allowed.join(', ')).send({ error: 'method not allowed' });
+    return true;
+  };
+
   app.setErrorHandler((error: FastifyError, request, reply) => {
+    // A request matching no route can still fail before the not-found handler runs (Fastify wants a
+    // content-type on a QUERY, say): the method is what is wrong with it, not its headers.
+    if (request.is404 && refuseUndeclaredMethod(request, reply)) return reply;
     if (error instanceof HttpError) {
       return reply.code(error.statusCode).headers(error.headers).send({ error: error.message });
+    }
+    if (error instanceof PayoutRequestError) {
+      const [status, message] = PAYOUT_REQUEST_ERRORS[error.code];
+      // A 5xx here is the provider's trouble, not the partner's: worth a line for the operator.
+      if (status >= 500) request.log.warn({ err: error }, 'payout request refused');
+      return reply.code(status).send({ error: message });
     }
     if (hasZodFastifySchemaValidationErrors(error)) {
       const first = error.validation[0];
@@ -47,7 +77,10 @@ export function installErrorHandling(app: FastifyInstance): void {
     request.log.error({ err: error }, 'unhandled error');
     return reply.code(500).send({ error: 'internal error' });
   });
-  app.setNotFoundHandler((_request, reply) => reply.code(404).send({ error: 'not found' }));
+  app.setNotFoundHandler((request, reply) => {
+    if (refuseUndeclaredMethod(request, reply)) return reply;
+    return reply.code(404).send({ error: 'not found' });
+  });
 }
 
 /**

@@ -15,15 +15,16 @@ async function main(): Promise<void> {
   const logger = createLogger({ level: config.LOG_LEVEL, name: 'payout-api' });
   const metrics = createMetrics();
   const db = createPool(config.DATABASE_URL, config.DATABASE_POOL_SIZE);
+  // Metrics and the Web UI's payload codec on their own port, never exposed with the partner API.
+  // Started first: a codec endpoint that may not run (production without CODEC_AUTH_TOKEN) stops
+  // the process before it touches anything else.
+  const ops = await startApiOpsServer(config, { db, metrics, logger });
   await runMigrations(config.DATABASE_URL);
   const { client: temporal, connection } = await connectClient(config);
   const provider = createConfiguredProvider(config, metrics);
   const quote = createCachedQuote(provider, { ttlMs: config.QUOTE_CACHE_SECONDS * 1000 });
   const app = await buildApp({ config, db, temporal, quote, logger, metrics });
   await app.listen({ host: config.HOST, port: config.PORT });
-
-  // Metrics and the Web UI's payload codec on their own port, never exposed with the partner API.
-  const ops = await startApiOpsServer(config, { db, metrics, logger });
 
   onShutdown(logger, async () => {
     // close() stops accepting connections and waits for in-flight requests to finish.

@@ -50,18 +50,32 @@ function toUnits(d: Decimal, scale: number): bigint | undefined {
   return d.coefficient * 10n ** BigInt(shift);
 }
 
+const TOO_MANY_DECIMALS = 'amount_brl must have at most 2 decimal places';
+
 /**
  * Centavos of an `amount_brl` JSON number. The decision about decimals is taken on the shortest
  * round-trip decimal form of the double (what JSON.stringify would print), so 100.1 is 10010n while
- * 0.1 + 0.2 (0.30000000000000004) is refused instead of being silently rounded.
+ * 0.1 + 0.2 (0.30000000000000004) is refused instead of being silently rounded. A double cannot
+ * show digits it lost in parsing (10.0000000000000001 is 10): the api checks the source text of the
+ * number with centavosFromJsonNumberText before this runs.
  */
 export function centavosFromJsonNumber(value: number): bigint {
   if (!Number.isFinite(value)) throw new MoneyFormatError('amount_brl must be a finite number');
-  const decimal = parseExact(String(value));
-  // String() of a finite number always matches the pattern; the guard keeps the types honest.
-  if (!decimal) throw new MoneyFormatError('amount_brl must be a number');
+  return centavosFromJsonNumberText(String(value));
+}
+
+/**
+ * Centavos of an `amount_brl` JSON number as the client wrote it ("10.50", "1.05e1"): exact, so a
+ * significant digit past the second decimal is refused whatever a double would round it to.
+ * Trailing zeros carry no precision ("10.500" is 1050n).
+ */
+export function centavosFromJsonNumberText(text: string): bigint {
+  const decimal = parseExact(text);
+  // An exponent beyond MAX_EXPONENT is refused by parseExact; a positive one that large is far
+  // beyond any maximum amount, and a negative one cannot be whole centavos.
+  if (!decimal) throw new MoneyFormatError(TOO_MANY_DECIMALS);
   const centavos = toUnits(decimal, BRL_DECIMALS);
-  if (centavos === undefined) throw new MoneyFormatError('amount_brl must have at most 2 decimal places');
+  if (centavos === undefined) throw new MoneyFormatError(TOO_MANY_DECIMALS);
   return centavos;
 }
 

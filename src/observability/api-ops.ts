@@ -29,13 +29,11 @@ export function startApiOpsServer(
   const { logger } = deps;
   registerOpenPayoutGauges(deps.metrics.registry, deps.db, logger);
   const codec = createPayloadCodec(config);
-  if (codec && !config.CODEC_AUTH_TOKEN && config.NODE_ENV === 'production') {
-    logger.warn('codec endpoint without CODEC_AUTH_TOKEN: keep the ops port reachable by operators only');
-  }
   const codecEndpoint = codec
     ? createCodecEndpoint({
         codec,
         authToken: config.CODEC_AUTH_TOKEN,
+        requireAuthToken: config.NODE_ENV === 'production',
         corsOrigins: config.CODEC_CORS_ORIGINS.split(',').map((origin) => origin.trim()),
         logger,
       })

@@ -26,7 +26,7 @@ export function createMetrics() {
     }),
     webhooks: new Counter({
       name: 'webhook_deliveries_total',
-      help: 'Provider webhook deliveries by outcome (received, duplicate, rejected, failed)',
+      help: 'Provider webhook deliveries by outcome (received, duplicate, rejected, throttled, failed)',
       labelNames: ['provider', 'outcome'],
       registers: [registry],
     }),

@@ -21,6 +21,8 @@ export interface CodecEndpointOptions {
   codec: PayloadCodec;
   /** When set, every encode/decode request must carry it as a bearer token. */
   authToken?: string;
+  /** Production: refuse to exist without authToken (whoever reaches the endpoint could decrypt). */
+  requireAuthToken: boolean;
   /** Browser origins allowed to call it: the Temporal Web UI's. */
   corsOrigins: readonly string[];
   logger: Logger;
@@ -31,7 +33,17 @@ interface JsonPayload {
   data?: string;
 }
 
+export class CodecEndpointConfigError extends Error {}
+
 export function createCodecEndpoint(opts: CodecEndpointOptions): OpsHandler {
+  if (opts.requireAuthToken && !opts.authToken) {
+    // A network rule alone is one misconfigured firewall away from handing out every PIX key and
+    // wallet in the workflow histories; production wants the bearer token as well.
+    throw new CodecEndpointConfigError(
+      'CODEC_AUTH_TOKEN is required when NODE_ENV=production: the codec endpoint decrypts payout payloads ' +
+        'for whoever calls it (set CODEC_AUTH_TOKEN to a secret of at least 16 characters)',
+    );
+  }
   const expectedAuth = opts.authToken ? digest(`Bearer ${opts.authToken}`) : undefined;
   const origins = new Set(opts.corsOrigins);
 

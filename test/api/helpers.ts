@@ -1,3 +1,4 @@
+import { request } from 'node:http';
 import net from 'node:net';
 import type { Db } from '../../src/adapters/db/pool';
 
@@ -27,6 +28,57 @@ export async function call(
     json = undefined;
   }
   return { status: res.status, headers: res.headers, text, json };
+}
+
+/**
+ * A request sent from a chosen client address. Loopback is a whole /8 on Linux, so 127.x.y.z are as
+ * many distinct clients on this machine; per-address buckets live in the test run's one PostgreSQL,
+ * so a test takes a fresh address (freshClientAddress) to start with full buckets.
+ */
+export function callFrom(
+  localAddress: string,
+  baseUrl: string,
+  path: string,
+  init: { method?: string; headers?: Record<string, string>; body?: string } = {},
+): Promise<ApiResponse> {
+  const url = new URL(`${baseUrl}${path}`);
+  const body = init.body ?? '';
+  return new Promise((resolve, reject) => {
+    const req = request(
+      {
+        host: url.hostname,
+        port: url.port,
+        path: url.pathname + url.search,
+        method: init.method ?? 'GET',
+        localAddress,
+        headers: { ...init.headers, ...(body ? { 'content-length': String(Buffer.byteLength(body)) } : {}) },
+      },
+      (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (chunk: string) => (text += chunk));
+        res.on('end', () => {
+          let json: unknown;
+          try {
+            json = JSON.parse(text);
+          } catch {
+            json = undefined;
+          }
+          const headers = new Headers();
+          for (const [name, value] of Object.entries(res.headers)) {
+            if (typeof value === 'string') headers.set(name, value);
+          }
+          resolve({ status: res.statusCode!, headers, text, json });
+        });
+      },
+    );
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+export function freshClientAddress(): string {
+  return `127.${[0, 0, 0].map(() => 1 + Math.floor(Math.random() * 250)).join('.')}`;
 }
 
 /** POST /v1/payouts with a JSON body (a string is sent as is). */

@@ -1,4 +1,8 @@
 import { randomUUID } from 'node:crypto';
+import type { FastifyInstance } from 'fastify';
+import { buildApp } from '../../src/api/app';
+import { createLogger } from '../../src/observability/logger';
+import { createMetrics } from '../../src/observability/metrics';
 import { startStack, VALID_PAYOUT, type TestStack } from '../support/stack';
 import {
   countPayouts,
@@ -194,6 +198,114 @@ describe('Idempotency-Key', () => {
     expectError(await withKey(apiKey, 'busy'), 409, 'idempotency conflict');
     expect(await countPayouts(stack.db, partnerId)).toBe(0);
   });
+
+  async function claimInFlight(partnerId: string, key: string): Promise<void> {
+    await stack.db.query(
+      `INSERT INTO idempotency_keys (partner_id, key, payout_id, workflow_id, state, claimed_at, expires_at)
+       VALUES ($1, $2, $3, 'payout-in-flight', 'claimed', now(), now() + interval '24 hours')`,
+      [partnerId, key, randomUUID()],
+    );
+  }
+
+  it('a key in flight answers 409 before the minimum check: a duplicate never gets a different answer', async () => {
+    const { partnerId, apiKey } = await stack.createPartner();
+    await claimInFlight(partnerId, 'busy');
+    expectError(
+      await withKey(apiKey, 'busy', { ...VALID_PAYOUT, amount_brl: 0.01 }),
+      409,
+      'idempotency conflict',
+    );
+  });
+
+  it('a request refused by the minimum check frees its key: the corrected retry creates the payout', async () => {
+    const { partnerId, apiKey } = await stack.createPartner();
+    expectError(
+      await withKey(apiKey, 'too-small', { ...VALID_PAYOUT, amount_brl: 0.01 }),
+      400,
+      'amount_brl is too small: min_amount_usdt must be at least 0.01',
+    );
+    expect(await keyRow(partnerId, 'too-small')).toBeUndefined();
+    const retried = await withKey(apiKey, 'too-small');
+    expect(retried.status).toBe(201);
+    expect(retried.headers.get('idempotent-replayed')).toBeNull();
+  });
+
+  describe('when no quote is available', () => {
+    let app: FastifyInstance;
+    let url: string;
+
+    beforeAll(async () => {
+      app = await buildApp({
+        config: stack.config,
+        db: stack.db,
+        temporal: stack.temporal,
+        quote: () => Promise.reject(new Error('provider down')),
+        logger: createLogger({ level: 'silent', name: 'test' }),
+        metrics: createMetrics(),
+      });
+      url = await app.listen({ host: '127.0.0.1', port: 0 });
+    });
+    afterAll(() => app?.close());
+
+    it('a key in flight still answers 409', async () => {
+      const { partnerId, apiKey } = await stack.createPartner();
+      await claimInFlight(partnerId, 'busy');
+      expectError(
+        await post(url, apiKey, VALID_PAYOUT, { 'idempotency-key': 'busy' }),
+        409,
+        'idempotency conflict',
+      );
+    });
+
+    it('a fresh key answers 503 and is freed for the retry', async () => {
+      const { partnerId, apiKey } = await stack.createPartner();
+      const res = await post(url, apiKey, VALID_PAYOUT, { 'idempotency-key': 'no-quote' });
+      expectError(res, 503, 'quote unavailable, retry later');
+      expect(await keyRow(partnerId, 'no-quote')).toBeUndefined();
+      expect((await withKey(apiKey, 'no-quote')).status).toBe(201);
+    });
+  });
+
+  it('a claim released between the conflict and the re-read is claimed again (never a 500)', async () => {
+    const { partnerId, apiKey } = await stack.createPartner();
+    await claimInFlight(partnerId, 'released');
+    // Hold the row as a request about to release it would; the POST's insert conflicts with it and
+    // its re-read (SELECT ... FOR UPDATE) then waits on this lock.
+    const holder = await stack.db.connect();
+    try {
+      await holder.query('BEGIN');
+      await holder.query('SELECT 1 FROM idempotency_keys WHERE partner_id = $1 AND key = $2 FOR UPDATE', [
+        partnerId,
+        'released',
+      ]);
+      const pending = withKey(apiKey, 'released');
+      await waitForLockWaiter(holder);
+      await holder.query('DELETE FROM idempotency_keys WHERE partner_id = $1 AND key = $2', [
+        partnerId,
+        'released',
+      ]);
+      await holder.query('COMMIT');
+      const res = await pending;
+      expect(res.status).toBe(201);
+      expect(await keyRow(partnerId, 'released')).toEqual({ payout_id: idOf(res), state: 'recorded' });
+    } finally {
+      holder.release();
+    }
+  });
+
+  /** Resolves once another backend waits on a lock held by `holder`'s backend (an observable event). */
+  async function waitForLockWaiter(holder: { query: typeof stack.db.query }): Promise<void> {
+    const { rows } = await holder.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
+    const pid = rows[0]!.pid;
+    for (;;) {
+      const waiting = await stack.db.query(
+        'SELECT 1 FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))',
+        [pid],
+      );
+      if (waiting.rowCount) return;
+      await new Promise((r) => setTimeout(r, 10));
+    }
+  }
 
   it('a stale claim (its request died) is taken over and completes the claimed payout', async () => {
     const { partnerId, apiKey } = await stack.createPartner();

@@ -84,6 +84,22 @@ describe('POST /v1/payouts validation', () => {
       expectError(await send(body), 400, message);
     });
 
+    // JSON.parse reads 10.0000000000000001 as 10: the decimals are judged on the digits sent.
+    it.each([
+      ['10.001', '10.001'],
+      ['10.0000000000000001', '10.0000000000000001'],
+      ['1e-7', '1e-7'],
+      ['100.0000000000000000001', '100.0000000000000000001'],
+      ['a later duplicate member wins, as in JSON.parse', '10, "amount_brl": 10.0000000000000001'],
+      ['an escaped member name', '10, "amount\\u005fbrl": 10.0000000000000001'],
+    ])('%s as written in the body -> 400, never a rounded amount', async (_what, literal) => {
+      const { partnerId, apiKey: key } = await stack.createPartner('exact amounts');
+      const body = JSON.stringify(VALID_PAYOUT).replace('"amount_brl":100', `"amount_brl":${literal}`);
+      expectError(await post(stack.apiUrl, key, body), 400, 'amount_brl must have at most 2 decimal places');
+      const { rows } = await stack.db.query('SELECT 1 FROM payouts WHERE partner_id = $1', [partnerId]);
+      expect(rows).toHaveLength(0);
+    });
+
     // 0.05 / (5.50 x 1.06) = 0.008576 USDT < 0.01; 0.06 gives 0.010291 (rounded down).
     it('below the minimum quote of 0.01 USDT -> 400 naming amount_brl', async () => {
       expectError(
@@ -117,6 +133,7 @@ describe('POST /v1/payouts validation', () => {
       ['cpf', '12345678901', 'CPF'],
       ['Cpf', '12345678901', 'CPF'],
       ['cnpj', '12345678000195', 'CNPJ'],
+      ['CNPJ', '12ABC34501DE35', 'CNPJ'],
       ['eMaIl', 'payer@example.com', 'EMAIL'],
       ['phone', '+5511987654321', 'PHONE'],
       ['random', '123e4567-e89b-12d3-a456-426614174000', 'RANDOM'],
@@ -124,6 +141,20 @@ describe('POST /v1/payouts validation', () => {
       const res = await send({ ...VALID_PAYOUT, pix_key_type: type, pix_key: key });
       expect(res.status).toBe(201);
       expect(res.json).toMatchObject({ pix_key_type: expected, pix_key: key });
+    });
+
+    it('an alphanumeric CNPJ in lower case is accepted and returned upper-case', async () => {
+      const res = await send({ ...VALID_PAYOUT, pix_key_type: 'cnpj', pix_key: '12abc34501de35' });
+      expect(res.status).toBe(201);
+      expect(res.json).toMatchObject({ pix_key_type: 'CNPJ', pix_key: '12ABC34501DE35' });
+    });
+
+    it('an alphanumeric CNPJ with a wrong check digit -> 400', async () => {
+      expectError(
+        await send({ ...VALID_PAYOUT, pix_key_type: 'CNPJ', pix_key: '12ABC34501DE36' }),
+        400,
+        'pix_key is not a valid CNPJ key',
+      );
     });
 
     it.each(['', 'FOO', 'C PF', ' CPF', 'CPF ', 'emaıl', 'BOLETO'])('%p -> 400', async (type) => {
@@ -348,15 +379,26 @@ describe('POST /v1/payouts validation', () => {
       ['GET', '/v2/payouts'],
       ['GET', '/v1/payouts/123e4567-e89b-42d3-a456-426614174000/qr.gif'],
       ['POST', '/v1/payout'],
-      ['PUT', '/v1/payouts'],
-      ['DELETE', '/v1/payouts/123e4567-e89b-42d3-a456-426614174000'],
-      ['PATCH', '/v1/payouts/123e4567-e89b-42d3-a456-426614174000'],
+      ['POST', '/v1/payouts/123e4567-e89b-42d3-a456-426614174000/extra'],
     ])('unknown route %s %s -> 404 "not found"', async (method, path) => {
       expectError(
         await call(stack.apiUrl, path, { method, headers: { 'x-api-key': apiKey } }),
         404,
         'not found',
       );
+    });
+
+    it.each([
+      ['GET', '/v1/payouts', 'POST'],
+      ['PUT', '/v1/payouts', 'POST'],
+      ['DELETE', '/v1/payouts/123e4567-e89b-42d3-a456-426614174000', 'GET, HEAD'],
+      ['PATCH', '/v1/payouts/123e4567-e89b-42d3-a456-426614174000', 'GET, HEAD'],
+      ['QUERY', '/v1/payouts/123e4567-e89b-42d3-a456-426614174000', 'GET, HEAD'],
+      ['GET', '/webhooks/sandbox', 'POST'],
+    ])('undeclared method %s %s -> 405 with Allow: %s', async (method, path, allow) => {
+      const res = await call(stack.apiUrl, path, { method, headers: { 'x-api-key': apiKey } });
+      expectError(res, 405, 'method not allowed');
+      expect(res.headers.get('allow')).toBe(allow);
     });
 
     it('an undecodable percent-escape in the path -> 400 with the error shape', async () => {

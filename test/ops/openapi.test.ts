@@ -26,7 +26,7 @@ interface Operation {
 
 const ERROR_SHAPE = {
   type: 'object',
-  properties: { error: { type: 'string' } },
+  properties: { error: expect.objectContaining({ type: 'string', description: expect.any(String) }) },
   required: ['error'],
   additionalProperties: false,
 };

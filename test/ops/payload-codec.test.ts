@@ -113,6 +113,7 @@ describe('codec endpoint (ops port)', () => {
         createCodecEndpoint({
           codec,
           authToken: TOKEN,
+          requireAuthToken: true,
           corsOrigins: [UI],
           logger: createLogger({ level: 'silent', name: 't' }),
         }),

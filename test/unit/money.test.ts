@@ -5,6 +5,7 @@ import {
   MoneyFormatError,
   USDT_DECIMALS,
   centavosFromJsonNumber,
+  centavosFromJsonNumberText,
   centavosToNumber,
   formatCentavos,
   formatUsdtUnits,
@@ -106,6 +107,43 @@ describe('centavosFromJsonNumber', () => {
         const text = `${whole < 0 ? '-' : ''}${Math.abs(whole)}.${String(cents).padStart(2, '0')}`;
         const expected = BigInt(whole) * 100n + (whole < 0 ? -1n : 1n) * BigInt(cents);
         expect(centavosFromJsonNumber(Number(text))).toBe(expected);
+      }),
+    );
+  });
+});
+
+describe('centavosFromJsonNumberText (the digits as the client wrote them)', () => {
+  it.each([
+    ['10', 1_000n],
+    ['10.5', 1_050n],
+    ['10.50', 1_050n],
+    ['10.500000000000000000', 1_050n],
+    ['1.05e1', 1_050n],
+    ['1050E-2', 1_050n],
+    ['0.01', 1n],
+  ])('%s is %p centavos', (text, centavos) => {
+    expect(centavosFromJsonNumberText(text)).toBe(centavos);
+  });
+
+  it.each(['10.001', '10.0000000000000001', '1e-7', '100.0000000000000000001', '1e-1001', '1.5e-2'])(
+    '%s is refused, never rounded',
+    (text) => {
+      expect(() => centavosFromJsonNumberText(text)).toThrow(new MoneyFormatError(TWO_DECIMALS));
+    },
+  );
+
+  it('agrees with centavosFromJsonNumber on every number a double holds exactly as printed', () => {
+    fc.assert(
+      fc.property(fc.double({ noNaN: true, noDefaultInfinity: true }), (value) => {
+        const fromText = () => centavosFromJsonNumberText(JSON.stringify(value));
+        let expected: bigint | undefined;
+        try {
+          expected = centavosFromJsonNumber(value);
+        } catch {
+          expect(fromText).toThrow(MoneyFormatError);
+          return;
+        }
+        expect(fromText()).toBe(expected);
       }),
     );
   });

@@ -1,6 +1,12 @@
 import fc from 'fast-check';
 
-import { PIX_KEY_TYPES, normalizePixKeyType, pixKeyError, type PixKeyType } from '../../src/domain/pix-key';
+import {
+  PIX_KEY_TYPES,
+  normalizePixKey,
+  normalizePixKeyType,
+  pixKeyError,
+  type PixKeyType,
+} from '../../src/domain/pix-key';
 
 const message = (type: PixKeyType) => `pix_key is not a valid ${type} key`;
 
@@ -60,6 +66,12 @@ describe('pixKeyError', () => {
     ['CPF', '00000000000'],
     ['CNPJ', '11222333000181'],
     ['CNPJ', '00000000000000'],
+    // Alphanumeric CNPJ: the Receita Federal's published example, then letters in either case.
+    ['CNPJ', '12ABC34501DE35'],
+    ['CNPJ', '12abc34501de35'],
+    ['CNPJ', '12AbC34501dE35'],
+    ['CNPJ', 'ZZZZZZZZZZZZ62'],
+    ['CNPJ', 'A0000000000032'],
     ['EMAIL', 'fulano@example.com'],
     ['EMAIL', 'Fulano.De.Tal@Example.COM.br'],
     ['EMAIL', 'first.last+tag@sub.domain.example.org'],
@@ -96,7 +108,15 @@ describe('pixKeyError', () => {
     ['CNPJ', '112223330001810'],
     ['CNPJ', '11.222.333/0001-81'],
     ['CNPJ', '12345678909'],
-    ['CNPJ', 'AB222333000181'],
+    ['CNPJ', 'AB222333000181'], // numeric check digits of another CNPJ
+    ['CNPJ', '12ABC34501DE36'], // wrong second check digit
+    ['CNPJ', '12ABC34501DE45'], // wrong first check digit
+    ['CNPJ', '12ABC34501DE3A'], // a letter among the check digits
+    ['CNPJ', '12ABC34501D\u00c935'], // É is not an ASCII letter
+    ['CNPJ', '12.ABC.345/01DE-35'], // formatted
+    ['CNPJ', '12ABC34501DE3'],
+    ['CNPJ', '12ABC34501DE355'],
+    ['CNPJ', ' 12ABC34501DE35'],
     ['EMAIL', ''],
     ['EMAIL', 'plainaddress'],
     ['EMAIL', '@example.com'],
@@ -237,6 +257,17 @@ describe('pixKeyError', () => {
       fc.property(fc.constantFrom(...PIX_KEY_TYPES), fc.string({ unit: 'binary' }), (type, key) => {
         expect([undefined, message(type)]).toContain(pixKeyError(type, key));
       }),
+    );
+  });
+});
+
+describe('normalizePixKey', () => {
+  it('upper-cases the letters of a CNPJ and leaves every other key as sent', () => {
+    expect(normalizePixKey('CNPJ', '12abc34501De35')).toBe('12ABC34501DE35');
+    expect(normalizePixKey('CNPJ', '11222333000181')).toBe('11222333000181');
+    expect(normalizePixKey('EMAIL', 'Fulano@Example.com')).toBe('Fulano@Example.com');
+    expect(normalizePixKey('RANDOM', 'bee05743-4291-4f3c-9259-595df1307ba1')).toBe(
+      'bee05743-4291-4f3c-9259-595df1307ba1',
     );
   });
 });

@@ -26,7 +26,21 @@ interface KeyRow {
   stale: boolean;
 }
 
+// A key released (or expired and removed) between our failed insert and our re-read leaves nothing
+// to re-read: the claim is simply tried again. Each round means another request finished with the
+// key in between, so a few rounds only ever run out under a pathological storm, answered as a conflict.
+const MAX_CLAIM_ROUNDS = 5;
+
 export async function claimIdempotencyKey(db: Db, req: ClaimRequest): Promise<IdempotencyClaim> {
+  for (let round = 0; round < MAX_CLAIM_ROUNDS; round += 1) {
+    const outcome = await tryClaim(db, req);
+    if (outcome) return outcome;
+  }
+  return { kind: 'in_flight' };
+}
+
+/** One claim attempt; undefined when the key vanished between the conflict and the re-read. */
+async function tryClaim(db: Db, req: ClaimRequest): Promise<IdempotencyClaim | undefined> {
   const client = await db.connect();
   try {
     await client.query('BEGIN');
@@ -41,13 +55,19 @@ export async function claimIdempotencyKey(db: Db, req: ClaimRequest): Promise<Id
       await client.query('COMMIT');
       return { kind: 'claimed', payoutId: req.newPayoutId, workflowId: req.newWorkflowId };
     }
+    // FOR UPDATE waits for a transaction holding the row; if that one deletes it (a released
+    // claim), the row is gone by the time this read returns.
     const { rows } = await client.query<KeyRow>(
       `SELECT payout_id, workflow_id, state, expires_at <= now() AS expired,
               claimed_at <= now() - make_interval(secs => $3) AS stale
          FROM idempotency_keys WHERE partner_id = $1 AND key = $2 FOR UPDATE`,
       [req.partnerId, req.key, req.staleClaimSeconds],
     );
-    const row = rows[0]!;
+    const row = rows[0];
+    if (!row) {
+      await client.query('ROLLBACK');
+      return undefined;
+    }
     let outcome: IdempotencyClaim;
     if (row.expired) {
       // Past 24 h the key starts a new payout (docs/decisions.md D10).

@@ -12,11 +12,14 @@ export interface ApiDocsOptions {
   publicBaseUrl?: string;
 }
 
-// The shared shapes become named components (#/components/schemas/Payout, .../Error) that every
-// operation references, instead of a copy per status code.
-const schemaRegistry = z.registry<{ id?: string }>();
-schemaRegistry.add(payoutResponseSchema, { id: 'Payout' });
-schemaRegistry.add(errorBodySchema, { id: 'Error' });
+// zod's global registry holds the `.meta()` of every schema (descriptions, formats, bounds,
+// examples), so the document says what the route schemas say. The shared shapes become named
+// components (#/components/schemas/Payout, .../Error) that every operation references.
+const schemaRegistry = z.globalRegistry;
+if (!schemaRegistry.has(payoutResponseSchema)) {
+  schemaRegistry.add(payoutResponseSchema, { ...schemaRegistry.get(payoutResponseSchema), id: 'Payout' });
+  schemaRegistry.add(errorBodySchema, { ...schemaRegistry.get(errorBodySchema), id: 'Error' });
+}
 
 // The UI's top bar would otherwise show the web framework's logo.
 const LOGO_SVG =
@@ -32,7 +35,7 @@ const DESCRIPTION = `Partners create BRL payouts collected by PIX and settled in
 2. The payment provider notifies the service; the payout moves PENDING → PROCESSING → COMPLETED (or FAILED).
 3. Poll \`GET /v1/payouts/{id}\` (every 10 seconds) until \`status\` is COMPLETED or FAILED.
 
-Every error body is exactly \`{"error": string}\`. Every response carries \`X-Request-Id\` (send your own to correlate).`;
+Every error body is exactly \`{"error": string}\`. An unknown path answers 404 \`not found\`; a method a path does not declare answers 405 \`method not allowed\` with an \`Allow\` header. Every response carries \`X-Request-Id\` (send your own to correlate).`;
 
 /**
  * The OpenAPI 3.1 document, generated from the route schemas: the zod schemas that validate

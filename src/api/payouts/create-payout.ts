@@ -14,6 +14,11 @@ import type { Db } from '../../adapters/db/pool';
 import { formatCentavos } from '../../domain/money';
 import type { PayoutRecord } from '../../domain/payout';
 import {
+  ChargeRefusedError,
+  ChargeTimeoutError,
+  IdempotencyConflictError,
+} from '../../domain/payout-request-errors';
+import {
   awaitChargeUpdate,
   getPayoutQuery,
   idempotentPayoutWorkflowId,
@@ -22,7 +27,6 @@ import {
   type PayoutWorkflowInput,
 } from '../../workflows/definitions';
 import { payoutSearchAttributes } from '../../workflows/search-attributes';
-import { HttpError } from '../errors';
 import { quoteMinAmount, type MinAmountDeps } from '../quotes/min-amount';
 import type { CreatePayoutBody } from './schemas';
 
@@ -43,7 +47,7 @@ export type CreatePayoutResult =
   { kind: 'created'; payout: PayoutRecord } | { kind: 'replay'; payoutId: string };
 
 /**
- * POST /v1/payouts after validation: quote, claim the Idempotency-Key, start the payout workflow
+ * A new payout from a validated request: claim the Idempotency-Key, quote, start the payout workflow
  * and wait (update-with-start) until its PIX charge exists.
  */
 export async function createPayout(
@@ -52,8 +56,8 @@ export async function createPayout(
   body: CreatePayoutBody,
   idempotencyKey: string | undefined,
 ): Promise<CreatePayoutResult> {
-  const { minAmountUsdtUnits: minUnits } = await quoteMinAmount(deps, body.amount_brl);
-
+  // The key is claimed first, so a duplicate of a request still in flight is always a conflict,
+  // whatever the quote or the minimum check would say about it.
   let payoutId: string = randomUUID();
   let workflowId = payoutWorkflowId(payoutId);
   if (idempotencyKey !== undefined) {
@@ -68,10 +72,24 @@ export async function createPayout(
       ttlSeconds: IDEMPOTENCY_TTL_SECONDS,
       staleClaimSeconds: STALE_CLAIM_SECONDS,
     });
-    if (claim.kind === 'in_flight') throw new HttpError(409, 'idempotency conflict');
+    if (claim.kind === 'in_flight')
+      throw new IdempotencyConflictError('the key is held by a request in flight');
     if (claim.kind === 'recorded') return { kind: 'replay', payoutId: claim.payoutId };
     payoutId = claim.payoutId;
     workflowId = claim.workflowId;
+  }
+  // Nothing was started for a refused request: free the key so the partner's corrected retry works.
+  const releaseClaim = async () => {
+    if (idempotencyKey !== undefined)
+      await releaseIdempotencyKey(deps.db, partnerId, idempotencyKey, payoutId);
+  };
+
+  let minUnits: bigint;
+  try {
+    ({ minAmountUsdtUnits: minUnits } = await quoteMinAmount(deps, body.amount_brl));
+  } catch (err) {
+    await releaseClaim();
+    throw err;
   }
 
   const input: PayoutWorkflowInput = {
@@ -89,9 +107,8 @@ export async function createPayout(
   if (payout.status === 'FAILED') {
     // The partner never saw this payout: free the key so that retrying it makes a new attempt
     // instead of replaying a failure for 24 h.
-    if (idempotencyKey !== undefined)
-      await releaseIdempotencyKey(deps.db, partnerId, idempotencyKey, payout.id);
-    throw new HttpError(502, 'payment provider could not create the PIX charge, retry later');
+    await releaseClaim();
+    throw new ChargeRefusedError(`payout ${payout.id}: the provider refused its PIX charge`);
   }
   await catchUpReadModel(deps.db, payout);
   if (idempotencyKey !== undefined)
@@ -121,7 +138,10 @@ async function startAndAwaitCharge(
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
     timer = setTimeout(
-      () => reject(new HttpError(503, 'payment provider unavailable, retry later')),
+      () =>
+        reject(
+          new ChargeTimeoutError(`payout ${input.payoutId}: no PIX charge after ${deps.chargeWaitMs} ms`),
+        ),
       deps.chargeWaitMs,
     );
   });

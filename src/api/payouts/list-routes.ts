@@ -16,6 +16,7 @@ import { errorBodySchema } from './schemas';
 export interface PayoutListRoutesOptions {
   db: Db;
   readRateLimitPerMinute: number;
+  authFailuresPerMinute: number;
 }
 
 /**
@@ -27,7 +28,10 @@ export const payoutListRoutes: FastifyPluginAsyncZod<PayoutListRoutesOptions> = 
   app.get(
     '/v1/payouts',
     {
-      onRequest: [authenticatePartner(opts.db), rateLimit(opts.db, READ_BUCKET, opts.readRateLimitPerMinute)],
+      onRequest: [
+        authenticatePartner(opts.db, { failuresPerMinute: opts.authFailuresPerMinute }),
+        rateLimit(opts.db, READ_BUCKET, opts.readRateLimitPerMinute),
+      ],
       schema: {
         summary: 'List payouts',
         querystring: listPayoutsQuerySchema,

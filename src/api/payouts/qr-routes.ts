@@ -13,6 +13,7 @@ export interface PayoutQrRoutesOptions {
   db: Db;
   temporal: Client;
   readRateLimitPerMinute: number;
+  authFailuresPerMinute: number;
 }
 
 /**
@@ -38,7 +39,7 @@ function ifNoneMatch(request: FastifyRequest, etag: string): boolean {
  * a refund case).
  */
 export const payoutQrRoutes: FastifyPluginAsyncZod<PayoutQrRoutesOptions> = async (app, opts) => {
-  const authenticate = authenticatePartner(opts.db);
+  const authenticate = authenticatePartner(opts.db, { failuresPerMinute: opts.authFailuresPerMinute });
   const limit = rateLimit(opts.db, READ_BUCKET, opts.readRateLimitPerMinute);
   const render = cachedQrRenderer();
 

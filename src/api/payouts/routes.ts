@@ -7,6 +7,7 @@ import { authenticatePartner, partnerOf } from '../auth';
 import { HttpError } from '../errors';
 import { CREATE_BUCKET, rateLimit, READ_BUCKET } from '../rate-limit';
 import { createPayout, type CreatePayoutDeps } from './create-payout';
+import { parseJsonWithExactAmount } from './exact-json-body';
 import { loadPartnerPayout } from './load-payout';
 import {
   createPayoutBodySchema,
@@ -21,6 +22,7 @@ export interface PayoutRoutesOptions extends CreatePayoutDeps {
   maxAmountCentavos: bigint;
   postRateLimitPerMinute: number;
   readRateLimitPerMinute: number;
+  authFailuresPerMinute: number;
 }
 
 const errorResponses = {
@@ -43,8 +45,9 @@ function idempotencyKeyOf(request: FastifyRequest): string | undefined {
 
 /** POST /v1/payouts and GET /v1/payouts/{id} (docs/api.md). */
 export const payoutRoutes: FastifyPluginAsyncZod<PayoutRoutesOptions> = async (app, opts) => {
-  const authenticate = authenticatePartner(opts.db);
+  const authenticate = authenticatePartner(opts.db, { failuresPerMinute: opts.authFailuresPerMinute });
   const loadDeps = { db: opts.db, temporal: opts.temporal };
+  parseJsonWithExactAmount(app);
 
   const replay = async (partnerId: string, payoutId: string) => {
     const payout = await loadPartnerPayout(loadDeps, partnerId, payoutId);

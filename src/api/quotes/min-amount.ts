@@ -1,5 +1,5 @@
 import { MIN_QUOTE_USDT_UNITS, minAmountUsdtUnits } from '../../domain/money';
-import { HttpError } from '../errors';
+import { AmountTooSmallError, QuoteUnavailableError } from '../../domain/payout-request-errors';
 
 /** The provider's spot rate (BRL per 1 USDT) as the api holds it, and until when it is reused. */
 export interface RateQuote {
@@ -15,18 +15,18 @@ export interface MinAmountDeps {
 
 /**
  * The one computation of `min_amount_usdt` for an amount: the binding one of POST /v1/payouts and
- * the preview of GET /v1/quotes, with the same errors (no rate: 503; under 0.01 USDT: 400).
+ * the preview of GET /v1/quotes, with the same errors (no rate, or under 0.01 USDT: domain errors the error handler maps).
  */
 export async function quoteMinAmount(
   deps: MinAmountDeps,
   amountCentavos: bigint,
 ): Promise<{ minAmountUsdtUnits: bigint; expiresAt: string }> {
-  const quote = await deps.quote().catch(() => {
-    throw new HttpError(503, 'quote unavailable, retry later');
+  const quote = await deps.quote().catch((cause: unknown) => {
+    throw new QuoteUnavailableError('the provider quote failed', { cause });
   });
   const minUnits = minAmountUsdtUnits(amountCentavos, quote.rate, deps.minAmountBuffer);
   if (minUnits < MIN_QUOTE_USDT_UNITS) {
-    throw new HttpError(400, 'amount_brl is too small: min_amount_usdt must be at least 0.01');
+    throw new AmountTooSmallError(`min_amount_usdt would be ${minUnits} base units, below the minimum quote`);
   }
   return { minAmountUsdtUnits: minUnits, expiresAt: quote.expiresAt };
 }

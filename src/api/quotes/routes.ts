@@ -11,6 +11,7 @@ export interface QuoteRoutesOptions extends MinAmountDeps {
   db: Db;
   maxAmountCentavos: bigint;
   readRateLimitPerMinute: number;
+  authFailuresPerMinute: number;
 }
 
 /**
@@ -22,7 +23,10 @@ export const quoteRoutes: FastifyPluginAsyncZod<QuoteRoutesOptions> = async (app
   app.get(
     '/v1/quotes',
     {
-      onRequest: [authenticatePartner(opts.db), rateLimit(opts.db, READ_BUCKET, opts.readRateLimitPerMinute)],
+      onRequest: [
+        authenticatePartner(opts.db, { failuresPerMinute: opts.authFailuresPerMinute }),
+        rateLimit(opts.db, READ_BUCKET, opts.readRateLimitPerMinute),
+      ],
       schema: {
         summary: 'Preview a quote',
         querystring: quoteQuerySchema(opts.maxAmountCentavos),

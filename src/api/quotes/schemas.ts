@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { centavosFromJsonNumberText, MoneyFormatError } from '../../domain/money';
 import { amountBrlSchema } from '../payouts/schemas';
 
 // The grammar of a JSON number: the query value is read exactly as POST's body would read it.
@@ -22,6 +23,18 @@ export function quoteQuerySchema(maxCentavos: bigint) {
                 : 'amount_brl must be a number',
         })
         .regex(JSON_NUMBER, 'amount_brl must be a number')
+        .superRefine((text, ctx) => {
+          // As POST's body parser does: decimals are judged on the digits sent, since Number() would
+          // round 10.0000000000000001 to 10. Other refusals are worded by the amount schema.
+          const value = Number(text);
+          if (!(value > 0) || !Number.isFinite(value)) return;
+          try {
+            centavosFromJsonNumberText(text);
+          } catch (err) {
+            if (!(err instanceof MoneyFormatError)) throw err;
+            ctx.addIssue({ code: 'custom', message: err.message, abort: true });
+          }
+        })
         .transform(Number)
         .pipe(amountBrlSchema(maxCentavos)),
     },

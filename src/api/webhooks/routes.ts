@@ -8,12 +8,15 @@ import type { Metrics } from '../../observability/metrics';
 import { providerEventWorkflowId } from '../../workflows/definitions';
 import { errorBodySchema } from '../payouts/schemas';
 import { HttpError } from '../errors';
+import { spendRateLimitToken } from '../throttle';
 
 export interface WebhookRoutesOptions {
   db: Db;
   temporal: Client;
   taskQueue: string;
   providerName: string;
+  /** New tokens a client address may deliver per minute. */
+  newTokensPerMinute: number;
   metrics: Metrics;
 }
 
@@ -24,12 +27,19 @@ export const webhookBodySchema = z.object(
       .regex(
         /^[A-Za-z0-9._~-]{1,512}$/,
         'token must be 1-512 characters of A-Z, a-z, 0-9, ".", "_", "~", "-"',
-      ),
+      )
+      .meta({
+        description:
+          "The provider's opaque notification token; the event is fetched back from the provider with it",
+        examples: ['ntf_7Hq2xK9mPzR4vW1s'],
+      }),
   },
   { error: 'request body must be a JSON object' },
 );
 
-export const webhookAckSchema = z.object({ received: z.literal(true) });
+export const webhookAckSchema = z.object({
+  received: z.literal(true).meta({ description: 'Always true: the token is recorded (or was already)' }),
+});
 
 /**
  * POST /webhooks/{provider} (docs/decisions.md D20-D21). The answer is 200 once the token is durably
@@ -51,9 +61,16 @@ export const webhookRoutes: FastifyPluginAsyncZod<WebhookRoutesOptions> = async 
         summary: 'Payment provider notification',
         params: z.object({ provider: z.string() }),
         body: webhookBodySchema,
-        response: { 200: webhookAckSchema, 400: errorBodySchema, 404: errorBodySchema },
+        response: {
+          200: webhookAckSchema,
+          400: errorBodySchema,
+          404: errorBodySchema,
+          429: errorBodySchema,
+        },
       },
-      preValidation: async (request) => {
+      // Before the body is read: a wrong provider name is 404 whatever follows it (bad JSON, wrong
+      // content-type, an oversized body), and costs no parsing.
+      onRequest: async (request) => {
         const { provider } = request.params as { provider: string };
         if (provider !== opts.providerName) {
           opts.metrics.webhooks.inc({ provider: 'unknown', outcome: 'rejected' });
@@ -69,6 +86,15 @@ export const webhookRoutes: FastifyPluginAsyncZod<WebhookRoutesOptions> = async 
       if (await isWebhookTokenRecorded(opts.db, provider, tokenHash)) {
         opts.metrics.webhooks.inc({ provider, outcome: 'duplicate' });
         return { received: true as const };
+      }
+      // Only a token never seen before can start a workflow, so only those are throttled: a burst
+      // of junk tokens from one address cannot start workflows without bound, and the provider's
+      // redeliveries of a known token are always acknowledged.
+      try {
+        await spendRateLimitToken(opts.db, `webhook-new-token:${request.ip}`, opts.newTokensPerMinute);
+      } catch (err) {
+        opts.metrics.webhooks.inc({ provider, outcome: 'throttled' });
+        throw err;
       }
       let duplicate = false;
       try {

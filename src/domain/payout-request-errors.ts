@@ -1,0 +1,43 @@
+/**
+ * Why a request for a new payout was refused after its body was found valid. The service that
+ * creates payouts throws these and knows nothing of HTTP; the api's error handler is the one place
+ * that turns each into a status code and the partner-facing message. Their own messages are for
+ * logs.
+ */
+
+export type PayoutRequestErrorCode =
+  'quote_unavailable' | 'idempotency_conflict' | 'amount_too_small' | 'charge_refused' | 'charge_timeout';
+
+export abstract class PayoutRequestError extends Error {
+  abstract readonly code: PayoutRequestErrorCode;
+}
+
+/** No exchange rate: without one no minimum can be guaranteed, so no payout. */
+export class QuoteUnavailableError extends PayoutRequestError {
+  readonly code = 'quote_unavailable';
+  override name = 'QuoteUnavailableError';
+}
+
+/** Another request holds the same Idempotency-Key and has not recorded its payout yet. */
+export class IdempotencyConflictError extends PayoutRequestError {
+  readonly code = 'idempotency_conflict';
+  override name = 'IdempotencyConflictError';
+}
+
+/** The amount buys less than the minimum quote (0.01 USDT) at the current rate. */
+export class AmountTooSmallError extends PayoutRequestError {
+  readonly code = 'amount_too_small';
+  override name = 'AmountTooSmallError';
+}
+
+/** The payment provider refused to create the PIX charge; the payout failed before anyone saw it. */
+export class ChargeRefusedError extends PayoutRequestError {
+  readonly code = 'charge_refused';
+  override name = 'ChargeRefusedError';
+}
+
+/** The PIX charge was not created in time; the payout's workflow keeps trying. */
+export class ChargeTimeoutError extends PayoutRequestError {
+  readonly code = 'charge_timeout';
+  override name = 'ChargeTimeoutError';
+}

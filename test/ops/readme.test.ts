@@ -33,7 +33,7 @@ describe('README', () => {
 
   it('is what CI runs: .ci/run calls the README test command verbatim', () => {
     const ci = readFileSync(path.join(__dirname, '../../.ci/run'), 'utf8');
-    expect(ci).toContain('\nnpm install && npm test\n');
+    expect(ci).toContain('\nnpm ci && npm test\n');
   });
 
   it('keeps the two Quick start commands', () => {
@@ -43,7 +43,7 @@ describe('README', () => {
     );
     expect(quickStart.match(/```sh\n(.*)\n```/g)).toEqual([
       '```sh\nnpm install && npm start\n```',
-      '```sh\nnpm install && npm test\n```',
+      '```sh\nnpm ci && npm test\n```',
     ]);
   });
 

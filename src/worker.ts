@@ -8,7 +8,7 @@ import {
   type CallbackSenderOptions,
 } from './adapters/callbacks/http-sender';
 import { createUsdtLedger } from './adapters/chain/usdt-ledger';
-import { runMigrations } from './adapters/db/migrate';
+import { assertSchemaCurrent } from './adapters/db/migrate';
 import { createPool } from './adapters/db/pool';
 import { createConfiguredProvider } from './adapters/provider/from-config';
 import { loadConfig } from './config';
@@ -20,6 +20,7 @@ import { createDataConverter } from './temporal/data-converter';
 import { requireSearchAttributes } from './temporal/search-attribute-registry';
 import { installWorkerRuntime } from './temporal/worker-runtime';
 import { onShutdown } from './shutdown';
+import { workflowSource } from './workflow-bundle';
 
 export interface PayoutWorkerOptions {
   connection: NativeConnection;
@@ -28,7 +29,7 @@ export interface PayoutWorkerOptions {
   deps: ActivityDeps;
   /** Partner callback sending (URL policy, timeout); https-only, public hosts only when omitted. */
   callbacks?: CallbackSenderOptions;
-  /** A prebuilt bundle (tests build one per run); otherwise the workflows are bundled at start. */
+  /** A bundle built in-process (tests); otherwise dist/'s prebuilt one, or the sources bundled at start. */
   workflowBundle?: WorkerOptions['workflowBundle'];
   /** Must match the clients' (payload encryption, see src/temporal/data-converter.ts). */
   dataConverter?: DataConverter;
@@ -41,9 +42,7 @@ export function createPayoutWorker(opts: PayoutWorkerOptions): Promise<Worker> {
     namespace: opts.namespace,
     taskQueue: opts.taskQueue,
     dataConverter: opts.dataConverter,
-    ...(opts.workflowBundle
-      ? { workflowBundle: opts.workflowBundle }
-      : { workflowsPath: require.resolve('./workflows') }),
+    ...(opts.workflowBundle ? { workflowBundle: opts.workflowBundle } : workflowSource()),
     activities: {
       ...createActivities(opts.deps),
       ...createCallbackActivities({
@@ -60,7 +59,8 @@ async function main(): Promise<void> {
   const logger = createLogger({ level: config.LOG_LEVEL, name: 'payout-worker' });
   const metrics = createMetrics();
   const db = createPool(config.DATABASE_URL, config.DATABASE_POOL_SIZE);
-  await runMigrations(config.DATABASE_URL);
+  // Migrations are a separate one-shot job (src/cli/migrate.ts); replicas only check for it.
+  await assertSchemaCurrent(db);
   const provider = createConfiguredProvider(config, metrics);
   const ledger = createUsdtLedger({
     rpcUrl: config.EVM_RPC_URL,

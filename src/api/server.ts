@@ -1,4 +1,4 @@
-import { runMigrations } from '../adapters/db/migrate';
+import { assertSchemaCurrent } from '../adapters/db/migrate';
 import { createPool } from '../adapters/db/pool';
 import { createConfiguredProvider } from '../adapters/provider/from-config';
 import { createCachedQuote } from '../adapters/provider/quote-cache';
@@ -15,7 +15,8 @@ async function main(): Promise<void> {
   const logger = createLogger({ level: config.LOG_LEVEL, name: 'payout-api' });
   const metrics = createMetrics();
   const db = createPool(config.DATABASE_URL, config.DATABASE_POOL_SIZE);
-  await runMigrations(config.DATABASE_URL);
+  // Migrations are a separate one-shot job (src/cli/migrate.ts); replicas only check for it.
+  await assertSchemaCurrent(db);
   const { client: temporal, connection } = await connectClient(config);
   const provider = createConfiguredProvider(config, metrics);
   const quote = createCachedQuote(provider, { ttlMs: config.QUOTE_CACHE_SECONDS * 1000 });

@@ -10,6 +10,7 @@ import {
 import { createUsdtLedger } from './adapters/chain/usdt-ledger';
 import { assertSchemaCurrent } from './adapters/db/migrate';
 import { createPool } from './adapters/db/pool';
+import { createSecretBox, type SecretBox } from './adapters/secrets/secret-box';
 import { createConfiguredProvider } from './adapters/provider/from-config';
 import { loadConfig } from './config';
 import { createLogger } from './observability/logger';
@@ -31,6 +32,8 @@ export interface PayoutWorkerOptions {
   callbacks?: CallbackSenderOptions;
   /** A bundle built in-process (tests); otherwise dist/'s prebuilt one, or the sources bundled at start. */
   workflowBundle?: WorkerOptions['workflowBundle'];
+  /** Opens partners' callback secrets: the payload keys (src/adapters/secrets/secret-box.ts). */
+  secrets: SecretBox;
   /** Must match the clients' (payload encryption, see src/temporal/data-converter.ts). */
   dataConverter?: DataConverter;
 }
@@ -49,6 +52,7 @@ export function createPayoutWorker(opts: PayoutWorkerOptions): Promise<Worker> {
         db: opts.deps.db,
         logger: opts.deps.logger,
         sender: opts.callbacks ?? DEFAULT_CALLBACK_SENDER,
+        secrets: opts.secrets,
       }),
     },
   });
@@ -85,6 +89,7 @@ async function main(): Promise<void> {
     taskQueue: config.TEMPORAL_TASK_QUEUE,
     deps: { db, provider, ledger, logger, metrics },
     callbacks: callbackSenderOptions(config),
+    secrets: createSecretBox(config),
     dataConverter: createDataConverter(config),
   });
   onShutdown(logger, async () => {

@@ -127,7 +127,9 @@ function withTemporalProfile(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
     for (const k of ['HOME', 'XDG_CONFIG_HOME', 'APPDATA']) if (env[k]) temporalVars[k] = env[k];
     profile = loadClientConfigProfile({ overrideEnvVars: temporalVars });
   } catch (err) {
-    throw new ConfigError(`invalid configuration: TEMPORAL_PROFILE ${err instanceof Error ? err.message : String(err)}`);
+    throw new ConfigError(
+      `invalid configuration: TEMPORAL_PROFILE ${err instanceof Error ? err.message : String(err)}`,
+    );
   }
   return {
     ...env,

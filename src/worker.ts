@@ -15,6 +15,7 @@ import { createConfiguredProvider } from './adapters/provider/from-config';
 import { loadConfig } from './config';
 import { createLogger } from './observability/logger';
 import { createMetrics } from './observability/metrics';
+import { registerTreasuryGauges } from './observability/ops-gauges';
 import { scrapeLocal, startOpsServer } from './observability/ops-server';
 import { connectWorker } from './temporal/connection';
 import { createDataConverter } from './temporal/data-converter';
@@ -76,6 +77,7 @@ async function main(): Promise<void> {
   const runtime = await installWorkerRuntime(logger);
   const connection = await connectWorker(config);
   await requireSearchAttributes(connection.operatorService, config.TEMPORAL_NAMESPACE, logger);
+  registerTreasuryGauges(metrics.registry, ledger, logger);
   const ops = await startOpsServer({
     host: config.HOST,
     port: config.WORKER_METRICS_PORT,

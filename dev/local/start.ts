@@ -14,6 +14,7 @@ import { anvilAccount, startAnvil } from './infra/anvil';
 import { startEmbeddedPostgres } from './infra/postgres';
 import { describeExit, spawnManaged, type ManagedProcess } from './infra/processes';
 import { createLineFormatter } from './log-format';
+import { nextRestartDelay, restartDelay, RESTART_BACKOFF_MS } from './restart-policy';
 import { repoRoot } from './infra/temporal-binaries';
 import { startTemporalDevServer } from './infra/temporal-dev-server';
 
@@ -39,8 +40,6 @@ const format = createLineFormatter({
 });
 const say = (line: string, level: 'info' | 'warn' | 'error' = 'info') =>
   process.stdout.write(`${format.launcher(line, level)}\n`);
-/** A crashed service is restarted after this long, doubling up to the maximum; a long run resets it. */
-const RESTART_BACKOFF_MS = { first: 1_000, max: 30_000, healthyAfter: 60_000 };
 
 async function main(): Promise<void> {
   mkdirSync(DATA, { recursive: true });
@@ -109,7 +108,7 @@ async function main(): Promise<void> {
     name: string,
     entry: string,
     childEnv: NodeJS.ProcessEnv,
-    backoffMs = RESTART_BACKOFF_MS.first,
+    backoffMs: number = RESTART_BACKOFF_MS.first,
   ) => {
     const startedAt = Date.now();
     const child = spawnManaged({
@@ -127,14 +126,13 @@ async function main(): Promise<void> {
       // must not spin); the rest of the stack keeps running. A clean exit (Ctrl-C reached the
       // child first) is the start of a stop.
       if (status.code === 0) return void shutdown(0);
-      const delay =
-        Date.now() - startedAt > RESTART_BACKOFF_MS.healthyAfter ? RESTART_BACKOFF_MS.first : backoffMs;
+      const delay = restartDelay(backoffMs, Date.now() - startedAt);
       say(
         `${name} exited unexpectedly (${describeExit(status)}); restarting it in ${delay / 1000}s`,
         'error',
       );
       setTimeout(() => {
-        if (!shuttingDown) startChild(name, entry, childEnv, Math.min(delay * 2, RESTART_BACKOFF_MS.max));
+        if (!shuttingDown) startChild(name, entry, childEnv, nextRestartDelay(delay));
       }, delay).unref();
     });
     return child;

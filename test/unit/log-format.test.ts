@@ -17,7 +17,9 @@ describe('npm start log lines', () => {
     expect(f.child('api', json)).toBe(
       '12:34:56.789 WARN  [api] payout refused payoutId=p1 reason={"code":"x"}',
     );
-    expect(f.child('sandbox', 'plain text')).toMatch(/^\d\d:\d\d:\d\d\.\d{3} INFO {2}\[sandbox\] plain text$/);
+    expect(f.child('sandbox', 'plain text')).toMatch(
+      /^\d\d:\d\d:\d\d\.\d{3} INFO {2}\[sandbox\] plain text$/,
+    );
     expect(f.launcher('api exited', 'error')).toMatch(/ERROR \[local\] api exited$/);
   });
 

@@ -64,6 +64,17 @@ cli_reports_version() {
   [[ $out == *"temporal version $TEMPORAL_CLI_VERSION "* ]]
 }
 
+# A `temporal` CLI the user already has (Homebrew, a distribution package, the official install
+# script) is used when it is version 1.x, at least the pinned one: `server start-dev` and the flags
+# the launcher passes exist from there on.
+cli_version_at_least_pinned() {
+  local out version
+  out=$("$1" --version 2>/dev/null) || return 1
+  version=$(sed -n 's/^temporal version \([0-9][0-9.]*\).*/\1/p' <<<"$out" | head -n 1)
+  [[ -n $version && ${version%%.*} == "${TEMPORAL_CLI_VERSION%%.*}" ]] || return 1
+  [[ $(printf '%s\n%s\n' "$TEMPORAL_CLI_VERSION" "$version" | sort -V | head -n 1) == "$TEMPORAL_CLI_VERSION" ]]
+}
+
 provision_temporal_cli() {
   local bin="$TOOLS/bin/temporal"
   if [[ -n ${TEMPORAL_CLI_PATH:-} ]]; then
@@ -72,10 +83,23 @@ provision_temporal_cli() {
     log "Temporal CLI: using TEMPORAL_CLI_PATH=$TEMPORAL_CLI_PATH"
     return
   fi
-  if [[ -x $bin ]] && cli_reports_version "$bin"; then
+  if [[ -L $bin ]] && cli_version_at_least_pinned "$bin"; then
+    log "Temporal CLI: using $(readlink "$bin") from PATH"
+    return
+  fi
+  if [[ -x $bin && ! -L $bin ]] && cli_reports_version "$bin"; then
     log "Temporal CLI: $bin already provisioned (v$TEMPORAL_CLI_VERSION)"
     return
   fi
+  local on_path
+  on_path=$(command -v temporal 2>/dev/null || true)
+  if [[ -n $on_path ]] && cli_version_at_least_pinned "$on_path"; then
+    mkdir -p "$TOOLS/bin"
+    ln -sfn "$(readlink -f "$on_path")" "$bin"
+    log "Temporal CLI: using $on_path ($("$on_path" --version | head -n 1)) found on PATH"
+    return
+  fi
+  [[ -n $on_path ]] && log "Temporal CLI: $on_path on PATH is not v1.x >= $TEMPORAL_CLI_VERSION; building one"
   if ! command -v go >/dev/null 2>&1; then
     warn "Temporal CLI: 'go' not found, so the dev server cannot be built here. On a machine with" \
       "internet access the Temporal SDK downloads it by itself; otherwise install Go >= 1.21 (it fetches" \
@@ -345,4 +369,5 @@ main() {
   log "done in $((($(now_ms) - started) / 1000))s"
 }
 
-main "$@"
+# Sourcing the file (tests) defines the functions without provisioning anything.
+if [[ ${BASH_SOURCE[0]} == "$0" ]]; then main "$@"; fi

@@ -1,3 +1,4 @@
+import { loadClientConfigProfile } from '@temporalio/envconfig';
 import { z } from 'zod';
 
 /**
@@ -43,13 +44,16 @@ const envSchema = z
     DATABASE_URL: z.string().default('postgres://postgres:password@127.0.0.1:5432/payouts'),
     DATABASE_POOL_SIZE: int(10, 1),
 
+    // Temporal connection: the names the `temporal` CLI and the SDKs' environment configuration read
+    // (src/temporal/connection.ts); a profile of the Temporal config file fills what is not set.
     TEMPORAL_ADDRESS: z.string().default('127.0.0.1:7233'),
     TEMPORAL_NAMESPACE: z.string().default('default'),
     TEMPORAL_TASK_QUEUE: z.string().default('payouts'),
-    TEMPORAL_TLS: bool(false),
+    TEMPORAL_PROFILE: optional(z.string()),
     TEMPORAL_API_KEY: optional(z.string()),
-    TEMPORAL_TLS_CERT_PATH: optional(z.string()),
-    TEMPORAL_TLS_KEY_PATH: optional(z.string()),
+    TEMPORAL_TLS: optional(z.enum(['true', 'false', '1', '0']).transform((v) => v === 'true' || v === '1')),
+    TEMPORAL_TLS_CLIENT_CERT_PATH: optional(z.string()),
+    TEMPORAL_TLS_CLIENT_KEY_PATH: optional(z.string()),
 
     PROVIDER_NAME: z
       .string()
@@ -125,8 +129,34 @@ export const CONFIG_KEYS: readonly string[] = Object.keys(envSchema.shape);
 
 export class ConfigError extends Error {}
 
+/**
+ * Address and namespace from the Temporal config file's profile (TEMPORAL_PROFILE, else `default`)
+ * where the environment does not set them, as the `temporal` CLI resolves them. No file, no change.
+ */
+function withTemporalProfile(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  if (env.TEMPORAL_ADDRESS && env.TEMPORAL_NAMESPACE) return env;
+  let profile: { address?: string; namespace?: string };
+  try {
+    const temporalVars = Object.fromEntries(
+      Object.entries(env).flatMap(([k, v]) => (k.startsWith('TEMPORAL_') && v !== undefined ? [[k, v]] : [])),
+    );
+    // HOME and the XDG dir locate the default config file.
+    for (const k of ['HOME', 'XDG_CONFIG_HOME', 'APPDATA']) if (env[k]) temporalVars[k] = env[k];
+    profile = loadClientConfigProfile({ overrideEnvVars: temporalVars });
+  } catch (err) {
+    throw new ConfigError(
+      `invalid configuration: TEMPORAL_PROFILE ${err instanceof Error ? err.message : String(err)}`,
+    );
+  }
+  return {
+    ...env,
+    TEMPORAL_ADDRESS: env.TEMPORAL_ADDRESS || profile.address,
+    TEMPORAL_NAMESPACE: env.TEMPORAL_NAMESPACE || profile.namespace,
+  };
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
-  const parsed = envSchema.safeParse(env);
+  const parsed = envSchema.safeParse(withTemporalProfile(env));
   if (parsed.success) return parsed.data;
   const problems = parsed.error.issues.map((issue) => `${issue.path.join('.') || '(env)'} ${issue.message}`);
   throw new ConfigError(`invalid configuration: ${problems.join('; ')}`);

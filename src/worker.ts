@@ -8,18 +8,21 @@ import {
   type CallbackSenderOptions,
 } from './adapters/callbacks/http-sender';
 import { createUsdtLedger } from './adapters/chain/usdt-ledger';
-import { runMigrations } from './adapters/db/migrate';
+import { assertSchemaCurrent } from './adapters/db/migrate';
 import { createPool } from './adapters/db/pool';
+import { createSecretBox, type SecretBox } from './adapters/secrets/secret-box';
 import { createConfiguredProvider } from './adapters/provider/from-config';
 import { loadConfig } from './config';
 import { createLogger } from './observability/logger';
 import { createMetrics } from './observability/metrics';
+import { registerTreasuryGauges } from './observability/ops-gauges';
 import { scrapeLocal, startOpsServer } from './observability/ops-server';
 import { connectWorker } from './temporal/connection';
 import { createDataConverter } from './temporal/data-converter';
 import { requireSearchAttributes } from './temporal/search-attribute-registry';
 import { installWorkerRuntime } from './temporal/worker-runtime';
 import { onShutdown } from './shutdown';
+import { workflowSource } from './workflow-bundle';
 
 export interface PayoutWorkerOptions {
   connection: NativeConnection;
@@ -28,8 +31,10 @@ export interface PayoutWorkerOptions {
   deps: ActivityDeps;
   /** Partner callback sending (URL policy, timeout); https-only, public hosts only when omitted. */
   callbacks?: CallbackSenderOptions;
-  /** A prebuilt bundle (tests build one per run); otherwise the workflows are bundled at start. */
+  /** A bundle built in-process (tests); otherwise dist/'s prebuilt one, or the sources bundled at start. */
   workflowBundle?: WorkerOptions['workflowBundle'];
+  /** Opens partners' callback secrets: the payload keys (src/adapters/secrets/secret-box.ts). */
+  secrets: SecretBox;
   /** Must match the clients' (payload encryption, see src/temporal/data-converter.ts). */
   dataConverter?: DataConverter;
   /** Sticky cache size (WORKER_MAX_CACHED_WORKFLOWS); the SDK's heap-based default when omitted. */
@@ -44,15 +49,14 @@ export function createPayoutWorker(opts: PayoutWorkerOptions): Promise<Worker> {
     taskQueue: opts.taskQueue,
     dataConverter: opts.dataConverter,
     ...(opts.maxCachedWorkflows !== undefined ? { maxCachedWorkflows: opts.maxCachedWorkflows } : {}),
-    ...(opts.workflowBundle
-      ? { workflowBundle: opts.workflowBundle }
-      : { workflowsPath: require.resolve('./workflows') }),
+    ...(opts.workflowBundle ? { workflowBundle: opts.workflowBundle } : workflowSource()),
     activities: {
       ...createActivities(opts.deps),
       ...createCallbackActivities({
         db: opts.deps.db,
         logger: opts.deps.logger,
         sender: opts.callbacks ?? DEFAULT_CALLBACK_SENDER,
+        secrets: opts.secrets,
       }),
     },
   });
@@ -63,7 +67,8 @@ async function main(): Promise<void> {
   const logger = createLogger({ level: config.LOG_LEVEL, name: 'payout-worker' });
   const metrics = createMetrics();
   const db = createPool(config.DATABASE_URL, config.DATABASE_POOL_SIZE);
-  await runMigrations(config.DATABASE_URL);
+  // Migrations are a separate one-shot job (src/cli/migrate.ts); replicas only check for it.
+  await assertSchemaCurrent(db);
   const provider = createConfiguredProvider(config, metrics);
   const ledger = createUsdtLedger({
     rpcUrl: config.EVM_RPC_URL,
@@ -75,6 +80,7 @@ async function main(): Promise<void> {
   const runtime = await installWorkerRuntime(logger);
   const connection = await connectWorker(config);
   await requireSearchAttributes(connection.operatorService, config.TEMPORAL_NAMESPACE, logger);
+  registerTreasuryGauges(metrics.registry, ledger, logger);
   const ops = await startOpsServer({
     host: config.HOST,
     port: config.WORKER_METRICS_PORT,
@@ -88,6 +94,7 @@ async function main(): Promise<void> {
     taskQueue: config.TEMPORAL_TASK_QUEUE,
     deps: { db, provider, ledger, logger, metrics },
     callbacks: callbackSenderOptions(config),
+    secrets: createSecretBox(config),
     dataConverter: createDataConverter(config),
     maxCachedWorkflows: config.WORKER_MAX_CACHED_WORKFLOWS,
   });

@@ -4,7 +4,9 @@ import path from 'node:path';
 import type { Abi, Hex } from 'viem';
 
 // Compiles contracts/TestUSDT.sol with solc-js (bundled compiler: no download, works offline).
-// Used only when building the local chain (launcher, tests), never on a request path.
+// Used only when building the local chain (launcher, tests, compose's chain setup), never on a
+// request path. The compiled ABI + bytecode is committed as contracts/TestUSDT.json (run this file
+// to refresh it), so an image without solc (a devDependency) can still deploy the token.
 
 export interface CompiledContract {
   abi: Abi;
@@ -36,23 +38,53 @@ function findRepoRoot(): string {
   }
 }
 
+/** The committed artefact: `contracts/TestUSDT.json`, checked against the source by its key. */
+export const ARTIFACT_FILE = path.join('contracts', `${CONTRACT_NAME}.json`);
+
+/** sha256 of the source and the compiler settings (the solc version is fixed by package-lock). */
+export function sourceKey(root = findRepoRoot()): string {
+  const source = readFileSync(path.join(root, 'contracts', SOURCE_NAME), 'utf8');
+  return createHash('sha256').update(source).update(JSON.stringify(SETTINGS)).digest('hex');
+}
+
+/**
+ * The committed artefact when it was made from the current source, else a fresh compile (kept in
+ * `cacheDir`): an edited contract is never deployed from a stale artefact.
+ */
 export function compileTestUsdt(opts: { cacheDir?: string } = {}): CompiledContract {
   const root = findRepoRoot();
-  const source = readFileSync(path.join(root, 'contracts', SOURCE_NAME), 'utf8');
-  const cacheFile = path.join(opts.cacheDir ?? path.join(root, '.data', 'build'), `${CONTRACT_NAME}.json`);
-  // The solc version is fixed by package-lock, so source + settings identify the output.
-  const key = createHash('sha256').update(source).update(JSON.stringify(SETTINGS)).digest('hex');
+  const key = sourceKey(root);
+  const committed = readCache(path.join(root, ARTIFACT_FILE), key);
+  if (committed) return committed;
+  return compileFresh({
+    root,
+    key,
+    cacheFile: path.join(opts.cacheDir ?? path.join(root, '.data', 'build'), `${CONTRACT_NAME}.json`),
+  });
+}
 
-  const cached = readCache(cacheFile, key);
+/** Always solc (cache aside from `cacheFile`, if given and current). */
+export function compileFresh(
+  opts: { root?: string; key?: string; cacheFile?: string } = {},
+): CompiledContract {
+  const root = opts.root ?? findRepoRoot();
+  const key = opts.key ?? sourceKey(root);
+  const source = readFileSync(path.join(root, 'contracts', SOURCE_NAME), 'utf8');
+  const cacheFile = opts.cacheFile;
+  const cached = cacheFile ? readCache(cacheFile, key) : undefined;
   if (cached) return cached;
 
   const compiled = runSolc(source);
+  if (cacheFile) writeArtifact(cacheFile, key, compiled);
+  return compiled;
+}
+
+function writeArtifact(cacheFile: string, key: string, compiled: CompiledContract): void {
   mkdirSync(path.dirname(cacheFile), { recursive: true });
   // Write-then-rename: parallel test workers may compile at once and must never read half a file.
   const tmp = `${cacheFile}.${process.pid}.tmp`;
   writeFileSync(tmp, JSON.stringify({ key, ...compiled } satisfies CacheFile, null, 2));
   renameSync(tmp, cacheFile);
-  return compiled;
 }
 
 function readCache(file: string, key: string): CompiledContract | undefined {
@@ -88,4 +120,11 @@ function runSolc(source: string): CompiledContract {
   const contract = output.contracts?.[SOURCE_NAME]?.[CONTRACT_NAME];
   if (!contract?.evm.bytecode.object) throw new Error(`solc produced no bytecode for ${CONTRACT_NAME}`);
   return { abi: contract.abi, bytecode: `0x${contract.evm.bytecode.object}` };
+}
+
+if (require.main === module) {
+  const root = findRepoRoot();
+  const key = sourceKey(root);
+  writeArtifact(path.join(root, ARTIFACT_FILE), key, compileFresh({ root, key }));
+  process.stdout.write(`${ARTIFACT_FILE} written (key ${key.slice(0, 12)})\n`);
 }

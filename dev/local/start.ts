@@ -12,7 +12,9 @@ import { devServerSearchAttributes } from '../../src/temporal/search-attribute-r
 import { ensureTestUsdt } from './test-usdt';
 import { anvilAccount, startAnvil } from './infra/anvil';
 import { startEmbeddedPostgres } from './infra/postgres';
-import { spawnManaged, type ManagedProcess } from './infra/processes';
+import { describeExit, spawnManaged, type ManagedProcess } from './infra/processes';
+import { createLineFormatter } from './log-format';
+import { nextRestartDelay, restartDelay, RESTART_BACKOFF_MS } from './restart-policy';
 import { repoRoot } from './infra/temporal-binaries';
 import { startTemporalDevServer } from './infra/temporal-dev-server';
 
@@ -31,21 +33,36 @@ const POSTGRES_PORT = 5432;
 
 type Stop = () => Promise<void>;
 const stops: { name: string; stop: Stop }[] = [];
-const say = (line: string) => process.stdout.write(`[local] ${line}\n`);
-const childLog = (line: string) => process.stdout.write(`${line}\n`);
+// Pretty, one coloured line per event at a terminal; the JSON lines as they are for a log collector.
+const format = createLineFormatter({
+  pretty: Boolean(process.stdout.isTTY),
+  colour: Boolean(process.stdout.isTTY) && process.stdout.hasColors?.() === true,
+});
+const say = (line: string, level: 'info' | 'warn' | 'error' = 'info') =>
+  process.stdout.write(`${format.launcher(line, level)}\n`);
 
 async function main(): Promise<void> {
   mkdirSync(DATA, { recursive: true });
   const env = { ...process.env };
+  // The local chain's funded treasury, so SETTLEMENT_MODE=treasury works without any other setting
+  // (config refuses treasury mode without a key, so it is supplied before the first check).
+  if (!process.env.EVM_RPC_URL) env.TREASURY_PRIVATE_KEY ??= anvilAccount('treasury').privateKey;
   const config = loadConfig(env);
 
   if (!process.env.DATABASE_URL) {
-    say(`starting PostgreSQL on 127.0.0.1:${POSTGRES_PORT} (data in .data/postgres)`);
+    say(`starting PostgreSQL on 127.0.0.1:${POSTGRES_PORT}`);
     const pg = await startEmbeddedPostgres({
       dataDir: path.join(DATA, 'postgres'),
       port: POSTGRES_PORT,
       persistent: true,
+      // As root from a 0700 home, binaries and data move where the postgres user can reach them.
+      log: (line) => {
+        if (line.includes('cannot enter')) say(line.replace(/^\[postgres\] /, 'PostgreSQL: '));
+      },
     });
+    say(
+      `PostgreSQL data in ${path.relative(ROOT, pg.dataDir).startsWith('..') ? pg.dataDir : path.relative(ROOT, pg.dataDir)}`,
+    );
     stops.push({ name: 'postgres', stop: pg.stop });
     env.DATABASE_URL = pg.databaseUrl;
   }
@@ -79,7 +96,6 @@ async function main(): Promise<void> {
     stops.push({ name: 'anvil', stop: anvil.stop });
     env.EVM_RPC_URL = anvil.rpcUrl;
     env.USDT_CONTRACT_ADDRESS = await ensureLocalUsdt(anvil.rpcUrl);
-    env.TREASURY_PRIVATE_KEY ??= anvilAccount('treasury').privateKey;
     say(`USDT test token at ${env.USDT_CONTRACT_ADDRESS}`);
   }
 
@@ -87,23 +103,37 @@ async function main(): Promise<void> {
   // relays signals, so a Ctrl-C (sent to the whole process group) would arrive twice and cut the
   // worker's drain short.
   const tsx = ['--import', pathToFileURL(require.resolve('tsx')).href];
-  const children: ManagedProcess[] = [];
-  const startChild = (name: string, entry: string, childEnv: NodeJS.ProcessEnv) => {
+  const children = new Map<string, ManagedProcess>();
+  const startChild = (
+    name: string,
+    entry: string,
+    childEnv: NodeJS.ProcessEnv,
+    backoffMs: number = RESTART_BACKOFF_MS.first,
+  ) => {
+    const startedAt = Date.now();
     const child = spawnManaged({
       name,
       command: process.execPath,
       args: [...tsx, entry],
       cwd: ROOT,
       env: childEnv,
-      log: childLog,
+      log: (line) => process.stdout.write(`${format.child(name, line.slice(name.length + 3))}\n`),
     });
-    children.push(child);
+    children.set(name, child);
     void child.exited.then((status) => {
       if (shuttingDown) return;
-      // Ctrl-C reaches the children too; one that drained and exited cleanly is no failure.
-      const clean = status.code === 0;
-      if (!clean) say(`${name} exited unexpectedly (${status.code ?? status.signal}); stopping the stack`);
-      void shutdown(clean ? 0 : 1);
+      // A crash restarts that service alone, after a growing pause (a service that keeps crashing
+      // must not spin); the rest of the stack keeps running. A clean exit (Ctrl-C reached the
+      // child first) is the start of a stop.
+      if (status.code === 0) return void shutdown(0);
+      const delay = restartDelay(backoffMs, Date.now() - startedAt);
+      say(
+        `${name} exited unexpectedly (${describeExit(status)}); restarting it in ${delay / 1000}s`,
+        'error',
+      );
+      setTimeout(() => {
+        if (!shuttingDown) startChild(name, entry, childEnv, nextRestartDelay(delay));
+      }, delay).unref();
     });
     return child;
   };
@@ -158,8 +188,10 @@ async function main(): Promise<void> {
     if (shuttingDown) return;
     shuttingDown = true;
     say('stopping...');
-    // Services first (they drain), then what they depend on.
-    await Promise.all(children.reverse().map((c) => c.stop()));
+    // In order: the api stops taking requests and finishes the ones in flight, then the worker
+    // drains its activities, then the sandbox, and only then what they all depend on (PostgreSQL,
+    // Temporal, the chain), so nothing in flight meets a closed pool.
+    for (const name of ['api', 'worker', 'sandbox']) await children.get(name)?.stop(30_000);
     for (const { name, stop } of stops.reverse()) {
       await stop().catch((err: unknown) => say(`${name} did not stop cleanly: ${String(err)}`));
     }
@@ -228,7 +260,7 @@ function redactPassword(url: string): string {
 }
 
 main().catch(async (err: unknown) => {
-  process.stderr.write(`[local] failed to start: ${err instanceof Error ? err.message : String(err)}\n`);
+  say(`failed to start: ${err instanceof Error ? err.message : String(err)}`, 'error');
   for (const { stop } of stops.reverse()) await stop().catch(() => {});
   process.exit(1);
 });

@@ -6,12 +6,15 @@ import {
 } from '../adapters/db/callbacks-repo';
 import { findPartnerCallback } from '../adapters/db/partners-repo';
 import type { Db } from '../adapters/db/pool';
+import type { SecretBox } from '../adapters/secrets/secret-box';
 import type { Logger } from '../observability/logger';
 
 export interface CallbackActivityDeps {
   db: Db;
   logger: Logger;
   sender: CallbackSenderOptions;
+  /** Opens the partners' stored signing secrets (PAYLOAD_ENCRYPTION_KEY). */
+  secrets: SecretBox;
 }
 
 export interface CallbackAttemptRequest extends CallbackEventRef {
@@ -37,7 +40,7 @@ function withoutQuery(url: string): string {
  * in workflow history: a URL set or corrected after the payout started is used, a cleared one stops
  * the deliveries, and the secret stays out of Temporal.
  */
-export function createCallbackActivities({ db, logger, sender }: CallbackActivityDeps) {
+export function createCallbackActivities({ db, logger, sender, secrets }: CallbackActivityDeps) {
   return {
     async sendPartnerCallback(req: CallbackAttemptRequest): Promise<CallbackAttemptOutcome> {
       const ref: CallbackEventRef = {
@@ -46,7 +49,7 @@ export function createCallbackActivities({ db, logger, sender }: CallbackActivit
         payoutId: req.payoutId,
         event: req.event,
       };
-      const target = await findPartnerCallback(db, req.partnerId);
+      const target = await findPartnerCallback(db, req.partnerId, secrets);
       if (!target) {
         await closeCallbackEvent(db, ref, 'skipped');
         logger.info({ ...ref, attempt: req.attempt }, 'partner has no callback configured: callback skipped');

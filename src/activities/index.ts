@@ -69,6 +69,10 @@ export function createActivities({ db, provider, ledger, logger, metrics }: Acti
     async recordPayout(payout: PayoutRecord, workflowId: string, runId: string): Promise<void> {
       await upsertPayout(db, payout, workflowId, runId);
       metrics.payoutTransitions.inc({ status: payout.status });
+      if (payout.status === 'COMPLETED' && payout.paidAt && payout.confirmedAt) {
+        const seconds = (Date.parse(payout.confirmedAt) - Date.parse(payout.paidAt)) / 1000;
+        if (Number.isFinite(seconds) && seconds >= 0) metrics.paidToCompleted.observe(seconds);
+      }
       logger.info({ payoutId: payout.id, status: payout.status, version: payout.version }, 'payout recorded');
     },
 

@@ -1,4 +1,4 @@
-import { runMigrations } from '../adapters/db/migrate';
+import { assertSchemaCurrent } from '../adapters/db/migrate';
 import { createPool } from '../adapters/db/pool';
 import { createConfiguredProvider } from '../adapters/provider/from-config';
 import { createCachedQuote } from '../adapters/provider/quote-cache';
@@ -19,7 +19,8 @@ async function main(): Promise<void> {
   // Started first: a codec endpoint that may not run (production without CODEC_AUTH_TOKEN) stops
   // the process before it touches anything else.
   const ops = await startApiOpsServer(config, { db, metrics, logger });
-  await runMigrations(config.DATABASE_URL);
+  // Migrations are a separate one-shot job (src/cli/migrate.ts); replicas only check for it.
+  await assertSchemaCurrent(db);
   const { client: temporal, connection } = await connectClient(config);
   const provider = createConfiguredProvider(config, metrics);
   const quote = createCachedQuote(provider, { ttlMs: config.QUOTE_CACHE_SECONDS * 1000 });

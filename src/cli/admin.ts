@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto';
 import { parseArgs } from 'node:util';
 import { runMigrations } from '../adapters/db/migrate';
 import {
@@ -11,6 +10,8 @@ import {
 import { callbackUrlPolicy, CallbackUrlRefused, vetCallbackUrl } from '../adapters/callbacks/url-guard';
 import { listCallbackEvents } from '../adapters/db/callbacks-repo';
 import { listPartnerPayouts } from '../adapters/db/payouts-repo';
+import { callbackSecretProblem, generateCallbackSecret } from '../adapters/callbacks/signature';
+import { createSecretBox } from '../adapters/secrets/secret-box';
 import { createPool, type Db } from '../adapters/db/pool';
 import { PAYOUT_STATUSES, toPayoutResponse } from '../domain/payout';
 import { loadConfig } from '../config';
@@ -64,6 +65,21 @@ function requirePartnerId(values: Values): string {
 function found<T>(result: T | null | false, id: string): T {
   if (result === null || result === false) throw new Error(`no partner ${id}`);
   return result;
+}
+
+/** The first line of stdin, checked as a Standard Webhooks secret (whsec_ + base64). */
+async function readSecretFromStdin(): Promise<string> {
+  if (process.stdin.isTTY) process.stderr.write('callback secret (whsec_...): ');
+  const chunks: Buffer[] = [];
+  for await (const chunk of process.stdin) {
+    chunks.push(chunk as Buffer);
+    if (Buffer.concat(chunks).includes(0x0a)) break;
+  }
+  const secret = Buffer.concat(chunks).toString('utf8').split(/\r?\n/)[0]!.trim();
+  if (!secret) throw new UsageError('--secret-stdin: no secret on stdin');
+  const problem = callbackSecretProblem(secret);
+  if (problem) throw new UsageError(`--secret-stdin: the secret ${problem}`);
+  return secret;
 }
 
 const COMMANDS: Record<string, Command> = {
@@ -131,33 +147,41 @@ const COMMANDS: Record<string, Command> = {
     },
   },
   'partner set-callback': {
-    args: '--id <partner_id> --url <url> [--secret <secret>]',
-    summary: 'set the callback URL (a signing secret is generated unless given)',
+    args: '--id <partner_id> --url <url> [--secret-stdin]',
+    summary: 'set the callback URL and its signing secret (generated, or read from stdin)',
     details:
-      'Prints {"partner_id", "callback_url", "callback_secret"}; the secret signs X-Payout-Signature.\n' +
-      'Give the secret to the partner: it is how they verify callbacks.\n' +
+      'Prints {"partner_id", "callback_url"}, and "callback_secret" when it was generated: give it to\n' +
+      'the partner, who verifies callbacks with it (Standard Webhooks, whsec_...). It is shown once\n' +
+      'and stored encrypted. --secret-stdin reads a whsec_ secret from the first line of stdin\n' +
+      'instead (secrets never go on a command line, where ps and shell history keep them).\n' +
       'The URL must be https in production (elsewhere http only for loopback); hosts that resolve to\n' +
       'loopback, private or link-local addresses are refused unless CALLBACK_ALLOW_PRIVATE_NETWORKS=true.',
-    options: { id: str, url: str, secret: str },
+    options: { id: str, url: str, 'secret-stdin': { type: 'boolean' } },
     plan(values) {
       const id = requirePartnerId(values);
       const url = requireOption(values, 'url');
       if (!URL.canParse(url) || !/^https?:$/.test(new URL(url).protocol)) {
         throw new UsageError('--url must be an http(s) URL');
       }
-      const given = values.secret;
-      const secret =
-        typeof given === 'string' && given ? given : `whsec_${randomBytes(24).toString('base64url')}`;
+      const fromStdin = values['secret-stdin'] === true;
       return async (db) => {
+        const config = loadConfig();
         // The send-time guard, applied here too: a URL the worker would refuse is refused up front.
         // A name that does not resolve yet is accepted (the partner may still be setting up DNS):
         // every send resolves and checks it again.
-        await vetCallbackUrl(url, callbackUrlPolicy(loadConfig())).catch((err: unknown) => {
+        await vetCallbackUrl(url, callbackUrlPolicy(config)).catch((err: unknown) => {
           if (err instanceof CallbackUrlRefused && err.unresolvable) return;
           throw err instanceof CallbackUrlRefused ? new UsageError(`--url refused: ${err.message}`) : err;
         });
-        found(await setPartnerCallback(db, id, { url, secret }), id);
-        return { partner_id: id, callback_url: url, callback_secret: secret };
+        const secret = fromStdin ? await readSecretFromStdin() : generateCallbackSecret();
+        const secrets = createSecretBox(config);
+        if (!secrets.encrypts) {
+          process.stderr.write(
+            'warning: PAYLOAD_ENCRYPTION_KEY is not set: the secret is stored unencrypted\n',
+          );
+        }
+        found(await setPartnerCallback(db, id, { url, secret }, secrets), id);
+        return { partner_id: id, callback_url: url, ...(fromStdin ? {} : { callback_secret: secret }) };
       };
     },
   },
@@ -168,7 +192,7 @@ const COMMANDS: Record<string, Command> = {
     plan(values) {
       const id = requirePartnerId(values);
       return async (db) => {
-        found(await setPartnerCallback(db, id, null), id);
+        found(await setPartnerCallback(db, id, null, createSecretBox(loadConfig())), id);
         return { partner_id: id, callback_url: null };
       };
     },

@@ -5,6 +5,7 @@ import { createPayloadCodec } from '../temporal/data-converter';
 import type { Logger } from './logger';
 import type { Metrics } from './metrics';
 import { startOpsServer, type OpsServer } from './ops-server';
+import { registerCallbackGauges } from './ops-gauges';
 import { registerOpenPayoutGauges } from './payout-gauges';
 
 type OpsConfig = Pick<
@@ -28,6 +29,7 @@ export function startApiOpsServer(
 ): Promise<OpsServer> {
   const { logger } = deps;
   registerOpenPayoutGauges(deps.metrics.registry, deps.db, logger);
+  registerCallbackGauges(deps.metrics.registry, deps.db, logger);
   const codec = createPayloadCodec(config);
   const codecEndpoint = codec
     ? createCodecEndpoint({

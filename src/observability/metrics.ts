@@ -37,6 +37,12 @@ export function createMetrics() {
       buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
       registers: [registry],
     }),
+    paidToCompleted: new Histogram({
+      name: 'payout_paid_to_completed_seconds',
+      help: 'From the PIX payment (paid_at) to the USDT confirmed on chain (confirmed_at), per completed payout',
+      buckets: [5, 15, 30, 60, 120, 300, 600, 1800, 3600, 21600],
+      registers: [registry],
+    }),
     latePayments: new Counter({
       name: 'payout_late_payments_total',
       help: 'PIX payments received for payouts that had already ended; each is a refund case',

@@ -1,6 +1,6 @@
-import { readFileSync } from 'node:fs';
-import { Client, Connection, type ConnectionOptions } from '@temporalio/client';
-import { NativeConnection, type NativeConnectionOptions } from '@temporalio/worker';
+import { Client, Connection } from '@temporalio/client';
+import { loadClientConfigProfile, toClientOptions } from '@temporalio/envconfig';
+import { NativeConnection } from '@temporalio/worker';
 import type { Config } from '../config';
 import { createDataConverter } from './data-converter';
 
@@ -8,36 +8,56 @@ type TemporalConfig = Pick<
   Config,
   | 'TEMPORAL_ADDRESS'
   | 'TEMPORAL_NAMESPACE'
-  | 'TEMPORAL_TLS'
   | 'TEMPORAL_API_KEY'
-  | 'TEMPORAL_TLS_CERT_PATH'
-  | 'TEMPORAL_TLS_KEY_PATH'
+  | 'TEMPORAL_TLS'
+  | 'TEMPORAL_TLS_CLIENT_CERT_PATH'
+  | 'TEMPORAL_TLS_CLIENT_KEY_PATH'
+  | 'TEMPORAL_PROFILE'
   | 'PAYLOAD_ENCRYPTION_KEY'
   | 'PAYLOAD_ENCRYPTION_PREVIOUS_KEYS'
 >;
 
-/** TLS and auth for Temporal Cloud or a secured cluster; nothing for the local dev server. */
-function security(
+/** The variables of `config` that Temporal's environment configuration reads, as strings. */
+function temporalEnv(config: TemporalConfig): Record<string, string> {
+  const vars: Record<string, string | boolean | undefined> = {
+    TEMPORAL_ADDRESS: config.TEMPORAL_ADDRESS,
+    TEMPORAL_NAMESPACE: config.TEMPORAL_NAMESPACE,
+    TEMPORAL_API_KEY: config.TEMPORAL_API_KEY,
+    TEMPORAL_TLS: config.TEMPORAL_TLS,
+    TEMPORAL_TLS_CLIENT_CERT_PATH: config.TEMPORAL_TLS_CLIENT_CERT_PATH,
+    TEMPORAL_TLS_CLIENT_KEY_PATH: config.TEMPORAL_TLS_CLIENT_KEY_PATH,
+    TEMPORAL_PROFILE: config.TEMPORAL_PROFILE,
+  };
+  return Object.fromEntries(
+    Object.entries(vars).flatMap(([k, v]) => (v === undefined ? [] : [[k, String(v)]])),
+  );
+}
+
+/**
+ * Connection options exactly as the `temporal` CLI and every Temporal SDK resolve them
+ * (@temporalio/envconfig): the profile named by TEMPORAL_PROFILE (default `default`) of the config
+ * file (TEMPORAL_CONFIG_FILE, default ~/.config/temporalio/temporal.toml), overridden by the
+ * TEMPORAL_* variables (address, namespace, API key, TLS on/off, client certificate and key, server
+ * CA and name, gRPC metadata). TLS is on with an API key or a client certificate. The values the
+ * service validated (config) win over the process environment, so tests can pass their own.
+ */
+export function temporalConnectionOptions(
   config: TemporalConfig,
-): Pick<ConnectionOptions & NativeConnectionOptions, 'tls' | 'apiKey'> {
-  const mtls =
-    config.TEMPORAL_TLS_CERT_PATH && config.TEMPORAL_TLS_KEY_PATH
-      ? {
-          clientCertPair: {
-            crt: readFileSync(config.TEMPORAL_TLS_CERT_PATH),
-            key: readFileSync(config.TEMPORAL_TLS_KEY_PATH),
-          },
-        }
-      : undefined;
-  const tls = mtls ?? (config.TEMPORAL_TLS || config.TEMPORAL_API_KEY ? true : undefined);
-  return { ...(tls ? { tls } : {}), ...(config.TEMPORAL_API_KEY ? { apiKey: config.TEMPORAL_API_KEY } : {}) };
+  env: NodeJS.ProcessEnv = process.env,
+): ReturnType<typeof toClientOptions>['connectionOptions'] & { address: string } {
+  const processEnv = Object.fromEntries(
+    Object.entries(env).flatMap(([k, v]) => (k.startsWith('TEMPORAL_') && v !== undefined ? [[k, v]] : [])),
+  );
+  const profile = loadClientConfigProfile({ overrideEnvVars: { ...processEnv, ...temporalEnv(config) } });
+  const { connectionOptions } = toClientOptions(profile);
+  return { ...connectionOptions, address: connectionOptions.address ?? config.TEMPORAL_ADDRESS };
 }
 
 /** A client that encrypts what it sends and decrypts what it reads (see payload-codec.ts). */
 export async function connectClient(
   config: TemporalConfig,
 ): Promise<{ client: Client; connection: Connection }> {
-  const connection = await Connection.connect({ address: config.TEMPORAL_ADDRESS, ...security(config) });
+  const connection = await Connection.connect(temporalConnectionOptions(config));
   const client = new Client({
     connection,
     namespace: config.TEMPORAL_NAMESPACE,
@@ -47,5 +67,5 @@ export async function connectClient(
 }
 
 export function connectWorker(config: TemporalConfig): Promise<NativeConnection> {
-  return NativeConnection.connect({ address: config.TEMPORAL_ADDRESS, ...security(config) });
+  return NativeConnection.connect(temporalConnectionOptions(config));
 }

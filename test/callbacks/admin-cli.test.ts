@@ -1,5 +1,7 @@
 import { execFile } from 'node:child_process';
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { generateCallbackSecret } from '../../src/adapters/callbacks/signature';
+import { createSecretBox } from '../../src/adapters/secrets/secret-box';
 import path from 'node:path';
 import { recordCallbackAttempt, closeCallbackEvent } from '../../src/adapters/db/callbacks-repo';
 import { findPartnerCallback } from '../../src/adapters/db/partners-repo';
@@ -9,14 +11,16 @@ import { testDatabaseUrl } from '../support/env';
 import { partnerWithCallback } from './fixtures';
 
 const ROOT = path.resolve(__dirname, '../..');
+const payloadKey = randomBytes(32).toString('base64');
 
 /** The admin CLI as the operator runs it, against the test database. */
 function admin(
   args: string[],
   env: Record<string, string> = {},
+  stdin = '',
 ): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    execFile(
+    const child = execFile(
       process.execPath,
       ['--import', 'tsx', 'src/cli/admin.ts', ...args],
       {
@@ -26,6 +30,7 @@ function admin(
       (err, stdout, stderr) =>
         resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
     );
+    child.stdin?.end(stdin);
   });
 }
 
@@ -56,9 +61,11 @@ describe('admin CLI: callbacks', () => {
       '--url',
       'http://127.0.0.1:8080/cb',
     ]);
+    const secret = generateCallbackSecret();
     const allowed = await admin(
-      ['partner', 'set-callback', '--id', id, '--url', 'http://127.0.0.1:8080/cb', '--secret', 'whsec_given'],
-      { CALLBACK_ALLOW_PRIVATE_NETWORKS: 'true' },
+      ['partner', 'set-callback', '--id', id, '--url', 'http://127.0.0.1:8080/cb', '--secret-stdin'],
+      { CALLBACK_ALLOW_PRIVATE_NETWORKS: 'true', PAYLOAD_ENCRYPTION_KEY: payloadKey },
+      `${secret}\n`,
     );
     expect(privateNet).toMatchObject({
       code: 2,
@@ -67,25 +74,19 @@ describe('admin CLI: callbacks', () => {
     expect(metadata).toMatchObject({ code: 2, stderr: expect.stringMatching(/link-local address/) });
     expect(loopback).toMatchObject({ code: 2, stderr: expect.stringMatching(/loopback address/) });
     expect(allowed.code).toBe(0);
-    expect(JSON.parse(allowed.stdout)).toEqual({
-      partner_id: id,
-      callback_url: 'http://127.0.0.1:8080/cb',
-      callback_secret: 'whsec_given',
-    });
-    expect(await findPartnerCallback(db, id)).toEqual({
+    expect(JSON.parse(allowed.stdout)).toEqual({ partner_id: id, callback_url: 'http://127.0.0.1:8080/cb' });
+    expect(
+      await findPartnerCallback(db, id, createSecretBox({ PAYLOAD_ENCRYPTION_KEY: payloadKey })),
+    ).toEqual({
       url: 'http://127.0.0.1:8080/cb',
-      secret: 'whsec_given',
+      secret,
     });
 
     // A name without DNS yet is accepted: every send resolves and checks it again.
-    const pending = await admin([
-      'partner',
-      'set-callback',
-      '--id',
-      id,
-      '--url',
-      'https://hooks.partner.invalid/cb',
-    ]);
+    const pending = await admin(
+      ['partner', 'set-callback', '--id', id, '--url', 'https://hooks.partner.invalid/cb'],
+      { PAYLOAD_ENCRYPTION_KEY: payloadKey },
+    );
     expect(pending).toMatchObject({ code: 0, stderr: '' });
   }, 60_000);
 

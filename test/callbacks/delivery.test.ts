@@ -1,7 +1,8 @@
+import { generateCallbackSecret } from '../../src/adapters/callbacks/signature';
 import { randomUUID } from 'node:crypto';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Worker } from '@temporalio/worker';
-import { verifyCallbackSignature } from '../../examples/verify-callback-signature';
+import { verifyCallback } from '../../examples/verify-callback-signature';
 import { createCallbackActivities } from '../../src/activities/callback-activities';
 import { listCallbackEvents } from '../../src/adapters/db/callbacks-repo';
 import { setPartnerCallback } from '../../src/adapters/db/partners-repo';
@@ -13,7 +14,7 @@ import { callbackDeliveryWorkflow, type CallbackDeliveryInput } from '../../src/
 import { testDatabaseUrl } from '../support/env';
 import { workflowBundle } from '../support/stack';
 import { createDevServerEnv } from '../support/temporal';
-import { completedPayout, partnerWithCallback } from './fixtures';
+import { completedPayout, partnerWithCallback, testSecrets } from './fixtures';
 import { startReceiver, type Receiver } from './receiver';
 
 // Delivery on a real Temporal dev server, real PostgreSQL and a real HTTP receiver on loopback
@@ -25,7 +26,7 @@ describe('callback delivery workflow', () => {
   let running: Promise<void>;
   let receiver: Receiver;
   const taskQueue = `callbacks-${randomUUID().slice(0, 8)}`;
-  const secret = 'whsec_delivery_test';
+  const secret = generateCallbackSecret();
   const fastRetry = { initialIntervalMs: 200, backoffCoefficient: 2, maximumIntervalMs: 1_000 };
 
   const startWorker = async () => {
@@ -34,6 +35,7 @@ describe('callback delivery workflow', () => {
       taskQueue,
       workflowBundle: await workflowBundle(),
       activities: createCallbackActivities({
+        secrets: testSecrets,
         db,
         logger: createLogger({ level: 'silent', name: 'test' }),
         sender: { timeoutMs: 2_000, requireHttps: false, allowPrivateNetworks: true },
@@ -80,14 +82,8 @@ describe('callback delivery workflow', () => {
     const bodies = new Set(receiver.received.map((r) => r.rawBody.toString('utf8')));
     expect(bodies.size).toBe(1);
     for (const got of receiver.received) {
-      expect(got.headers['x-payout-event-id']).toBe(eventId);
-      expect(
-        verifyCallbackSignature({
-          rawBody: got.rawBody,
-          signatureHeader: got.headers['x-payout-signature'],
-          secret,
-        }).valid,
-      ).toBe(true);
+      expect(got.headers['webhook-id']).toBe(eventId);
+      expect(verifyCallback({ rawBody: got.rawBody, headers: got.headers, secret }).valid).toBe(true);
     }
     expect(JSON.parse([...bodies][0]!)).toEqual({
       event: 'payout.completed',
@@ -125,11 +121,11 @@ describe('callback delivery workflow', () => {
   it('reads URL and secret at every attempt: a corrected URL is used by the next retry', async () => {
     const broken = await startReceiver(() => 404);
     try {
-      const partnerId = await partnerWithCallback(db, { url: broken.url, secret: 'whsec_old' });
+      const partnerId = await partnerWithCallback(db, { url: broken.url, secret: generateCallbackSecret() });
       const payout = completedPayout(partnerId);
       // The partner fixes its endpoint (and rotates its secret) while we are retrying.
       broken.respond = async () => {
-        await setPartnerCallback(db, partnerId, { url: `${receiver.url}?token=abc`, secret });
+        await setPartnerCallback(db, partnerId, { url: `${receiver.url}?token=abc`, secret }, testSecrets);
         return 404;
       };
 
@@ -140,13 +136,7 @@ describe('callback delivery workflow', () => {
       expect(broken.received).toHaveLength(1);
       const [got] = receiver.received;
       expect(got!.path).toBe('/callbacks?token=abc');
-      expect(
-        verifyCallbackSignature({
-          rawBody: got!.rawBody,
-          signatureHeader: got!.headers['x-payout-signature'],
-          secret,
-        }).valid,
-      ).toBe(true);
+      expect(verifyCallback({ rawBody: got!.rawBody, headers: got!.headers, secret }).valid).toBe(true);
       const [event] = await listCallbackEvents(db, partnerId);
       // The partner's query string (its own token) is kept out of the operator's records.
       expect(event!.attempts.map((a) => [a.url, a.statusCode])).toEqual([
@@ -162,7 +152,7 @@ describe('callback delivery workflow', () => {
     const partnerId = await partnerWithCallback(db, { url: receiver.url, secret });
     const payout = completedPayout(partnerId);
     receiver.respond = async () => {
-      await setPartnerCallback(db, partnerId, null);
+      await setPartnerCallback(db, partnerId, null, testSecrets);
       return 500;
     };
 
@@ -197,7 +187,7 @@ describe('callback delivery workflow', () => {
 
     await startWorker();
     expect(await handle.result()).toMatchObject({ outcome: 'delivered', attempts: 2 });
-    expect(receiver.received.map((r) => r.headers['x-payout-event-id'])).toEqual([
+    expect(receiver.received.map((r) => r.headers['webhook-id'])).toEqual([
       `evt_${payout.id}_completed`,
       `evt_${payout.id}_completed`,
     ]);

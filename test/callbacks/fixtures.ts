@@ -1,7 +1,11 @@
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { createPartner, setPartnerCallback } from '../../src/adapters/db/partners-repo';
 import type { Db } from '../../src/adapters/db/pool';
 import type { PayoutRecord } from '../../src/domain/payout';
+import { createSecretBox } from '../../src/adapters/secrets/secret-box';
+
+/** Seals callback secrets as a worker with its own payload key does. */
+export const testSecrets = createSecretBox({ PAYLOAD_ENCRYPTION_KEY: randomBytes(32).toString('base64') });
 
 /** A partner of its own per test, optionally with a callback URL and secret. */
 export async function partnerWithCallback(
@@ -9,7 +13,7 @@ export async function partnerWithCallback(
   callback?: { url: string; secret: string },
 ): Promise<string> {
   const { partner } = await createPartner(db, 'callback test partner');
-  if (callback) await setPartnerCallback(db, partner.id, callback);
+  if (callback) await setPartnerCallback(db, partner.id, callback, testSecrets);
   return partner.id;
 }
 

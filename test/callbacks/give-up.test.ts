@@ -1,3 +1,4 @@
+import { generateCallbackSecret } from '../../src/adapters/callbacks/signature';
 import { randomUUID } from 'node:crypto';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Worker } from '@temporalio/worker';
@@ -14,7 +15,7 @@ import { callbackDeliveryWorkflow } from '../../src/workflows/callback.workflow'
 import { testDatabaseUrl } from '../support/env';
 import { workflowBundle } from '../support/stack';
 import { createTimeSkippingEnv } from '../support/temporal';
-import { completedPayout, partnerWithCallback } from './fixtures';
+import { completedPayout, partnerWithCallback, testSecrets } from './fixtures';
 import { startReceiver, type Receiver } from './receiver';
 
 // The 24 h give-up with the production retry policy, on the Java test server: durable timers are
@@ -36,7 +37,7 @@ describe('callback delivery gives up after 24 h (time skipping)', () => {
   });
 
   it('retries with backoff for 24 h, makes a last attempt at the deadline, then records the give-up', async () => {
-    const secret = 'whsec_give_up';
+    const secret = generateCallbackSecret();
     const partnerId = await partnerWithCallback(db, { url: receiver.url, secret });
     const payout = completedPayout(partnerId);
     const eventId = callbackEventId(payout.id, 'payout.completed');
@@ -46,6 +47,7 @@ describe('callback delivery gives up after 24 h (time skipping)', () => {
       taskQueue,
       workflowBundle: await workflowBundle(),
       activities: createCallbackActivities({
+        secrets: testSecrets,
         db,
         logger: createLogger({ level: 'silent', name: 'test' }),
         sender: { timeoutMs: 2_000, requireHttps: false, allowPrivateNetworks: true },
@@ -68,7 +70,7 @@ describe('callback delivery gives up after 24 h (time skipping)', () => {
     expect(elapsed).toBeLessThan(24 * 3_600_000 + 60_000);
 
     expect(receiver.received).toHaveLength(expectedAttempts);
-    expect(new Set(receiver.received.map((r) => r.headers['x-payout-event-id']))).toEqual(new Set([eventId]));
+    expect(new Set(receiver.received.map((r) => r.headers['webhook-id']))).toEqual(new Set([eventId]));
 
     const [event] = await listCallbackEvents(db, partnerId);
     expect(event).toMatchObject({ eventId, state: 'gave_up', attemptCount: expectedAttempts });

@@ -1,10 +1,11 @@
+import { generateCallbackSecret } from '../../src/adapters/callbacks/signature';
 import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import tls from 'node:tls';
-import { verifyCallbackSignature } from '../../examples/verify-callback-signature';
+import { verifyCallback } from '../../examples/verify-callback-signature';
 import { sendCallback, type CallbackSenderOptions } from '../../src/adapters/callbacks/http-sender';
 import { startReceiver, type Receiver } from './receiver';
 
@@ -16,7 +17,7 @@ describe('callback HTTP sender', () => {
     requireHttps: false,
     allowPrivateNetworks: true,
   };
-  const secret = 'whsec_sender_test';
+  const secret = generateCallbackSecret();
   const body = JSON.stringify({ event: 'payout.completed', payout: { id: 'p-1', status: 'COMPLETED' } });
   let receiver: Receiver;
 
@@ -36,12 +37,8 @@ describe('callback HTTP sender', () => {
     expect(got!.path).toBe('/callbacks');
     expect(got!.rawBody.toString('utf8')).toBe(body);
     expect(got!.headers['content-type']).toBe('application/json');
-    expect(got!.headers['x-payout-event-id']).toBe('evt_p-1_completed');
-    const check = verifyCallbackSignature({
-      rawBody: got!.rawBody,
-      signatureHeader: got!.headers['x-payout-signature'],
-      secret,
-    });
+    expect(got!.headers['webhook-id']).toBe('evt_p-1_completed');
+    const check = verifyCallback({ rawBody: got!.rawBody, headers: got!.headers, secret });
     expect(check.valid).toBe(true);
   });
 

@@ -1,6 +1,8 @@
+import { createSecretBox } from '../../src/adapters/secrets/secret-box';
+import { generateCallbackSecret } from '../../src/adapters/callbacks/signature';
 import { setPartnerCallback } from '../../src/adapters/db/partners-repo';
 import { listCallbackEvents } from '../../src/adapters/db/callbacks-repo';
-import { verifyCallbackSignature } from '../../examples/verify-callback-signature';
+import { verifyCallback } from '../../examples/verify-callback-signature';
 import { callbackWorkflowId } from '../../src/domain/callback-event';
 import type { CallbackDeliveryResult } from '../../src/workflows/callback.workflow';
 import { postPayout, startStack, VALID_PAYOUT, type TestStack } from '../support/stack';
@@ -12,7 +14,7 @@ import { WorkflowNotFoundError } from '@temporalio/client';
 describe('partner callbacks end to end', () => {
   let stack: TestStack;
   let receiver: Receiver;
-  const secret = 'whsec_e2e_secret';
+  const secret = generateCallbackSecret();
 
   beforeAll(async () => {
     [stack, receiver] = await Promise.all([
@@ -37,7 +39,12 @@ describe('partner callbacks end to end', () => {
 
   it('sends payout.completed, signed, with the same payout as GET', async () => {
     const { partnerId, apiKey } = await stack.createPartner();
-    await setPartnerCallback(stack.db, partnerId, { url: receiver.url, secret });
+    await setPartnerCallback(
+      stack.db,
+      partnerId,
+      { url: receiver.url, secret },
+      createSecretBox(stack.config),
+    );
     const payout = await createPayout(apiKey);
 
     await stack.pay(payout.pixCopyPaste);
@@ -46,15 +53,9 @@ describe('partner callbacks end to end', () => {
 
     expect(done.status).toBe('COMPLETED');
     expect(JSON.parse(got!.rawBody.toString('utf8'))).toEqual({ event: 'payout.completed', payout: done });
-    expect(got!.headers['x-payout-event-id']).toBe(`evt_${payout.id}_completed`);
+    expect(got!.headers['webhook-id']).toBe(`evt_${payout.id}_completed`);
     expect(got!.headers['content-type']).toBe('application/json');
-    expect(
-      verifyCallbackSignature({
-        rawBody: got!.rawBody,
-        signatureHeader: got!.headers['x-payout-signature'],
-        secret,
-      }).valid,
-    ).toBe(true);
+    expect(verifyCallback({ rawBody: got!.rawBody, headers: got!.headers, secret }).valid).toBe(true);
 
     const result = await callbackResult(payout.id, 'payout.completed');
     expect(result).toMatchObject({ outcome: 'delivered', attempts: 1 });
@@ -64,7 +65,12 @@ describe('partner callbacks end to end', () => {
 
   it('sends payout.failed when settlement fails, with the FAILED payout as GET shows it', async () => {
     const { partnerId, apiKey } = await stack.createPartner();
-    await setPartnerCallback(stack.db, partnerId, { url: receiver.url, secret });
+    await setPartnerCallback(
+      stack.db,
+      partnerId,
+      { url: receiver.url, secret },
+      createSecretBox(stack.config),
+    );
     const payout = await createPayout(apiKey);
 
     await stack.pay(payout.pixCopyPaste, 'settlement_failed');
@@ -73,7 +79,7 @@ describe('partner callbacks end to end', () => {
 
     expect(done.status).toBe('FAILED');
     expect(JSON.parse(got!.rawBody.toString('utf8'))).toEqual({ event: 'payout.failed', payout: done });
-    expect(got!.headers['x-payout-event-id']).toBe(`evt_${payout.id}_failed`);
+    expect(got!.headers['webhook-id']).toBe(`evt_${payout.id}_failed`);
   });
 
   it('sends nothing for a partner without a callback URL', async () => {

@@ -1,6 +1,11 @@
-import { createHmac } from 'node:crypto';
-import { verifyCallbackSignature } from '../../examples/verify-callback-signature';
-import { signCallback } from '../../src/adapters/callbacks/signature';
+import { createHmac, randomBytes } from 'node:crypto';
+import { Webhook } from 'standardwebhooks';
+import { verifyCallback } from '../../examples/verify-callback-signature';
+import {
+  callbackSecretProblem,
+  generateCallbackSecret,
+  signCallback,
+} from '../../src/adapters/callbacks/signature';
 import {
   callbackAttemptSchedule,
   callbackBody,
@@ -11,81 +16,83 @@ import {
 } from '../../src/domain/callback-event';
 import { toPayoutResponse, type PayoutRecord } from '../../src/domain/payout';
 
-const secret = 'whsec_test_secret';
+const secret = generateCallbackSecret();
 const body = JSON.stringify({ event: 'payout.completed', payout: { id: 'p1', pix_key: 'joão@example.com' } });
-const t = 1_800_000_000;
+const eventId = 'evt_p1_completed';
+const now = () => Math.floor(Date.now() / 1000);
 
-describe('callback signature (sender) and the partner verification helper', () => {
-  it('produces t=<unix seconds>,v1=<hex HMAC-SHA256(secret, t + "." + body)>', () => {
-    const expected = createHmac('sha256', secret).update(`${t}.${body}`).digest('hex');
-    expect(signCallback(secret, t, body)).toBe(`t=${t},v1=${expected}`);
-  });
-
-  it('verifies over the raw bytes, given as a Buffer or a string', () => {
-    const header = signCallback(secret, t, body);
-    expect(
-      verifyCallbackSignature({ rawBody: Buffer.from(body), signatureHeader: header, secret, nowSeconds: t }),
-    ).toEqual({
-      valid: true,
-      timestamp: t,
+describe('callback signature: Standard Webhooks (sender) and the partner verification example', () => {
+  it('sends webhook-id, webhook-timestamp and webhook-signature = v1,<base64 HMAC-SHA256(id.timestamp.body)>', () => {
+    const t = 1_800_000_000;
+    const headers = signCallback(secret, eventId, t, body);
+    const key = Buffer.from(secret.slice('whsec_'.length), 'base64');
+    const mac = createHmac('sha256', key).update(`${eventId}.${t}.${body}`).digest('base64');
+    expect(headers).toEqual({
+      'webhook-id': eventId,
+      'webhook-timestamp': String(t),
+      'webhook-signature': `v1,${mac}`,
     });
-    expect(
-      verifyCallbackSignature({ rawBody: body, signatureHeader: header, secret, nowSeconds: t + 299 }).valid,
-    ).toBe(true);
   });
 
-  it('refuses a changed body, a wrong secret, or a changed timestamp', () => {
-    const header = signCallback(secret, t, body);
-    const check = (o: { rawBody?: string; header?: string; secret?: string }) =>
-      verifyCallbackSignature({
-        rawBody: o.rawBody ?? body,
-        signatureHeader: o.header ?? header,
-        secret: o.secret ?? secret,
-        nowSeconds: t,
+  it('verifies with the standardwebhooks package, as a partner does, over a Buffer or a string', () => {
+    const headers = signCallback(secret, eventId, now(), body);
+    expect(new Webhook(secret).verify(body, headers)).toEqual(JSON.parse(body));
+    for (const rawBody of [Buffer.from(body), body])
+      expect(verifyCallback({ rawBody, headers, secret })).toEqual({
+        valid: true,
+        eventId,
+        callback: JSON.parse(body),
       });
-    expect(check({ rawBody: body.replace('p1', 'p2') })).toEqual({
-      valid: false,
-      reason: 'signature_mismatch',
-    });
-    expect(check({ rawBody: `${body} ` })).toEqual({ valid: false, reason: 'signature_mismatch' });
-    expect(check({ secret: 'whsec_other' })).toEqual({ valid: false, reason: 'signature_mismatch' });
-    expect(check({ header: header.replace(`t=${t}`, `t=${t + 1}`) })).toEqual({
-      valid: false,
-      reason: 'signature_mismatch',
-    });
   });
 
-  it('refuses a signature outside the tolerance window, in either direction (replay)', () => {
-    const header = signCallback(secret, t, body);
-    for (const nowSeconds of [t + 301, t - 301, t + 86_400]) {
-      expect(verifyCallbackSignature({ rawBody: body, signatureHeader: header, secret, nowSeconds })).toEqual(
-        {
-          valid: false,
-          reason: 'timestamp_out_of_tolerance',
-        },
-      );
-    }
+  it('refuses a changed body, another secret, another event id or a changed timestamp', () => {
+    const headers = signCallback(secret, eventId, now(), body);
+    const check = (o: { rawBody?: string; headers?: Record<string, string>; secret?: string }) =>
+      verifyCallback({
+        rawBody: o.rawBody ?? body,
+        headers: o.headers ?? headers,
+        secret: o.secret ?? secret,
+      });
+    expect(check({ rawBody: body.replace('p1', 'p2') }).valid).toBe(false);
+    expect(check({ rawBody: `${body} ` }).valid).toBe(false);
+    expect(check({ secret: generateCallbackSecret() }).valid).toBe(false);
+    expect(check({ headers: { ...headers, 'webhook-id': 'evt_p2_completed' } }).valid).toBe(false);
     expect(
-      verifyCallbackSignature({
-        rawBody: body,
-        signatureHeader: header,
-        secret,
-        nowSeconds: t + 3600,
-        toleranceSeconds: 3600,
+      check({
+        headers: { ...headers, 'webhook-timestamp': String(Number(headers['webhook-timestamp']) + 1) },
       }).valid,
-    ).toBe(true);
+    ).toBe(false);
   });
 
-  it('refuses missing and malformed headers, and accepts any one matching v1 of several', () => {
-    const v1 = signCallback(secret, t, body).split('v1=')[1]!;
-    const verify = (signatureHeader: string | undefined) =>
-      verifyCallbackSignature({ rawBody: body, signatureHeader, secret, nowSeconds: t });
-    expect(verify(undefined)).toEqual({ valid: false, reason: 'missing_signature' });
-    expect(verify('')).toEqual({ valid: false, reason: 'missing_signature' });
-    for (const bad of [`v1=${v1}`, `t=${t}`, `t=abc,v1=${v1}`, `t=${t},v1=${v1.slice(2)}`, 'garbage']) {
-      expect(verify(bad)).toEqual({ valid: false, reason: 'malformed_signature' });
+  it('refuses a signature older or newer than the library tolerance (replay)', () => {
+    for (const t of [now() - 3600, now() + 3600]) {
+      const headers = signCallback(secret, eventId, t, body);
+      expect(verifyCallback({ rawBody: body, headers, secret })).toMatchObject({ valid: false });
     }
-    expect(verify(`t=${t}, v1=${'0'.repeat(64)}, v1=${v1.toUpperCase()}`).valid).toBe(true);
+  });
+
+  it('refuses missing headers', () => {
+    const headers = signCallback(secret, eventId, now(), body);
+    for (const name of ['webhook-id', 'webhook-timestamp', 'webhook-signature']) {
+      const without: Record<string, string> = { ...headers };
+      delete without[name];
+      expect(verifyCallback({ rawBody: body, headers: without, secret })).toEqual({
+        valid: false,
+        reason: `missing ${name} header`,
+      });
+    }
+  });
+
+  it('generates whsec_ secrets of 32 random bytes and refuses what a library could not use', () => {
+    expect(secret).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
+    expect(generateCallbackSecret()).not.toBe(secret);
+    expect(callbackSecretProblem(secret)).toBeUndefined();
+    expect(callbackSecretProblem(`whsec_${randomBytes(24).toString('base64')}`)).toBeUndefined();
+    expect(callbackSecretProblem('hunter2')).toMatch(/must start with whsec_/);
+    expect(callbackSecretProblem('whsec_not base64!')).toMatch(/base64/);
+    expect(callbackSecretProblem(`whsec_${randomBytes(8).toString('base64')}`)).toMatch(
+      /24 to 64 random bytes/,
+    );
   });
 });
 

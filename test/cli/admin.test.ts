@@ -2,6 +2,9 @@ import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import { generateCallbackSecret } from '../../src/adapters/callbacks/signature';
+import { findPartnerCallback } from '../../src/adapters/db/partners-repo';
+import { createSecretBox } from '../../src/adapters/secrets/secret-box';
 import { startStack, VALID_PAYOUT, type TestStack } from '../support/stack';
 
 // The admin CLI as the account manager runs it: a real process against the test PostgreSQL, and the
@@ -20,11 +23,12 @@ async function cli(
   {
     command = path.join(ROOT, 'node_modules/.bin/tsx'),
     env = {},
-  }: { command?: string; env?: Record<string, string> } = {},
+    stdin = '',
+  }: { command?: string; env?: Record<string, string>; stdin?: string } = {},
 ): Promise<CliResult> {
   const argv = command.endsWith('tsx') ? ['src/cli/admin.ts', ...args] : args;
   try {
-    const { stdout, stderr } = await run(command, argv, {
+    const running = run(command, argv, {
       cwd: ROOT,
       env: {
         PATH: process.env.PATH,
@@ -34,6 +38,8 @@ async function cli(
       },
       timeout: 30_000,
     });
+    running.child.stdin?.end(stdin);
+    const { stdout, stderr } = await running;
     return { code: 0, stdout, stderr };
   } catch (err) {
     const e = err as { code?: number; stdout?: string; stderr?: string };
@@ -138,25 +144,51 @@ describe('admin CLI', () => {
     expect((await postWith(api_key)).status).toBe(201);
   });
 
-  it('partner set-callback stores the URL and a generated or given secret; clear-callback removes them', async () => {
+  it('partner set-callback stores the URL and a generated or stdin secret, encrypted; clear-callback removes them', async () => {
     const { partner_id } = await create();
     // The URL is vetted as the worker vets it before sending; a loopback one needs this flag.
-    const env = { CALLBACK_ALLOW_PRIVATE_NETWORKS: 'true' };
-    const setCallback = (...extra: string[]) =>
-      cli(['partner', 'set-callback', '--id', partner_id, ...extra], { env });
-    const generated = json(await setCallback('--url', 'http://127.0.0.1:8080/hooks'));
+    const env = {
+      CALLBACK_ALLOW_PRIVATE_NETWORKS: 'true',
+      PAYLOAD_ENCRYPTION_KEY: stack.config.PAYLOAD_ENCRYPTION_KEY!,
+    };
+    const secrets = createSecretBox(stack.config);
+    const stored = async () =>
+      (
+        await stack.db.query<{ callback_url: string; callback_secret: string }>(
+          'SELECT callback_url, callback_secret FROM partners WHERE id = $1',
+          [partner_id],
+        )
+      ).rows[0]!;
+    const setCallback = (extra: string[], stdin?: string) =>
+      cli(['partner', 'set-callback', '--id', partner_id, ...extra], { env, stdin });
+
+    const generated = json(await setCallback(['--url', 'http://127.0.0.1:8080/hooks']));
     expect(generated).toEqual({
       partner_id,
       callback_url: 'http://127.0.0.1:8080/hooks',
-      callback_secret: expect.stringMatching(/^whsec_[A-Za-z0-9_-]{32}$/),
+      callback_secret: expect.stringMatching(/^whsec_[A-Za-z0-9+/]{43}=$/),
     });
-    const given = json(await setCallback('--url', 'http://127.0.0.1:8080/v2', '--secret', 's3cret-s3cret'));
-    expect(given.callback_secret).toBe('s3cret-s3cret');
-    const { rows } = await stack.db.query(
-      'SELECT callback_url, callback_secret FROM partners WHERE id = $1',
-      [partner_id],
+    const atRest = await stored();
+    expect(atRest.callback_secret).toMatch(/^enc:v1:/);
+    expect(atRest.callback_secret).not.toContain((generated.callback_secret as string).slice(6));
+    expect(secrets.open(atRest.callback_secret, partner_id)).toBe(generated.callback_secret);
+
+    const given = generateCallbackSecret();
+    const fromStdin = json(
+      await setCallback(['--url', 'http://127.0.0.1:8080/v2', '--secret-stdin'], `${given}\n`),
     );
-    expect(rows[0]).toEqual({ callback_url: 'http://127.0.0.1:8080/v2', callback_secret: 's3cret-s3cret' });
+    expect(fromStdin).toEqual({ partner_id, callback_url: 'http://127.0.0.1:8080/v2' });
+    expect(await findPartnerCallback(stack.db, partner_id, secrets)).toEqual({
+      url: 'http://127.0.0.1:8080/v2',
+      secret: given,
+    });
+
+    // Never from argv (ps and shell history keep it), and never a secret that is not whsec_ + base64.
+    const argv = await setCallback(['--url', 'http://127.0.0.1:8080/v3', '--secret', given]);
+    expect(argv.code).toBe(2);
+    const bad = await setCallback(['--url', 'http://127.0.0.1:8080/v3', '--secret-stdin'], 'hunter2\n');
+    expect(bad).toMatchObject({ code: 2, stderr: expect.stringContaining('must start with whsec_') });
+    expect((await stored()).callback_url).toBe('http://127.0.0.1:8080/v2');
 
     expect(json(await cli(['partner', 'clear-callback', '--id', partner_id]))).toEqual({
       partner_id,

@@ -3,6 +3,7 @@ import path from 'node:path';
 import { privateKeyToAddress } from 'viem/accounts';
 import { parse } from 'yaml';
 import { CONFIG_KEYS, loadConfig } from '../../src/config';
+import { PAYOUT_SEARCH_ATTRIBUTES } from '../../src/workflows/search-attributes';
 import { anvilAccount } from '../../dev/local/infra/anvil';
 import { loadSandboxConfig, SANDBOX_ENV_KEYS } from '../../dev/sandbox/config';
 
@@ -12,8 +13,12 @@ import { loadSandboxConfig, SANDBOX_ENV_KEYS } from '../../dev/sandbox/config';
 const ROOT = path.resolve(__dirname, '../..');
 interface Service {
   image?: string;
+  profiles?: string[];
+  entrypoint?: string[];
+  volumes?: string[];
   build?: string;
   command?: string[] | string;
+  restart?: string;
   environment?: Record<string, string>;
   ports?: string[];
   depends_on?: string[] | Record<string, { condition: string }>;
@@ -70,16 +75,65 @@ describe('docker-compose.yml', () => {
     }
   });
 
-  it('runs entry points that exist, from an image that contains them', () => {
+  it('runs compiled entry points (node dist/...) whose sources exist, from an image that builds them', () => {
     const dockerfile = readFileSync(path.join(ROOT, 'Dockerfile'), 'utf8');
     for (const dir of ['src', 'migrations', 'contracts'])
       expect(dockerfile).toContain(`COPY ${dir} ./${dir}`);
+    expect(dockerfile).toContain('RUN npm run build');
     for (const [name, service] of Object.entries(services)) {
       if (!service.build) continue;
-      const args = Array.isArray(service.command) ? service.command : [];
-      const entry = args.find((a) => a.endsWith('.ts'));
-      expect({ name, entry: entry && existsSync(path.join(ROOT, entry)) }).toEqual({ name, entry: true });
+      const argv = [
+        ...(service.entrypoint ?? []),
+        ...(Array.isArray(service.command) ? service.command : []),
+      ];
+      expect({ name, runtime: argv[0] }).toEqual({ name, runtime: 'node' });
+      const entry = argv.find((a) => a.startsWith('dist/'));
+      const source = entry?.replace(/^dist\//, '').replace(/\.js$/, '.ts');
+      expect({ name, source: source && existsSync(path.join(ROOT, source)) }).toEqual({ name, source: true });
     }
+  });
+
+  it('migrates once, in a one-shot job the api and the worker wait for', () => {
+    expect(services.migrate!.command).toEqual(['node', 'dist/src/cli/migrate.js']);
+    expect(services.migrate!.restart).toBe('no');
+    for (const name of ['api', 'worker'])
+      expect(services[name]!.depends_on).toMatchObject({
+        migrate: { condition: 'service_completed_successfully' },
+      });
+  });
+
+  it('runs a maintained Temporal setup: server + schema job, namespace and every search attribute', () => {
+    for (const service of Object.values(services)) expect(service.image ?? '').not.toMatch(/auto-setup/);
+    expect(services.temporal!.image).toMatch(/^temporalio\/server:/);
+    expect(services['temporal-schema']!.image).toMatch(/^temporalio\/admin-tools:/);
+    expect(services.temporal!.depends_on).toMatchObject({
+      'temporal-schema': { condition: 'service_completed_successfully' },
+    });
+    const setup = String(services['temporal-setup']!.command);
+    expect(setup).toContain('namespace create --namespace default');
+    for (const key of PAYOUT_SEARCH_ATTRIBUTES) expect(setup).toContain(key.name);
+  });
+
+  it('has an optional observability profile: Prometheus with the alert rules, Grafana with the dashboard', () => {
+    expect(services.prometheus!.profiles).toEqual(['observability']);
+    expect(services.grafana!.profiles).toEqual(['observability']);
+    const mounts = (name: string) => (services[name]!.volumes ?? []).map((v) => v.split(':'));
+    for (const name of ['prometheus', 'grafana'])
+      for (const [host] of mounts(name)) expect(existsSync(path.join(ROOT, host!))).toBe(true);
+    expect(mounts('prometheus')).toContainEqual(['./ops/alerts.yml', '/etc/prometheus/alerts.yml', 'ro']);
+    const prometheus = parse(readFileSync(path.join(ROOT, 'ops/prometheus.yml'), 'utf8')) as {
+      rule_files: string[];
+      scrape_configs: { job_name: string; static_configs: { targets: string[] }[] }[];
+    };
+    expect(prometheus.rule_files).toEqual(['/etc/prometheus/alerts.yml']);
+    const api = loadConfig(services.api!.environment!);
+    const targets = Object.fromEntries(
+      prometheus.scrape_configs.map((c) => [c.job_name, c.static_configs.flatMap((s) => s.targets)]),
+    );
+    expect(targets).toEqual({
+      'payout-api': [`api:${api.METRICS_PORT}`],
+      'payout-worker': [`worker:${api.WORKER_METRICS_PORT}`],
+    });
   });
 
   it.each(['api', 'worker'])('gives the %s only variables the config knows, and valid ones', (name) => {

@@ -75,13 +75,13 @@ describe('docs/configuration.md', () => {
 describe('README', () => {
   it('is what CI runs: .ci/run calls the README test command verbatim', () => {
     const ci = read('.ci/run');
-    expect(ci).toContain('\nnpm install && npm test\n');
+    expect(ci).toContain('\nnpm ci && npm test\n');
   });
 
   it('keeps the two Quick start commands', () => {
     expect(section(readme, 'Quick start').match(/```sh\n(.*)\n```/g)).toEqual([
-      '```sh\nnpm install && npm start\n```',
-      '```sh\nnpm install && npm test\n```',
+      '```sh\nnpm ci && npm start\n```',
+      '```sh\nnpm ci && npm test\n```',
     ]);
   });
 

@@ -15,6 +15,7 @@ import { callbackSenderOptions } from '../../src/adapters/callbacks/http-sender'
 import { createUsdtLedger } from '../../src/adapters/chain/usdt-ledger';
 import { createPartner } from '../../src/adapters/db/partners-repo';
 import { createPool, type Db } from '../../src/adapters/db/pool';
+import { createSecretBox } from '../../src/adapters/secrets/secret-box';
 import { createHttpProvider } from '../../src/adapters/provider/http-provider';
 import { createCachedQuote } from '../../src/adapters/provider/quote-cache';
 import { buildApp } from '../../src/api/app';
@@ -222,6 +223,7 @@ export async function startStack(opts: StackOptions = {}): Promise<TestStack> {
           metrics,
         },
         callbacks: callbackSenderOptions(config),
+        secrets: createSecretBox(config),
       });
       running = worker.run();
     };

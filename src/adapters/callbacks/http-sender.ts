@@ -2,7 +2,7 @@ import http from 'node:http';
 import https from 'node:https';
 import type { LookupFunction } from 'node:net';
 import type { Config } from '../../config';
-import { EVENT_ID_HEADER, SIGNATURE_HEADER, signCallback } from './signature';
+import { signCallback } from './signature';
 import {
   callbackUrlPolicy,
   CallbackUrlRefused,
@@ -72,7 +72,7 @@ export async function sendCallback(
   try {
     const target = await abortable(vetCallbackUrl(req.url, opts, opts.resolve), signal);
     // A fresh timestamp per attempt: receivers reject signatures older than their tolerance window.
-    const signature = signCallback(req.secret, Math.floor(nowMs() / 1000), req.body);
+    const signature = signCallback(req.secret, req.eventId, Math.floor(nowMs() / 1000), req.body);
     const answer = await post(target, req, signature, signal);
     return {
       delivered: answer.statusCode >= 200 && answer.statusCode < 300,
@@ -116,7 +116,7 @@ function pinnedLookup(addresses: ResolvedAddress[]): LookupFunction {
 function post(
   target: VettedCallbackUrl,
   req: CallbackRequest,
-  signature: string,
+  signature: Record<string, string>,
   signal: AbortSignal,
 ): Promise<{ statusCode: number; excerpt: string }> {
   const client = target.url.protocol === 'https:' ? https : http;
@@ -131,8 +131,7 @@ function post(
           'content-type': 'application/json',
           'content-length': Buffer.byteLength(req.body, 'utf8'),
           'user-agent': USER_AGENT,
-          [EVENT_ID_HEADER]: req.eventId,
-          [SIGNATURE_HEADER]: signature,
+          ...signature,
         },
         lookup: pinnedLookup(target.addresses),
         // A pooled socket could outlive the vetting it was opened under.

@@ -1,4 +1,5 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import type { SecretBox } from '../secrets/secret-box';
 import type { Db } from './pool';
 
 export interface Partner {
@@ -109,26 +110,32 @@ export async function setPartnerStatus(
   return res.rowCount === 1;
 }
 
+/** Stores the callback URL and its signing secret, sealed by `secrets` (never in clear with a key). */
 export async function setPartnerCallback(
   db: Db,
   partnerId: string,
   target: PartnerCallbackTarget | null,
+  secrets: SecretBox,
 ): Promise<boolean> {
   const res = await db.query(
     'UPDATE partners SET callback_url = $2, callback_secret = $3, updated_at = now() WHERE id = $1',
-    [partnerId, target?.url ?? null, target?.secret ?? null],
+    [partnerId, target?.url ?? null, target ? secrets.seal(target.secret, partnerId) : null],
   );
   return res.rowCount === 1;
 }
 
-export async function findPartnerCallback(db: Db, partnerId: string): Promise<PartnerCallbackTarget | null> {
+export async function findPartnerCallback(
+  db: Db,
+  partnerId: string,
+  secrets: SecretBox,
+): Promise<PartnerCallbackTarget | null> {
   const { rows } = await db.query<{ callback_url: string | null; callback_secret: string | null }>(
     'SELECT callback_url, callback_secret FROM partners WHERE id = $1',
     [partnerId],
   );
   const row = rows[0];
   return row?.callback_url && row.callback_secret
-    ? { url: row.callback_url, secret: row.callback_secret }
+    ? { url: row.callback_url, secret: secrets.open(row.callback_secret, partnerId) }
     : null;
 }
 

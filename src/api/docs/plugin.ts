@@ -5,6 +5,7 @@ import fp from 'fastify-plugin';
 import { createJsonSchemaTransform, createJsonSchemaTransformObject } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { errorBodySchema, payoutResponseSchema } from '../payouts/schemas';
+import { describeCallbackWebhooks } from './callbacks';
 import { describeOperations } from './describe';
 
 export interface ApiDocsOptions {
@@ -59,6 +60,7 @@ export const apiDocs = fp<ApiDocsOptions>(
             name: 'provider',
             description: 'Inbound notifications of the payment provider (not for partners)',
           },
+          { name: 'callbacks', description: 'What this service POSTs to your callback URL (webhooks)' },
         ],
         components: {
           securitySchemes: {
@@ -75,7 +77,9 @@ export const apiDocs = fp<ApiDocsOptions>(
       },
       transform: createJsonSchemaTransform({ schemaRegistry }),
       transformObject: (documents) =>
-        describeOperations(createJsonSchemaTransformObject({ schemaRegistry })(documents)),
+        describeCallbackWebhooks(
+          describeOperations(createJsonSchemaTransformObject({ schemaRegistry })(documents)),
+        ),
     });
     await app.register(fastifySwaggerUi, {
       routePrefix: DOCS_PATH,

@@ -1,0 +1,56 @@
+import { Gauge, type Registry } from 'prom-client';
+import type { UsdtLedger } from '../adapters/chain/usdt-ledger';
+import type { Db } from '../adapters/db/pool';
+import type { Logger } from './logger';
+
+const USDT_UNITS = 1_000_000;
+
+/**
+ * Partner callback events by delivery state (read model, computed at scrape time). An event in
+ * `gave_up` got no 2xx in 24 hours of retries: the partner never heard of that payout's outcome.
+ * The alert PartnerCallbackGaveUp fires when this count grows.
+ */
+export function registerCallbackGauges(registry: Registry, db: Db, logger: Logger): void {
+  new Gauge({
+    name: 'partner_callback_events',
+    help: 'Partner callback events by delivery state (pending, delivered, gave_up, skipped)',
+    labelNames: ['state'],
+    registers: [registry],
+    async collect() {
+      try {
+        const { rows } = await db.query<{ state: string; n: string }>(
+          'SELECT state, count(*)::text AS n FROM callback_events GROUP BY state',
+        );
+        this.reset();
+        for (const state of ['pending', 'delivered', 'gave_up', 'skipped']) {
+          this.set({ state }, Number(rows.find((r) => r.state === state)?.n ?? 0));
+        }
+      } catch (err) {
+        // A failed scrape of one gauge must not fail the whole /metrics page.
+        logger.warn({ err }, 'partner_callback_events: query failed');
+      }
+    },
+  });
+}
+
+/**
+ * The treasury's USDT balance (treasury mode), read from the chain at scrape time, so the alert
+ * TreasuryBalanceLow warns before payouts start waiting for a top-up.
+ */
+export function registerTreasuryGauges(registry: Registry, ledger: UsdtLedger, logger: Logger): void {
+  const address = ledger.treasuryAddress();
+  if (!address) return;
+  new Gauge({
+    name: 'treasury_usdt_balance',
+    help: 'USDT held by the settlement treasury account, in USDT',
+    labelNames: ['address'],
+    registers: [registry],
+    async collect() {
+      try {
+        this.set({ address }, Number(await ledger.balanceOf(address)) / USDT_UNITS);
+      } catch (err) {
+        logger.warn({ err }, 'treasury_usdt_balance: chain read failed');
+      }
+    },
+  });
+}

@@ -1,0 +1,17 @@
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+
+/** The prebuilt workflow bundle's name, beside the compiled `src/` in dist/ (`npm run build`). */
+export const WORKFLOW_BUNDLE_FILE = 'workflow-bundle.js';
+
+/**
+ * Where the worker takes its workflow code from: the bundle `npm run build` wrote next to the
+ * compiled sources (dist/workflow-bundle.js), or, when running from TypeScript sources (tsx, tests),
+ * the workflows module itself, bundled by the SDK at start.
+ */
+export function workflowSource(): { workflowBundle: { codePath: string } } | { workflowsPath: string } {
+  const codePath = path.resolve(__dirname, '..', WORKFLOW_BUNDLE_FILE);
+  // Only a compiled worker uses the bundle: a stale dist/ must never shadow the sources under tsx.
+  if (__filename.endsWith('.js') && existsSync(codePath)) return { workflowBundle: { codePath } };
+  return { workflowsPath: require.resolve('./workflows') };
+}

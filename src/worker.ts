@@ -13,6 +13,7 @@ import { createPool } from './adapters/db/pool';
 import { createConfiguredProvider } from './adapters/provider/from-config';
 import { loadConfig } from './config';
 import { createLogger } from './observability/logger';
+import { activityMetricsInterceptor } from './observability/activity-metrics';
 import { createMetrics } from './observability/metrics';
 import { scrapeLocal, startOpsServer } from './observability/ops-server';
 import { connectWorker } from './temporal/connection';
@@ -44,6 +45,7 @@ export function createPayoutWorker(opts: PayoutWorkerOptions): Promise<Worker> {
     ...(opts.workflowBundle
       ? { workflowBundle: opts.workflowBundle }
       : { workflowsPath: require.resolve('./workflows') }),
+    interceptors: { activity: [activityMetricsInterceptor(opts.deps.metrics)] },
     activities: {
       ...createActivities(opts.deps),
       ...createCallbackActivities({

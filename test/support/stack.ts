@@ -163,6 +163,7 @@ export async function startStack(opts: StackOptions = {}): Promise<TestStack> {
       PORT: String(apiPort),
       DATABASE_URL: testDatabaseUrl(),
       TEMPORAL_ADDRESS: testEnv.address,
+      TEMPORAL_NAMESPACE: testEnv.namespace ?? 'default',
       TEMPORAL_TASK_QUEUE: `payouts-${randomUUID().slice(0, 8)}`,
       PROVIDER_API_URL: sandboxUrl,
       EVM_RPC_URL: anvil.rpcUrl,

@@ -21,7 +21,7 @@ import {
   type PayoutSettings,
   type PayoutWorkflowInput,
 } from '../../workflows/definitions';
-import { payoutSearchAttributes } from '../../workflows/search-attributes';
+import { payoutSearchAttributes, payoutSummary } from '../../workflows/search-attributes';
 import { HttpError } from '../errors';
 import type { CreatePayoutBody } from './schemas';
 
@@ -123,7 +123,17 @@ async function startAndAwaitCharge(
       amountBrl: formatCentavos(BigInt(input.amountCentavos)),
       wallet: shortWallet(input.receiverWallet),
     },
-    typedSearchAttributes: payoutSearchAttributes({ status: 'PENDING', partnerId: input.partnerId }),
+    typedSearchAttributes: payoutSearchAttributes({
+      id: input.payoutId,
+      status: 'PENDING',
+      partnerId: input.partnerId,
+    }),
+    // The Web UI's summary line: which payout this workflow is, whatever its workflow id.
+    staticSummary: payoutSummary({
+      id: input.payoutId,
+      amountBrl: formatCentavos(BigInt(input.amountCentavos)),
+      wallet: shortWallet(input.receiverWallet),
+    }),
   });
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { chmod, mkdtemp, rm } from 'node:fs/promises';
+import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
@@ -38,6 +39,8 @@ export interface ProcessStack {
   treasury: { address: Address; privateKey: `0x${string}` };
   provider: ProviderProxy;
   sandboxUrl: string;
+  /** Every webhook token the sandbox delivered (it delivers through the test, to the main api). */
+  webhookTokens: string[];
   /** The api every test talks to first; the sandbox's webhooks go to it. */
   apiUrl: string;
   createPartner(): Promise<{ partnerId: string; apiKey: string }>;
@@ -134,10 +137,30 @@ export async function startProcessStack(opts: { env?: Record<string, string> } =
     const apiPort = await freePort();
     const apiUrl = `http://${HOST}:${apiPort}`;
     const sandboxPort = await freePort();
+    // The sandbox's webhooks pass through the test, which keeps their tokens and forwards them.
+    const webhookTokens: string[] = [];
+    const tap = http.createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => {
+        const body = Buffer.concat(chunks).toString();
+        const token = (JSON.parse(body) as { token?: string }).token;
+        if (token && !webhookTokens.includes(token)) webhookTokens.push(token);
+        fetch(`${apiUrl}${req.url}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body })
+          .then(async (r) => {
+            res.writeHead(r.status, { 'content-type': 'application/json' });
+            res.end(await r.text());
+          })
+          .catch(() => res.destroy());
+      });
+    });
+    const tapPort = await freePort();
+    await new Promise<void>((resolve) => tap.listen(tapPort, HOST, resolve));
+    closers.push(() => new Promise((resolve) => tap.close(resolve)));
     const sandbox = buildSandboxApp(
       loadSandboxConfig({
         SANDBOX_PORT: String(sandboxPort),
-        SANDBOX_WEBHOOK_URL: `${apiUrl}/webhooks/sandbox`,
+        SANDBOX_WEBHOOK_URL: `http://${HOST}:${tapPort}/webhooks/sandbox`,
         SANDBOX_EVM_RPC_URL: anvil.rpcUrl,
         SANDBOX_USDT_ADDRESS: usdtAddress,
         SANDBOX_WALLET_PRIVATE_KEY: anvilAccount('provider-sandbox').privateKey,
@@ -180,6 +203,7 @@ export async function startProcessStack(opts: { env?: Record<string, string> } =
       treasury,
       provider,
       sandboxUrl,
+      webhookTokens,
       apiUrl,
       processes,
       async createPartner() {

@@ -146,7 +146,11 @@ export async function startProcessStack(opts: { env?: Record<string, string> } =
         const body = Buffer.concat(chunks).toString();
         const token = (JSON.parse(body) as { token?: string }).token;
         if (token && !webhookTokens.includes(token)) webhookTokens.push(token);
-        fetch(`${apiUrl}${req.url}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body })
+        fetch(`${apiUrl}${req.url}`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body,
+        })
           .then(async (r) => {
             res.writeHead(r.status, { 'content-type': 'application/json' });
             res.end(await r.text());

@@ -49,6 +49,8 @@ export interface TestStack {
   db: Db;
   temporal: Client;
   testEnv: TestWorkflowEnvironment;
+  /** The metrics registry the in-process api and worker share. */
+  metrics: ReturnType<typeof createMetrics>;
   /** A new partner with a fresh API key (tests isolate themselves by partner). */
   createPartner(name?: string): Promise<{ partnerId: string; apiKey: string }>;
   /** Another api process-equivalent on its own port, sharing database and Temporal. */
@@ -70,6 +72,8 @@ export interface TestStack {
 export interface StackOptions {
   /** Service env overrides (SETTLEMENT_MODE, rate limits, ...). */
   env?: Record<string, string>;
+  /** Provider sandbox settings (e.g. SANDBOX_SPREAD), over the defaults. */
+  sandboxEnv?: Record<string, string>;
   /** Where the sandbox POSTs its webhooks instead of the api (a test that delivers them itself). */
   sandboxWebhookUrl?: string;
   /** Start without a worker (e.g. to prove GET falls back to the read model). Default true. */
@@ -151,6 +155,7 @@ export async function startStack(opts: StackOptions = {}): Promise<TestStack> {
         SANDBOX_USDT_ADDRESS: usdtAddress,
         SANDBOX_WALLET_PRIVATE_KEY: anvilAccount('provider-sandbox').privateKey,
         SANDBOX_LOG_LEVEL: quiet,
+        ...opts.sandboxEnv,
       }),
       { webhook: { initialDelayMs: 100, maxDelayMs: 1_000 } },
     );
@@ -242,6 +247,7 @@ export async function startStack(opts: StackOptions = {}): Promise<TestStack> {
       db,
       temporal,
       testEnv,
+      metrics,
       async createPartner(name = 'test partner') {
         const { partner, apiKey } = await createPartner(db, name);
         return { partnerId: partner.id, apiKey };

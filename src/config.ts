@@ -42,6 +42,9 @@ const envSchema = z
     TEMPORAL_NAMESPACE: z.string().default('payouts'),
     TEMPORAL_TASK_QUEUE: z.string().default('payouts'),
     TEMPORAL_TLS: bool(false),
+    // A workflow bundle built ahead (bundleWorkflowCode's code written to a file, e.g. in the image
+    // build): the worker starts without running webpack, and every replica runs the same code.
+    WORKFLOW_BUNDLE_PATH: optional(z.string()),
     TEMPORAL_API_KEY: optional(z.string()),
     TEMPORAL_TLS_CERT_PATH: optional(z.string()),
     TEMPORAL_TLS_KEY_PATH: optional(z.string()),

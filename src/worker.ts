@@ -88,6 +88,7 @@ async function main(): Promise<void> {
     deps: { db, provider, ledger, logger, metrics },
     callbacks: callbackSenderOptions(config),
     dataConverter: createDataConverter(config),
+    ...(config.WORKFLOW_BUNDLE_PATH ? { workflowBundle: { codePath: config.WORKFLOW_BUNDLE_PATH } } : {}),
   });
   onShutdown(logger, async () => {
     // Stops polling, lets running activities finish (up to the shutdown grace time), then returns.

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { chmod, mkdtemp, rm } from 'node:fs/promises';
+import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
@@ -22,6 +22,7 @@ import { buildSandboxApp } from '../../dev/sandbox/app';
 import { loadSandboxConfig } from '../../dev/sandbox/config';
 import { startProviderProxy, type ProviderProxy } from './provider-proxy';
 import { ServiceProcess } from './service-process';
+import { workflowBundle } from './stack';
 
 /**
  * The whole service as separate OS processes, for fault and invariant tests: its own PostgreSQL
@@ -178,6 +179,10 @@ export async function startProcessStack(opts: { env?: Record<string, string> } =
     const provider = await startProviderProxy(sandboxUrl, await freePort());
     closers.push(() => provider.close());
 
+    // Workers load one prebuilt workflow bundle (WORKFLOW_BUNDLE_PATH) instead of each running webpack.
+    const bundlePath = path.join(tempDir, 'workflow-bundle.js');
+    await writeFile(bundlePath, (await workflowBundle()).code);
+
     const serviceEnv: Record<string, string> = {
       NODE_ENV: 'test',
       LOG_LEVEL: 'info',
@@ -192,6 +197,7 @@ export async function startProcessStack(opts: { env?: Record<string, string> } =
       USDT_CONTRACT_ADDRESS: usdtAddress,
       TREASURY_PRIVATE_KEY: treasury.privateKey,
       PAYLOAD_ENCRYPTION_KEY: payloadKey,
+      WORKFLOW_BUNDLE_PATH: bundlePath,
       // Storms come from one loopback address; the limits are not what these tests are about.
       POST_RATE_LIMIT_PER_MINUTE: '100000',
       READ_RATE_LIMIT_PER_MINUTE: '100000',

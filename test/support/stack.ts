@@ -29,6 +29,7 @@ import { buildSandboxApp } from '../../dev/sandbox/app';
 import { loadSandboxConfig } from '../../dev/sandbox/config';
 import { createPayoutWorker } from '../../src/worker';
 import { testDatabaseUrl } from './env';
+import { startProviderProxy, type ProviderProxy } from './provider-proxy';
 import { createDevServerEnv } from './temporal';
 import { createDataConverter } from '../../src/temporal/data-converter';
 import { PAYOUT_SEARCH_ATTRIBUTES } from '../../src/workflows/search-attributes';
@@ -49,6 +50,8 @@ export interface TestStack {
   db: Db;
   temporal: Client;
   testEnv: TestWorkflowEnvironment;
+  /** With `countProviderCalls`: what reached the provider (charges it created, by payout id). */
+  providerProxy?: ProviderProxy;
   /** The metrics registry the in-process api and worker share. */
   metrics: ReturnType<typeof createMetrics>;
   /** A new partner with a fresh API key (tests isolate themselves by partner). */
@@ -72,6 +75,8 @@ export interface TestStack {
 export interface StackOptions {
   /** Service env overrides (SETTLEMENT_MODE, rate limits, ...). */
   env?: Record<string, string>;
+  /** Route the service's provider calls through a counting proxy (`providerProxy`), e.g. to count charges. */
+  countProviderCalls?: boolean;
   /** Provider sandbox settings (e.g. SANDBOX_SPREAD), over the defaults. */
   sandboxEnv?: Record<string, string>;
   /** Where the sandbox POSTs its webhooks instead of the api (a test that delivers them itself). */
@@ -162,6 +167,10 @@ export async function startStack(opts: StackOptions = {}): Promise<TestStack> {
     await sandbox.listen({ host: '127.0.0.1', port: sandboxPort });
     closers.push(() => sandbox.close());
     const sandboxUrl = `http://127.0.0.1:${sandboxPort}`;
+    const providerProxy = opts.countProviderCalls
+      ? await startProviderProxy(sandboxUrl, await freePort())
+      : undefined;
+    if (providerProxy) closers.push(() => providerProxy.close());
 
     const config = loadConfig({
       LOG_LEVEL: quiet,
@@ -170,7 +179,7 @@ export async function startStack(opts: StackOptions = {}): Promise<TestStack> {
       TEMPORAL_ADDRESS: testEnv.address,
       TEMPORAL_NAMESPACE: testEnv.namespace ?? 'default',
       TEMPORAL_TASK_QUEUE: `payouts-${randomUUID().slice(0, 8)}`,
-      PROVIDER_API_URL: sandboxUrl,
+      PROVIDER_API_URL: providerProxy?.url ?? sandboxUrl,
       EVM_RPC_URL: anvil.rpcUrl,
       USDT_CONTRACT_ADDRESS: usdtAddress,
       TREASURY_PRIVATE_KEY: treasury.privateKey,
@@ -248,6 +257,7 @@ export async function startStack(opts: StackOptions = {}): Promise<TestStack> {
       temporal,
       testEnv,
       metrics,
+      ...(providerProxy ? { providerProxy } : {}),
       async createPartner(name = 'test partner') {
         const { partner, apiKey } = await createPartner(db, name);
         return { partnerId: partner.id, apiKey };

@@ -92,7 +92,9 @@ describe('settlement deadline (real servers, chain mined by the test)', () => {
 
   const processingAfter = async (handle: WorkflowHandle, moment: number) => {
     const p = await handle.query(getPayoutQuery);
-    return Date.now() > moment && p.status === 'PROCESSING' ? p : undefined;
+    if (p.status !== 'PROCESSING')
+      throw new Error(`payout left PROCESSING too early: ${p.status} ${p.failureReason ?? ''}`);
+    return Date.now() > moment ? p : undefined;
   };
 
   it('fails with settlement_timeout when the settlement is not reported by a short deadline', async () => {

@@ -2,6 +2,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import qrcode from 'qrcode-terminal';
 import { generatePrivateKey, privateKeyToAddress } from 'viem/accounts';
+import { loadConfig } from '../src/config';
 import { payoutWorkflowId } from '../src/workflows/definitions';
 
 /**
@@ -17,6 +18,8 @@ import { payoutWorkflowId } from '../src/workflows/definitions';
 const API_URL = process.env.DEMO_API_URL ?? 'http://127.0.0.1:3000';
 const SANDBOX_URL = process.env.DEMO_SANDBOX_URL ?? 'http://127.0.0.1:4000';
 const TEMPORAL_UI_URL = process.env.DEMO_TEMPORAL_UI_URL ?? 'http://127.0.0.1:8233';
+// The service's namespace, as the api and worker read it.
+const TEMPORAL_NAMESPACE = loadConfig().TEMPORAL_NAMESPACE;
 const AMOUNT_BRL = Number(process.env.DEMO_AMOUNT_BRL ?? '100.00');
 const TIMEOUT_MS = Number(process.env.DEMO_TIMEOUT_SECONDS ?? '120') * 1000;
 const POLL_MS = 500; // partners are asked to poll every 10 s; a demo wants to show each status
@@ -126,7 +129,7 @@ async function main(): Promise<void> {
 
   step('5. Partner polls GET /v1/payouts/{id}');
   const final = await follow(created.id, key);
-  const workflowUrl = `${TEMPORAL_UI_URL}/namespaces/default/workflows/${encodeURIComponent(payoutWorkflowId(final.id))}`;
+  const workflowUrl = `${TEMPORAL_UI_URL}/namespaces/${TEMPORAL_NAMESPACE}/workflows/${encodeURIComponent(payoutWorkflowId(final.id))}`;
   if (final.status !== 'COMPLETED') {
     line(`Temporal workflow: ${workflowUrl}`);
     throw new DemoError(`payout ended ${final.status}`);
@@ -141,7 +144,7 @@ async function main(): Promise<void> {
   line(`paid at       ${final.paid_at}, confirmed at ${final.confirmed_at}`);
   line(`workflow      ${workflowUrl}`);
   line(
-    `all payouts   ${TEMPORAL_UI_URL}/namespaces/default/workflows?query=${encodeURIComponent(`PartnerId="${final.partner_id}"`)}`,
+    `all payouts   ${TEMPORAL_UI_URL}/namespaces/${TEMPORAL_NAMESPACE}/workflows?query=${encodeURIComponent(`PartnerId="${final.partner_id}"`)}`,
   );
 
   step('6. Partner lists its latest payouts (GET /v1/payouts; page on with starting_after=<last id>)');

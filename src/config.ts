@@ -47,9 +47,15 @@ const envSchema = z
     // Temporal connection: the names the `temporal` CLI and the SDKs' environment configuration read
     // (src/temporal/connection.ts); a profile of the Temporal config file fills what is not set.
     TEMPORAL_ADDRESS: z.string().default('127.0.0.1:7233'),
-    TEMPORAL_NAMESPACE: z.string().default('default'),
+    // The service's own namespace: samples, CLI experiments and other tools' test workflows default to
+    // "default", and never mix with payouts there.
+    TEMPORAL_NAMESPACE: z.string().default('payouts'),
     TEMPORAL_TASK_QUEUE: z.string().default('payouts'),
     TEMPORAL_PROFILE: optional(z.string()),
+    // A workflow bundle built ahead (bundleWorkflowCode's code written to a file): the worker starts
+    // without running webpack, and every replica runs the same code. Default: dist/workflow-bundle.js
+    // when running compiled, else the sources.
+    WORKFLOW_BUNDLE_PATH: optional(z.string()),
     TEMPORAL_API_KEY: optional(z.string()),
     TEMPORAL_TLS: optional(z.enum(['true', 'false', '1', '0']).transform((v) => v === 'true' || v === '1')),
     TEMPORAL_TLS_CLIENT_CERT_PATH: optional(z.string()),

@@ -14,6 +14,7 @@ import { createSecretBox, type SecretBox } from './adapters/secrets/secret-box';
 import { createConfiguredProvider } from './adapters/provider/from-config';
 import { loadConfig } from './config';
 import { createLogger } from './observability/logger';
+import { activityMetricsInterceptor } from './observability/activity-metrics';
 import { createMetrics } from './observability/metrics';
 import { registerTreasuryGauges } from './observability/ops-gauges';
 import { scrapeLocal, startOpsServer } from './observability/ops-server';
@@ -50,6 +51,7 @@ export function createPayoutWorker(opts: PayoutWorkerOptions): Promise<Worker> {
     dataConverter: opts.dataConverter,
     ...(opts.maxCachedWorkflows !== undefined ? { maxCachedWorkflows: opts.maxCachedWorkflows } : {}),
     ...(opts.workflowBundle ? { workflowBundle: opts.workflowBundle } : workflowSource()),
+    interceptors: { activity: [activityMetricsInterceptor(opts.deps.metrics)] },
     activities: {
       ...createActivities(opts.deps),
       ...createCallbackActivities({
@@ -97,6 +99,7 @@ async function main(): Promise<void> {
     secrets: createSecretBox(config),
     dataConverter: createDataConverter(config),
     maxCachedWorkflows: config.WORKER_MAX_CACHED_WORKFLOWS,
+    ...(config.WORKFLOW_BUNDLE_PATH ? { workflowBundle: { codePath: config.WORKFLOW_BUNDLE_PATH } } : {}),
   });
   onShutdown(logger, async () => {
     // Stops polling, lets running activities finish (up to the shutdown grace time), then returns.

@@ -78,6 +78,7 @@ async function main(): Promise<void> {
       port: 7233,
       uiPort: TEMPORAL_UI_PORT,
       dbFile: path.join(DATA, 'temporal.sqlite'),
+      namespace: config.TEMPORAL_NAMESPACE,
       searchAttributes: devServerSearchAttributes(),
       // The Web UI decrypts payloads through the api's codec endpoint (ops port).
       extraArgs: ['--ui-codec-endpoint', codecEndpoint],

@@ -43,6 +43,26 @@ export function createMetrics() {
       buckets: [5, 15, 30, 60, 120, 300, 600, 1800, 3600, 21600],
       registers: [registry],
     }),
+    payoutDuration: new Histogram({
+      name: 'payout_duration_seconds',
+      help: 'Time from payout creation to its terminal state, by outcome (completed, failed)',
+      labelNames: ['outcome'],
+      // A payout waits for the payer (up to the charge expiry, 1 h by default), then for settlement.
+      buckets: [30, 60, 120, 300, 600, 1200, 1800, 3600, 7200, 21600, 43200],
+      registers: [registry],
+    }),
+    payoutsTerminal: new Counter({
+      name: 'payouts_terminal_total',
+      help: 'Payouts that reached a terminal status, by status and failure reason (none when completed)',
+      labelNames: ['status', 'failure_reason'],
+      registers: [registry],
+    }),
+    callbackDeliveries: new Counter({
+      name: 'partner_callback_deliveries_total',
+      help: 'Partner callback delivery attempts by outcome (delivered, failed, not_configured, gave_up)',
+      labelNames: ['outcome'],
+      registers: [registry],
+    }),
     latePayments: new Counter({
       name: 'payout_late_payments_total',
       help: 'PIX payments received for payouts that had already ended; each is a refund case',

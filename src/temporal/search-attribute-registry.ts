@@ -86,7 +86,7 @@ export async function requireSearchAttributes(
   if (missing === undefined) {
     logger.warn(
       { namespace },
-      'could not list search attributes; make sure PayoutStatus and PartnerId exist',
+      `could not list search attributes; make sure ${PAYOUT_SEARCH_ATTRIBUTES.map((k) => k.name).join(', ')} exist`,
     );
     return;
   }

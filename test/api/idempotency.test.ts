@@ -19,7 +19,7 @@ describe('Idempotency-Key', () => {
   let stack: TestStack;
 
   beforeAll(async () => {
-    stack = await startStack();
+    stack = await startStack({ countProviderCalls: true });
   }, 120_000);
   afterAll(() => stack?.close());
 
@@ -181,6 +181,12 @@ describe('Idempotency-Key', () => {
       partnerId,
     ]);
     expect(workflows.rows).toHaveLength(1);
+    // Counted at the provider itself: one charge was created for it, and none for anything else.
+    const charges = stack.providerProxy!.chargesCreated();
+    expect(charges.get(idOf(created[0]!))).toBe(1);
+    const { rows: others } = await stack.db.query<{ id: string }>('SELECT id FROM payouts');
+    const known = new Set(others.map((r) => r.id));
+    expect([...charges.keys()].filter((id) => !known.has(id))).toEqual([]);
 
     // Settled, every later retry is a replay of the one payout.
     const after = await withKey(apiKey, 'storm');

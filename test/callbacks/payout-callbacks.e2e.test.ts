@@ -31,6 +31,12 @@ describe('partner callbacks end to end', () => {
   const forPayout = (id: string) => (r: { rawBody: Buffer }) =>
     (JSON.parse(r.rawBody.toString('utf8')) as { payout: { id: string } }).payout.id === id;
 
+  /** partner_callback_deliveries_total{outcome} of the stack's (in-process) worker. */
+  async function deliveries(outcome: string): Promise<number> {
+    const metric = await stack.metrics.registry.getSingleMetric('partner_callback_deliveries_total')?.get();
+    return metric?.values.find((v) => v.labels.outcome === outcome)?.value ?? 0;
+  }
+
   async function createPayout(apiKey: string): Promise<{ id: string; pixCopyPaste: string }> {
     const created = await postPayout(stack.apiUrl, apiKey, VALID_PAYOUT);
     expect(created.status).toBe(201);
@@ -47,6 +53,7 @@ describe('partner callbacks end to end', () => {
     );
     const payout = await createPayout(apiKey);
 
+    const deliveredBefore = await deliveries('delivered');
     await stack.pay(payout.pixCopyPaste);
     const [got] = await receiver.waitFor(1, forPayout(payout.id));
     const done = await stack.waitForStatus(apiKey, payout.id, ['COMPLETED', 'FAILED']);
@@ -59,6 +66,7 @@ describe('partner callbacks end to end', () => {
 
     const result = await callbackResult(payout.id, 'payout.completed');
     expect(result).toMatchObject({ outcome: 'delivered', attempts: 1 });
+    expect((await deliveries('delivered')) - deliveredBefore).toBe(1);
     const [event] = await listCallbackEvents(stack.db, partnerId);
     expect(event).toMatchObject({ payoutId: payout.id, event: 'payout.completed', state: 'delivered' });
   });
@@ -85,12 +93,14 @@ describe('partner callbacks end to end', () => {
   it('sends nothing for a partner without a callback URL', async () => {
     const { partnerId, apiKey } = await stack.createPartner();
     const payout = await createPayout(apiKey);
+    const skippedBefore = await deliveries('not_configured');
 
     await stack.pay(payout.pixCopyPaste);
     await stack.waitForStatus(apiKey, payout.id, ['COMPLETED']);
     const result = await callbackResult(payout.id, 'payout.completed');
 
     expect(result).toMatchObject({ outcome: 'not_configured', attempts: 0 });
+    expect((await deliveries('not_configured')) - skippedBefore).toBe(1);
     expect(receiver.received.filter(forPayout(payout.id))).toHaveLength(0);
     const [event] = await listCallbackEvents(stack.db, partnerId);
     expect(event).toMatchObject({ payoutId: payout.id, state: 'skipped' });

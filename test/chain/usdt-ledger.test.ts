@@ -1,4 +1,7 @@
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
 import {
   createPublicClient,
   createWalletClient,
@@ -106,11 +109,24 @@ describe('local chain setup', () => {
     expect(await ledger.balanceOf(treasury.address)).toBeGreaterThanOrEqual(USDT(900));
   });
 
-  it('serves the compiled contract from the cache on later calls', () => {
-    const started = Date.now();
-    const again = compileTestUsdt();
-    expect(Date.now() - started).toBeLessThan(200);
-    expect(again.bytecode).toMatch(/^0x[0-9a-f]+$/);
+  it('serves the compiled contract from the cache on later calls, and recompiles a stale one', () => {
+    const compiled = compileTestUsdt(); // fills the default cache (or reads it)
+    const cacheDir = mkdtempSync(path.join(os.tmpdir(), 'usdt-cache-'));
+    try {
+      const cacheFile = path.join(cacheDir, 'TestUSDT.json');
+      const real = JSON.parse(
+        readFileSync(path.join(__dirname, '../../.data/build/TestUSDT.json'), 'utf8'),
+      ) as { key: string };
+      // A marker no compiler would produce: getting it back proves the cache answered, not solc.
+      writeFileSync(cacheFile, JSON.stringify({ key: real.key, abi: [], bytecode: '0xcafe' }));
+      expect(compileTestUsdt({ cacheDir })).toEqual({ abi: [], bytecode: '0xcafe' });
+      // Another key (source or settings changed): compiled again, and the cache rewritten.
+      writeFileSync(cacheFile, JSON.stringify({ key: 'stale', abi: [], bytecode: '0xcafe' }));
+      expect(compileTestUsdt({ cacheDir }).bytecode).toBe(compiled.bytecode);
+      expect((JSON.parse(readFileSync(cacheFile, 'utf8')) as { key: string }).key).toBe(real.key);
+    } finally {
+      rmSync(cacheDir, { recursive: true, force: true });
+    }
   });
 
   it('refuses to start on a port something already listens on', async () => {

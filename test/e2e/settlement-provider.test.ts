@@ -144,8 +144,18 @@ describe('provider settlement (dev server, PostgreSQL, anvil, sandbox, worker, a
       'FAILED',
     ]);
     expect(after.status).toBe('FAILED');
-    // Give a wrongly started settlement time to show up before checking nothing moved.
-    await new Promise((r) => setTimeout(r, 1_000));
+    // Only the provider-event workflow that handled the payment could start a settlement: once every
+    // one of them has ended, nothing can move any more, and nothing did.
+    const queue = `WorkflowType = 'providerEventWorkflow' AND TaskQueue = '${stack.config.TEMPORAL_TASK_QUEUE}'`;
+    for (let running = 1; running > 0;) {
+      running = 0;
+      for await (const wf of stack.temporal.workflow.list({
+        query: `${queue} AND ExecutionStatus = 'Running'`,
+      })) {
+        running += wf.workflowId ? 1 : 0;
+      }
+      if (running > 0) await new Promise((r) => setTimeout(r, 100));
+    }
     expect((await transfersTo(receiver)).count).toBe(0);
   });
 });

@@ -138,20 +138,20 @@ describe('provider webhook (dev server, PostgreSQL, anvil, sandbox, worker, 2 ap
     expect(await res.json()).toEqual({ error: 'unknown provider' });
   });
 
+  const TOKEN_FORMAT = 'token must be 1-512 characters of A-Z, a-z, 0-9, ".", "_", "~", "-"';
   it.each([
     ['no token', {}, 'token is required'],
     ['a token that is not a string', { token: 42 }, 'token must be a string'],
-    ['an empty token', { token: '' }, undefined],
-    ['a token with characters outside [A-Za-z0-9._~-]', { token: 'abc/../def' }, undefined],
-    ['a token over 512 characters', { token: 'a'.repeat(513) }, undefined],
+    ['an empty token', { token: '' }, TOKEN_FORMAT],
+    ['a token with characters outside [A-Za-z0-9._~-]', { token: 'abc/../def' }, TOKEN_FORMAT],
+    ['a token over 512 characters', { token: 'a'.repeat(513) }, TOKEN_FORMAT],
     ['an array body', [], 'request body must be a JSON object'],
     ['malformed JSON', '{"token": ', 'invalid JSON body'],
   ])('answers 400 for %s', async (_name, body, message) => {
     const res = await deliver(stack.apiUrl, body);
     expect(res.status).toBe(400);
     const answer = (await res.json()) as { error: string };
-    expect(Object.keys(answer)).toEqual(['error']);
-    if (message) expect(answer.error).toBe(message);
+    expect(answer).toEqual({ error: message });
   });
 
   it('acknowledges a token the provider does not know, changes nothing, and ends unknown_token', async () => {

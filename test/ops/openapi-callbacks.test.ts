@@ -19,7 +19,7 @@ describe('OpenAPI document: partner callbacks (webhooks)', () => {
       config,
       db: createPool(config.DATABASE_URL, 1),
       temporal: new Client(),
-      quote: async () => ({ rate: '5.50' }),
+      quote: async () => ({ rate: '5.50', expiresAt: new Date(Date.now() + 30_000).toISOString() }),
       logger: createLogger({ level: 'silent', name: 'test' }),
       metrics: createMetrics(),
     });

@@ -122,6 +122,7 @@ describe('api and worker processes: metrics, alert rules, logs, encrypted payloa
       WORKER_METRICS_PORT: String(workerMetricsPort),
       DATABASE_URL: stack.config.DATABASE_URL,
       TEMPORAL_ADDRESS: stack.config.TEMPORAL_ADDRESS,
+      TEMPORAL_NAMESPACE: stack.config.TEMPORAL_NAMESPACE,
       TEMPORAL_TASK_QUEUE: stack.config.TEMPORAL_TASK_QUEUE,
       PROVIDER_API_URL: stack.sandboxUrl,
       EVM_RPC_URL: stack.rpcUrl,

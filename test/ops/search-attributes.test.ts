@@ -9,11 +9,17 @@ import {
   searchAttributeCommands,
 } from '../../src/temporal/search-attribute-registry';
 import { payoutWorkflowId, type PayoutWorkflowInput } from '../../src/workflows/definitions';
-import { PARTNER_ID, PAYOUT_STATUS, payoutSearchAttributes } from '../../src/workflows/search-attributes';
+import {
+  PARTNER_ID,
+  PAYOUT_FAILURE_REASON,
+  PAYOUT_ID,
+  PAYOUT_STATUS,
+  payoutSearchAttributes,
+} from '../../src/workflows/search-attributes';
 import { workflowBundle } from '../support/stack';
 import { createTimeSkippingEnv } from '../support/temporal';
 
-// PayoutStatus and PartnerId follow the payout through its transitions, on the time-skipping test
+// PayoutId is set at start; PayoutStatus, PartnerId and PayoutFailureReason follow the payout through its transitions, on the time-skipping test
 // server that workflow tests use. That server refuses search attributes it does not know, so this
 // also proves createTimeSkippingEnv registers them.
 
@@ -68,19 +74,30 @@ describe('payout search attributes', () => {
         workflowId: payoutWorkflowId(input.payoutId),
         taskQueue,
         args: [input],
-        typedSearchAttributes: payoutSearchAttributes({ status: 'PENDING', partnerId: input.partnerId }),
+        typedSearchAttributes: payoutSearchAttributes({
+          id: input.payoutId,
+          status: 'PENDING',
+          partnerId: input.partnerId,
+        }),
       });
       // PENDING with its charge; time does not skip until the result is awaited.
       while (!recorded.some((p) => p.pixCopyPaste !== '')) await new Promise((r) => setTimeout(r, 50));
       const pending = (await handle.describe()).typedSearchAttributes;
       expect(pending.get(PAYOUT_STATUS)).toBe('PENDING');
       expect(pending.get(PARTNER_ID)).toBe(input.partnerId);
+      expect(pending.get(PAYOUT_ID)).toBe(input.payoutId);
+      expect(pending.get(PAYOUT_FAILURE_REASON)).toBeUndefined();
 
       const final = await handle.result(); // the charge expires an hour later, skipped
       expect(final.status).toBe('FAILED');
       const ended = (await handle.describe()).typedSearchAttributes;
       expect(ended.get(PAYOUT_STATUS)).toBe('FAILED');
       expect(ended.get(PARTNER_ID)).toBe(input.partnerId);
+      expect(ended.get(PAYOUT_ID)).toBe(input.payoutId);
+      // An operator filters failures by reason, and the detail page says FAILED in words.
+      expect(ended.get(PAYOUT_FAILURE_REASON)).toBe('charge_expired');
+      const metadata = await handle.query<{ currentDetails?: string }>('__temporal_workflow_metadata');
+      expect(metadata.currentDetails).toBe('**PAYOUT FAILED**: charge_expired');
 
       const { events } = await handle.fetchHistory();
       const upserts = (events ?? []).filter((e) => e.upsertWorkflowSearchAttributesEventAttributes);
@@ -101,9 +118,15 @@ describe('payout search attributes', () => {
         }),
       }) as unknown as Parameters<typeof requireSearchAttributes>[0];
     await expect(
-      requireSearchAttributes(listing(['PayoutStatus', 'PartnerId']), 'default', logger),
+      requireSearchAttributes(
+        listing(['PayoutId', 'PayoutStatus', 'PartnerId', 'PayoutFailureReason']),
+        'default',
+        logger,
+      ),
     ).resolves.toBeUndefined();
-    await expect(requireSearchAttributes(listing(['PayoutStatus']), 'prod', logger)).rejects.toThrow(
+    await expect(
+      requireSearchAttributes(listing(['PayoutId', 'PayoutStatus', 'PayoutFailureReason']), 'prod', logger),
+    ).rejects.toThrow(
       'namespace "prod" lacks the search attribute(s) PartnerId; register them first:\n' +
         '  temporal operator search-attribute create --namespace prod --name PartnerId --type Keyword',
     );
@@ -111,9 +134,16 @@ describe('payout search attributes', () => {
       requireSearchAttributes(env.connection.operatorService, 'default', logger),
     ).resolves.toBeUndefined();
     expect(searchAttributeCommands('payouts-prod')).toEqual([
+      'temporal operator search-attribute create --namespace payouts-prod --name PayoutId --type Keyword',
       'temporal operator search-attribute create --namespace payouts-prod --name PayoutStatus --type Keyword',
       'temporal operator search-attribute create --namespace payouts-prod --name PartnerId --type Keyword',
+      'temporal operator search-attribute create --namespace payouts-prod --name PayoutFailureReason --type Keyword',
     ]);
-    expect(devServerSearchAttributes()).toEqual({ PayoutStatus: 'Keyword', PartnerId: 'Keyword' });
+    expect(devServerSearchAttributes()).toEqual({
+      PayoutId: 'Keyword',
+      PayoutStatus: 'Keyword',
+      PartnerId: 'Keyword',
+      PayoutFailureReason: 'Keyword',
+    });
   });
 });

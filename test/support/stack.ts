@@ -30,6 +30,7 @@ import { buildSandboxApp } from '../../dev/sandbox/app';
 import { loadSandboxConfig } from '../../dev/sandbox/config';
 import { createPayoutWorker } from '../../src/worker';
 import { testDatabaseUrl } from './env';
+import { startProviderProxy, type ProviderProxy } from './provider-proxy';
 import { createDevServerEnv } from './temporal';
 import { createDataConverter } from '../../src/temporal/data-converter';
 import { PAYOUT_SEARCH_ATTRIBUTES } from '../../src/workflows/search-attributes';
@@ -50,6 +51,10 @@ export interface TestStack {
   db: Db;
   temporal: Client;
   testEnv: TestWorkflowEnvironment;
+  /** With `countProviderCalls`: what reached the provider (charges it created, by payout id). */
+  providerProxy?: ProviderProxy;
+  /** The metrics registry the in-process api and worker share. */
+  metrics: ReturnType<typeof createMetrics>;
   /** A new partner with a fresh API key (tests isolate themselves by partner). */
   createPartner(name?: string): Promise<{ partnerId: string; apiKey: string }>;
   /** Another api process-equivalent on its own port, sharing database and Temporal. */
@@ -71,6 +76,10 @@ export interface TestStack {
 export interface StackOptions {
   /** Service env overrides (SETTLEMENT_MODE, rate limits, ...). */
   env?: Record<string, string>;
+  /** Route the service's provider calls through a counting proxy (`providerProxy`), e.g. to count charges. */
+  countProviderCalls?: boolean;
+  /** Provider sandbox settings (e.g. SANDBOX_SPREAD), over the defaults. */
+  sandboxEnv?: Record<string, string>;
   /** Where the sandbox POSTs its webhooks instead of the api (a test that delivers them itself). */
   sandboxWebhookUrl?: string;
   /** Start without a worker (e.g. to prove GET falls back to the read model). Default true. */
@@ -152,20 +161,26 @@ export async function startStack(opts: StackOptions = {}): Promise<TestStack> {
         SANDBOX_USDT_ADDRESS: usdtAddress,
         SANDBOX_WALLET_PRIVATE_KEY: anvilAccount('provider-sandbox').privateKey,
         SANDBOX_LOG_LEVEL: quiet,
+        ...opts.sandboxEnv,
       }),
       { webhook: { initialDelayMs: 100, maxDelayMs: 1_000 } },
     );
     await sandbox.listen({ host: '127.0.0.1', port: sandboxPort });
     closers.push(() => sandbox.close());
     const sandboxUrl = `http://127.0.0.1:${sandboxPort}`;
+    const providerProxy = opts.countProviderCalls
+      ? await startProviderProxy(sandboxUrl, await freePort())
+      : undefined;
+    if (providerProxy) closers.push(() => providerProxy.close());
 
     const config = loadConfig({
       LOG_LEVEL: quiet,
       PORT: String(apiPort),
       DATABASE_URL: testDatabaseUrl(),
       TEMPORAL_ADDRESS: testEnv.address,
+      TEMPORAL_NAMESPACE: testEnv.namespace ?? 'default',
       TEMPORAL_TASK_QUEUE: `payouts-${randomUUID().slice(0, 8)}`,
-      PROVIDER_API_URL: sandboxUrl,
+      PROVIDER_API_URL: providerProxy?.url ?? sandboxUrl,
       EVM_RPC_URL: anvil.rpcUrl,
       USDT_CONTRACT_ADDRESS: usdtAddress,
       TREASURY_PRIVATE_KEY: treasury.privateKey,
@@ -247,6 +262,8 @@ export async function startStack(opts: StackOptions = {}): Promise<TestStack> {
       db,
       temporal,
       testEnv,
+      metrics,
+      ...(providerProxy ? { providerProxy } : {}),
       async createPartner(name = 'test partner') {
         const { partner, apiKey } = await createPartner(db, name);
         return { partnerId: partner.id, apiKey };

@@ -26,7 +26,7 @@ import {
   type PayoutSettings,
   type PayoutWorkflowInput,
 } from '../../workflows/definitions';
-import { payoutSearchAttributes } from '../../workflows/search-attributes';
+import { payoutSearchAttributes, payoutSummary } from '../../workflows/search-attributes';
 import { quoteMinAmount, type MinAmountDeps } from '../quotes/min-amount';
 import type { CreatePayoutBody } from './schemas';
 
@@ -133,7 +133,17 @@ async function startAndAwaitCharge(
       amountBrl: formatCentavos(BigInt(input.amountCentavos)),
       wallet: shortWallet(input.receiverWallet),
     },
-    typedSearchAttributes: payoutSearchAttributes({ status: 'PENDING', partnerId: input.partnerId }),
+    typedSearchAttributes: payoutSearchAttributes({
+      id: input.payoutId,
+      status: 'PENDING',
+      partnerId: input.partnerId,
+    }),
+    // The Web UI's summary line: which payout this workflow is, whatever its workflow id.
+    staticSummary: payoutSummary({
+      id: input.payoutId,
+      amountBrl: formatCentavos(BigInt(input.amountCentavos)),
+      wallet: shortWallet(input.receiverWallet),
+    }),
   });
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {

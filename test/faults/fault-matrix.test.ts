@@ -1,0 +1,280 @@
+import { randomUUID } from 'node:crypto';
+import type { Address, Hex } from 'viem';
+import { generatePrivateKey, privateKeyToAddress } from 'viem/accounts';
+import type { PayoutResponse } from '../../src/domain/payout';
+import { expectNoOrphans, expectPayoutInvariants, type TrackedPayout } from '../support/payout-invariants';
+import { startProcessStack, until, type ApiProcess, type ProcessStack } from '../support/process-stack';
+import type { ServiceProcess } from '../support/service-process';
+import { freePort } from '../../dev/local/infra/ports';
+
+// The fault matrix of docs/reliability.md, on real processes: the api and the worker are separate
+// OS processes that are SIGKILLed; Temporal, PostgreSQL and the provider are taken down and brought
+// back. After each fault every payout must end in the right state with exactly one charge, at most
+// one on-chain transfer, and the read model equal to the workflow (test/support/payout-invariants.ts).
+
+const AMOUNT = { amount_brl: 100.0, pix_key: '12345678901', pix_key_type: 'CPF' } as const;
+
+async function rpc<T>(url: string, method: string, params: unknown[] = []): Promise<T> {
+  const res = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
+  });
+  const body = (await res.json()) as { result: T; error?: { message: string } };
+  if (body.error) throw new Error(`${method}: ${body.error.message}`);
+  return body.result;
+}
+
+describe('fault matrix (api and worker as processes; Temporal, PostgreSQL, provider restarted)', () => {
+  let stack: ProcessStack;
+  let partner: { partnerId: string; apiKey: string };
+  let mainApi: ApiProcess;
+  let treasuryApi: ApiProcess;
+  let worker: ServiceProcess;
+  const tracked: TrackedPayout[] = [];
+  const startedAt = Date.now();
+  let storm: Promise<{ keys: string[]; answered: { key: string; attempt: number; body: PayoutResponse }[] }>;
+
+  beforeAll(async () => {
+    stack = await startProcessStack();
+    partner = await stack.createPartner();
+    [mainApi, treasuryApi, worker] = await Promise.all([
+      stack.startApi(),
+      freePort().then((port) => stack.startApi({ port, mode: 'treasury' })),
+      stack.startWorker(),
+    ]);
+  }, 240_000);
+
+  afterAll(async () => {
+    await rpc(stack?.rpcUrl, 'evm_setAutomine', [true]).catch(() => {});
+    await stack?.close();
+    process.stdout.write(
+      `fault matrix: ${tracked.length} payouts in ${Math.round((Date.now() - startedAt) / 1000)} s\n`,
+    );
+  });
+
+  let testStarted = Date.now();
+  beforeEach(() => {
+    testStarted = Date.now();
+  });
+  afterEach(() => {
+    process.stdout.write(`${expect.getState().currentTestName}: ${Date.now() - testStarted} ms\n`);
+    // On a failure, show what the services said last.
+    const state = expect.getState();
+    if (state.assertionCalls > 0 && state.suppressedErrors.length > 0) {
+      for (const p of stack.processes) process.stderr.write(`--- ${p.name}\n${p.tail(15)}\n`);
+    }
+  });
+
+  async function create(
+    apiUrl = mainApi.url,
+    headers: Record<string, string> = {},
+  ): Promise<{
+    payout: PayoutResponse;
+    receiver: Address;
+  }> {
+    const receiver = privateKeyToAddress(generatePrivateKey());
+    const res = await fetch(`${apiUrl}/v1/payouts`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-api-key': partner.apiKey, ...headers },
+      body: JSON.stringify({ ...AMOUNT, receiver_wallet: receiver }),
+    });
+    const body = (await res.json()) as PayoutResponse;
+    if (res.status !== 201) throw new Error(`POST answered ${res.status}: ${JSON.stringify(body)}`);
+    return { payout: body, receiver };
+  }
+
+  function track(
+    created: { payout: PayoutResponse; receiver: Address },
+    paid: boolean,
+    expected: TrackedPayout['expected'] = 'COMPLETED',
+    failureReason?: string,
+  ): TrackedPayout {
+    const t: TrackedPayout = {
+      ...partner,
+      id: created.payout.id,
+      receiver: created.receiver,
+      paid,
+      expected,
+      ...(failureReason ? { failureReason } : {}),
+    };
+    tracked.push(t);
+    return t;
+  }
+
+  async function readModelStatus(id: string): Promise<string | undefined> {
+    const { rows } = await stack.db.query<{ status: string }>('SELECT status FROM payouts WHERE id = $1', [
+      id,
+    ]);
+    return rows[0]?.status;
+  }
+
+  async function replaceWorker(): Promise<void> {
+    await worker.kill('SIGKILL');
+    worker = await stack.startWorker();
+  }
+
+  it('worker SIGKILLed after the charge is created: the payment is still settled', async () => {
+    const payouts = await Promise.all([create(), create()]);
+    // POST answered with the charge: it exists. The workflow now waits for the payment.
+    await replaceWorker();
+    for (const p of payouts) await stack.pay(p.payout.pix_copy_paste);
+    for (const p of payouts) await expectPayoutInvariants(stack, track(p, true));
+  }, 120_000);
+
+  it('worker SIGKILLed after the PIX payment is applied (PROCESSING): settled once', async () => {
+    const p = await create();
+    await stack.pay(p.payout.pix_copy_paste);
+    await until('the payment applied (PROCESSING in the read model)', async () =>
+      (await readModelStatus(p.payout.id)) !== 'PENDING' ? true : undefined,
+    );
+    expect(await readModelStatus(p.payout.id)).toBe('PROCESSING');
+    await replaceWorker();
+    await expectPayoutInvariants(stack, track(p, true));
+  }, 120_000);
+
+  it('worker SIGKILLed after the treasury transfer is broadcast, and again once it is mined (just before COMPLETED)', async () => {
+    const payouts = await Promise.all([create(treasuryApi.url), create(treasuryApi.url)]);
+    await rpc(stack.rpcUrl, 'evm_setAutomine', [false]);
+    try {
+      for (const p of payouts) await stack.pay(p.payout.pix_copy_paste);
+      // Both transfers signed, stored and in the node's pool: broadcast. Kill now.
+      const hashes = await until('both treasury transfers in the node', async () => {
+        const { rows } = await stack.db.query<{ tx_hash: Hex }>(
+          'SELECT tx_hash FROM treasury_transfers WHERE payout_id = ANY($1)',
+          [payouts.map((p) => p.payout.id)],
+        );
+        if (rows.length < 2) return undefined;
+        for (const { tx_hash } of rows) {
+          if (!(await rpc<unknown>(stack.rpcUrl, 'eth_getTransactionByHash', [tx_hash]))) return undefined;
+        }
+        return rows.map((r) => r.tx_hash);
+      });
+      await replaceWorker();
+
+      // Mined now, while the new worker's confirmation is between retries: kill it before it records.
+      await rpc(stack.rpcUrl, 'evm_mine');
+      const receipts = await Promise.all(
+        hashes.map((h) => rpc<{ status: string } | null>(stack.rpcUrl, 'eth_getTransactionReceipt', [h])),
+      );
+      expect(receipts.map((r) => r?.status)).toEqual(['0x1', '0x1']);
+      const statuses = await Promise.all(payouts.map((p) => readModelStatus(p.payout.id)));
+      await replaceWorker();
+      // The kill landed before COMPLETED for at least one of them (otherwise this step proved nothing).
+      expect(statuses).toContain('PROCESSING');
+    } finally {
+      await rpc(stack.rpcUrl, 'evm_setAutomine', [true]);
+    }
+    for (const p of payouts) await expectPayoutInvariants(stack, track(p, true));
+  }, 150_000);
+
+  it('api SIGKILLed in the middle of POSTs that the clients retry with the same Idempotency-Key', async () => {
+    const keys = Array.from({ length: 6 }, () => `fault-${randomUUID()}`);
+    const before = stack.provider.chargesCreated().size;
+    // Clients retry until they get an answer, as a partner's HTTP client would.
+    const results = keys.map(async (key) => {
+      for (let attempt = 1; ; attempt++) {
+        try {
+          const res = await fetch(`${mainApi.url}/v1/payouts`, {
+            method: 'POST',
+            headers: {
+              'content-type': 'application/json',
+              'x-api-key': partner.apiKey,
+              'idempotency-key': key,
+            },
+            body: JSON.stringify({ ...AMOUNT, receiver_wallet: privateKeyToAddress(generatePrivateKey()) }),
+          });
+          // 409: the same key is still in flight (the killed request's claim); try again shortly.
+          if (res.status === 201 || res.status === 200)
+            return { key, attempt, body: (await res.json()) as PayoutResponse };
+          if (res.status !== 409 && res.status < 500) throw new Error(`POST answered ${res.status}`);
+        } catch (err) {
+          if (err instanceof Error && err.message.startsWith('POST answered')) throw err;
+        }
+        await new Promise((r) => setTimeout(r, 500));
+      }
+    });
+    // Some of these POSTs reached the provider; kill the api while the rest are in flight.
+    await until('a charge created by this storm', async () =>
+      stack.provider.chargesCreated().size > before ? true : undefined,
+    );
+    await mainApi.process.kill('SIGKILL');
+    mainApi = await stack.startApi();
+    // The killed requests' keys stay claimed (409) until the claim is 60 s old: the clients keep
+    // retrying in the background while the next faults run, and this storm is checked at the end.
+    storm = Promise.all(results).then(async (answered) => {
+      for (const { body } of answered) await stack.pay(body.pix_copy_paste);
+      return { keys, answered };
+    });
+    storm.catch(() => {}); // awaited (and reported) by its check below
+  }, 60_000);
+
+  it('Temporal dev server restarted (same SQLite file) with payouts in flight, paid while it is down', async () => {
+    const payouts = await Promise.all([create(), create(), create()]);
+    await stack.pay(payouts[0]!.payout.pix_copy_paste);
+    await stack.restartTemporal(async () => {
+      // Paid while Temporal is down: the webhooks cannot start their workflows and are retried.
+      for (const p of payouts.slice(1)) await stack.pay(p.payout.pix_copy_paste);
+    });
+    for (const p of payouts) await expectPayoutInvariants(stack, track(p, true));
+  }, 150_000);
+
+  it('PostgreSQL restarted with payouts in flight, paid while it is down', async () => {
+    const payouts = await Promise.all([create(), create(), create()]);
+    await stack.pay(payouts[0]!.payout.pix_copy_paste);
+    await stack.restartPostgres(async () => {
+      for (const p of payouts.slice(1)) await stack.pay(p.payout.pix_copy_paste);
+    });
+    for (const p of payouts) await expectPayoutInvariants(stack, track(p, true));
+  }, 150_000);
+
+  it('provider unreachable for a while, then back: the events fetched late are applied', async () => {
+    const payouts = await Promise.all([create(), create()]);
+    await stack.provider.takeDown();
+    const { rows: before } = await stack.db.query<{ n: number }>(
+      'SELECT count(*)::int AS n FROM webhook_tokens',
+    );
+    for (const p of payouts) await stack.pay(p.payout.pix_copy_paste);
+    // The webhooks arrive (the tokens are recorded) but their events cannot be fetched yet.
+    await until('both webhook tokens recorded while the provider is down', async () => {
+      const { rows } = await stack.db.query<{ n: number }>('SELECT count(*)::int AS n FROM webhook_tokens');
+      return rows[0]!.n >= before[0]!.n + 2 ? true : undefined;
+    });
+    for (const p of payouts) expect(await readModelStatus(p.payout.id)).toBe('PENDING');
+    await stack.provider.bringBack();
+    for (const p of payouts) await expectPayoutInvariants(stack, track(p, true));
+  }, 150_000);
+
+  it('a paid payout whose settlement fails ends FAILED with no transfer (and a refund case)', async () => {
+    const p = await create();
+    await stack.pay(p.payout.pix_copy_paste, 'settlement_failed');
+    await expectPayoutInvariants(stack, track(p, true, 'FAILED', 'provider_reported_failure'));
+  }, 120_000);
+
+  it('api SIGKILL storm: every client got its payout, one payout and one charge per key', async () => {
+    const { keys, answered } = await storm;
+    const { rows } = await stack.db.query<{ key: string; payout_id: string }>(
+      'SELECT key, payout_id FROM idempotency_keys WHERE partner_id = $1 AND key = ANY($2)',
+      [partner.partnerId, keys],
+    );
+    expect(rows).toHaveLength(keys.length);
+    expect(new Set(rows.map((r) => r.payout_id)).size).toBe(keys.length);
+    for (const { key, body } of answered) {
+      expect(rows.find((r) => r.key === key)?.payout_id).toBe(body.id);
+    }
+    // The kill interrupted requests: some clients needed more than one attempt.
+    expect(answered.some((a) => a.attempt > 1)).toBe(true);
+    // Each retry carried another wallet: the answer is the first request's payout, unchanged.
+    for (const { body } of answered) {
+      await expectPayoutInvariants(
+        stack,
+        track({ payout: body, receiver: body.receiver_wallet as Address }, true),
+      );
+    }
+  }, 150_000);
+
+  it('leaves no charge without a payout and no payout open', async () => {
+    await expectNoOrphans(stack);
+    expect(worker.errors().filter((l) => !l.includes('"event":"'))).toEqual([]);
+  }, 60_000);
+});

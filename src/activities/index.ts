@@ -2,12 +2,13 @@ import { ApplicationFailure } from '@temporalio/activity';
 import { ChainError, type UsdtLedger } from '../adapters/chain/usdt-ledger';
 import { findPayoutLocation, upsertPayout, type PayoutLocation } from '../adapters/db/payouts-repo';
 import type { Db } from '../adapters/db/pool';
+import { openRefundCase, type OpenRefundCaseResult } from '../adapters/db/refund-cases-repo';
+import { claimTransfer } from '../adapters/db/transfer-claims-repo';
 import {
   findTreasuryTransfer,
   getOrCreateTreasuryTransfer,
-  recordRefundCase,
   type TreasuryTransfer,
-} from '../adapters/db/settlement-repo';
+} from '../adapters/db/treasury-transfers-repo';
 import { ProviderError, type PaymentProvider } from '../adapters/provider/types';
 import type { PayoutRecord } from '../domain/payout';
 import type { ProviderEvent } from '../domain/provider-event';
@@ -20,13 +21,37 @@ export interface ActivityDeps {
   ledger: UsdtLedger;
   logger: Logger;
   metrics: Metrics;
+  /**
+   * How a treasury nonce conflict is proven: this many receipt lookups by hash, this far apart, must
+   * all find nothing (a load-balanced RPC may answer from a node that lags). Default 3, 2 s apart.
+   */
+  nonceConflictProof?: { receiptLookups: number; spacingMs: number };
 }
+
+/** Why a received payment is refunded rather than settled (the refund metric's `kind` label). */
+export type RefundKind = 'late_payment' | 'wrong_amount' | 'wrong_charge' | 'second_payment' | 'payout_failed';
+
+/** A payment as the charge-status endpoint reports it, shaped as the pix.received event it stands for. */
+export type ChargeReconciliation =
+  | { status: 'unknown_charge' }
+  | {
+      status: 'active' | 'paid' | 'expired';
+      expiresAt: string;
+      payments: Extract<ProviderEvent, { type: 'pix.received' }>[];
+    };
 
 /**
  * Thin adapters between the workflows and the outside world: each activity makes one call and
  * turns its errors into retryable or not. Business decisions stay in the workflows and the domain.
  */
-export function createActivities({ db, provider, ledger, logger, metrics }: ActivityDeps) {
+export function createActivities({
+  db,
+  provider,
+  ledger,
+  logger,
+  metrics,
+  nonceConflictProof = { receiptLookups: 3, spacingMs: 2_000 },
+}: ActivityDeps) {
   /** A provider refusal that retrying cannot fix becomes a non-retryable failure. */
   const fromProviderError = (err: unknown): never => {
     if (err instanceof ProviderError && !err.retryable) {
@@ -45,12 +70,40 @@ export function createActivities({ db, provider, ledger, logger, metrics }: Acti
     throw err;
   };
 
+  /**
+   * An empty treasury is an operator's problem to fix, not the payout's end: the attempt fails
+   * retryably (Temporal retries until the treasury is topped up) and raises the alert.
+   */
+  const insufficientFunds = (payoutId: string, err: ChainError): never => {
+    metrics.treasuryInsufficientFunds.inc();
+    logger.error(
+      { event: 'treasury_insufficient_funds', payoutId, err: err.message },
+      'treasury lacks USDT or gas for a payout: top it up; the transfer is retried until then',
+    );
+    throw ApplicationFailure.retryable(err.message, 'TreasuryInsufficientFunds');
+  };
+
+  /**
+   * A node answering "nonce too low" is not proof that our transaction can never land: a lagging or
+   * load-balanced RPC may not know it yet. Proof is the finalized nonce past ours while repeated
+   * receipt lookups by hash find nothing.
+   */
+  const nonceProvenTaken = async (transfer: TreasuryTransfer): Promise<boolean> => {
+    if ((await ledger.finalizedNonce()) <= transfer.nonce) return false;
+    for (let lookup = 0; lookup < nonceConflictProof.receiptLookups; lookup++) {
+      if (lookup > 0) await new Promise((r) => setTimeout(r, nonceConflictProof.spacingMs));
+      if (await ledger.hasReceipt(transfer.txHash)) return false;
+    }
+    return true;
+  };
+
   const broadcastTreasuryTransfer = async (transfer: TreasuryTransfer): Promise<void> => {
     try {
       // Re-sending the stored transaction is idempotent: a known or mined one counts as sent.
       await ledger.broadcast(transfer.rawTransaction);
     } catch (err) {
-      if (err instanceof ChainError && err.kind === 'nonce_conflict') {
+      if (err instanceof ChainError && err.kind === 'insufficient_funds') insufficientFunds(transfer.payoutId, err);
+      if (err instanceof ChainError && err.kind === 'nonce_conflict' && (await nonceProvenTaken(transfer))) {
         logger.error(
           { payoutId: transfer.payoutId, txHash: transfer.txHash, nonce: transfer.nonce },
           'treasury nonce used by another transaction: this transfer can never be mined',
@@ -65,6 +118,25 @@ export function createActivities({ db, provider, ledger, logger, metrics }: Acti
     );
   };
 
+  /**
+   * A confirmed transfer counts for this payout only once it is claimed for it: one on-chain transfer
+   * settles at most one payout. Claimed by another payout, it is a mismatch for this one.
+   */
+  const claimedFor = async (
+    payoutId: string,
+    txHash: string,
+    logIndex: number,
+  ): Promise<'confirmed' | 'mismatch'> => {
+    const holder = await claimTransfer(db, { chainId: ledger.chainId, txHash, logIndex }, payoutId);
+    if (holder === payoutId) return 'confirmed';
+    metrics.transferClaimConflicts.inc();
+    logger.error(
+      { event: 'transfer_already_claimed', payoutId, claimedBy: holder, txHash, logIndex },
+      'settlement transfer already settled another payout: refused for this one',
+    );
+    return 'mismatch';
+  };
+
   return {
     async recordPayout(payout: PayoutRecord, workflowId: string, runId: string): Promise<void> {
       await upsertPayout(db, payout, workflowId, runId);
@@ -76,6 +148,39 @@ export function createActivities({ db, provider, ledger, logger, metrics }: Acti
       // The id column is a uuid: anything else is not ours, and would make the query itself fail.
       if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(payoutId)) return null;
       return findPayoutLocation(db, payoutId);
+    },
+
+    /**
+     * Reconciliation: the charge's status and every payment on it, from the provider's charge-status
+     * endpoint rather than from webhooks (which can be lost). Provider outages are retried.
+     */
+    async fetchChargeStatus(req: { payoutId: string; chargeId: string }): Promise<ChargeReconciliation> {
+      let status;
+      try {
+        status = await provider.getChargeStatus(req.chargeId);
+      } catch (err) {
+        if (err instanceof ProviderError && err.code === 'not_found') {
+          logger.warn({ payoutId: req.payoutId, chargeId: req.chargeId }, 'provider does not know the charge');
+          return { status: 'unknown_charge' };
+        }
+        return fromProviderError(err);
+      }
+      if (status.externalId !== req.payoutId) {
+        throw ApplicationFailure.nonRetryable('charge status names another payout', 'ProviderRejected');
+      }
+      return {
+        status: status.status,
+        expiresAt: status.expiresAt,
+        payments: status.payments.map((p) => ({
+          type: 'pix.received' as const,
+          eventId: p.eventId,
+          chargeId: status.chargeId,
+          externalId: status.externalId,
+          occurredAt: p.paidAt,
+          paidAt: p.paidAt,
+          amountBrl: p.amountBrl,
+        })),
+      };
     },
 
     async createPixCharge(req: {
@@ -140,6 +245,8 @@ export function createActivities({ db, provider, ledger, logger, metrics }: Acti
      * that Temporal retries it until the workflow's settlement deadline.
      */
     async verifyUsdtTransfer(req: {
+      /** The payout the transfer is claimed for once confirmed (absent in attempts scheduled by older runs). */
+      payoutId?: string;
       txHash: `0x${string}`;
       to: string;
       amountUnits: string;
@@ -155,7 +262,12 @@ export function createActivities({ db, provider, ledger, logger, metrics }: Acti
       });
       switch (check.status) {
         case 'confirmed':
-          return 'confirmed';
+          if (req.payoutId === undefined) {
+            // Scheduled by a workflow run from before transfers were claimed; nothing to claim for.
+            logger.warn({ txHash: req.txHash }, 'settlement transfer confirmed without a claim (older run)');
+            return 'confirmed';
+          }
+          return claimedFor(req.payoutId, req.txHash, check.logIndex);
         case 'reverted':
           return 'reverted';
         case 'mismatch':
@@ -198,7 +310,10 @@ export function createActivities({ db, provider, ledger, logger, metrics }: Acti
         () => ledger.nextNonce(),
         (nonce) =>
           ledger.signTransfer({ to: req.to as `0x${string}`, amountUnits: BigInt(req.amountUnits), nonce }),
-      ).catch(fromChainError);
+      ).catch((err: unknown) => {
+        if (err instanceof ChainError && err.kind === 'insufficient_funds') insufficientFunds(req.payoutId, err);
+        return fromChainError(err);
+      });
       await broadcastTreasuryTransfer(transfer);
       return { txHash: transfer.txHash };
     },
@@ -230,6 +345,7 @@ export function createActivities({ db, provider, ledger, logger, metrics }: Acti
       });
       switch (check.status) {
         case 'confirmed':
+          return claimedFor(req.payoutId, transfer.txHash, check.logIndex);
         case 'reverted':
           return check.status;
         case 'mismatch':
@@ -290,22 +406,46 @@ export function createActivities({ db, provider, ledger, logger, metrics }: Acti
       );
     },
 
-    async recordLatePayment(req: { payoutId: string; event: ProviderEvent; reason: string }): Promise<void> {
-      if (req.event.type !== 'pix.received') return;
-      const created = await recordRefundCase(db, {
+    /**
+     * Opens a refund case for a received PIX payment that will not be settled (the activity keeps its
+     * first name, which running workflow histories refer to). Raises PayoutRefundDue through the
+     * metric. A redelivered event of the payment a payout settles opens nothing.
+     */
+    async recordLatePayment(req: {
+      payoutId: string;
+      event: ProviderEvent;
+      reason: string;
+      kind?: RefundKind;
+    }): Promise<OpenRefundCaseResult | 'not_a_payment'> {
+      if (req.event.type !== 'pix.received') return 'not_a_payment';
+      const kind = req.kind ?? 'late_payment';
+      const result = await openRefundCase(db, {
         eventId: req.event.eventId,
         payoutId: req.payoutId,
         chargeId: req.event.chargeId,
         amountBrl: req.event.amountBrl,
         reason: req.reason,
       });
-      if (created) {
-        metrics.latePayments.inc();
+      if (result === 'opened') {
+        metrics.refundCasesOpened.inc({ kind });
         logger.error(
-          { event: 'late_payment_refund_required', payoutId: req.payoutId, eventId: req.event.eventId },
-          'PIX payment arrived for a payout that has ended: recorded for refund',
+          {
+            event: 'refund_case_opened',
+            kind,
+            payoutId: req.payoutId,
+            eventId: req.event.eventId,
+            amountBrl: req.event.amountBrl,
+            reason: req.reason,
+          },
+          'PIX payment received that will not be settled: refund case opened',
+        );
+      } else if (result === 'payment_settles_its_payout') {
+        logger.info(
+          { payoutId: req.payoutId, eventId: req.event.eventId },
+          'redelivered event of the payment this payout settles: nothing to refund',
         );
       }
+      return result;
     },
   };
 }

@@ -4,12 +4,13 @@ import {
   CancellationScope,
   condition,
   log,
+  patched,
   proxyActivities,
   setHandler,
   sleep,
   workflowInfo,
 } from '@temporalio/workflow';
-import type { PayoutActivities } from '../activities';
+import type { PayoutActivities, RefundKind } from '../activities';
 import {
   amend,
   isTerminal,
@@ -18,7 +19,7 @@ import {
   type PayoutRecord,
   type PayoutStatus,
 } from '../domain/payout';
-import { usdtUnitsFromDecimal } from '../domain/money';
+import { formatCentavos, parseDecimal, usdtUnitsFromDecimal } from '../domain/money';
 import type { ProviderEvent } from '../domain/provider-event';
 import { startPartnerCallback } from './callback.workflow';
 import { upsertPayoutSearchAttributes } from './search-attributes';
@@ -59,6 +60,24 @@ const treasury = proxyActivities<PayoutActivities>({
     nonRetryableErrorTypes: ['ChainRejected'],
   },
 });
+
+// Asking the provider for the charge's status at expiry: retried as long as it takes (a payout whose
+// payment is only known to the provider must not fail over an outage), except for a final refusal.
+const reconciling = proxyActivities<PayoutActivities>({
+  startToCloseTimeout: '30 seconds',
+  retry: {
+    initialInterval: '2 seconds',
+    maximumInterval: '1 minute',
+    nonRetryableErrorTypes: ['ProviderRejected'],
+  },
+});
+
+/**
+ * Patch ids of behaviour added while payouts were running: a run that reached these points under
+ * older code replays without them, every new run takes them.
+ */
+const RECONCILE_AT_EXPIRY = 'reconcile-charge-at-expiry';
+const REFUND_FAILED_PAID_PAYOUT = 'refund-failed-paid-payout';
 
 /**
  * A settlement the provider reported as completed gets at least this long to reach its
@@ -120,12 +139,55 @@ export async function payoutWorkflow(input: PayoutWorkflowInput): Promise<Payout
     updatedAt: input.createdAt,
     version: 1,
   };
+  /** The one payment this payout settles: exactly amount_brl, on this payout's charge. */
   let payment: Payment | undefined;
   let settlement: Settlement | undefined;
   const appliedEventIds = new Set<string>();
-  // Events that cannot change the payout any more but still need someone's attention (a payment to
-  // refund, a settlement that landed after FAILED); handled once the payout has ended.
-  const lateEvents: { event: ProviderEvent; reason: string }[] = [];
+  // Payments that cannot be judged yet: before the charge id is known, or while the charge's status
+  // is being reconciled at expiry (then only those paid by the expiry may settle).
+  let holdPayments = false;
+  const heldPayments: Payment[] = [];
+  // Received BRL that will not be settled: each opens a refund case, as soon as it is known (the
+  // refund desk below), whatever the payout does meanwhile.
+  const refundsDue: { event: Payment; kind: RefundKind; reason: string }[] = [];
+  // Settlement events for a payout that has ended: alerted once the payout has ended.
+  const lateEvents: { event: Settlement; reason: string }[] = [];
+
+  /** Decides what a received payment is for this payout: the one to settle, or one to refund. */
+  function receivePayment(event: Payment): void {
+    if (isTerminal(payout.status)) {
+      return refund(event, 'late_payment', `payment received after the payout was ${payout.status}`);
+    }
+    if (holdPayments || payout.providerChargeId === undefined) {
+      heldPayments.push(event);
+      return;
+    }
+    if (event.chargeId !== payout.providerChargeId) {
+      return refund(event, 'wrong_charge', `payment on charge ${event.chargeId}, not this payout's charge`);
+    }
+    if (!isChargeAmount(event.amountBrl)) {
+      const expected = formatCentavos(BigInt(payout.amountCentavos));
+      return refund(event, 'wrong_amount', `paid ${event.amountBrl} BRL on a charge of ${expected} BRL`);
+    }
+    if (payment !== undefined) {
+      // A static BR Code can be paid twice; only the first payment is settled.
+      return refund(event, 'second_payment', 'second payment for the same PIX charge');
+    }
+    payment = event;
+  }
+
+  function isChargeAmount(amountBrl: string): boolean {
+    try {
+      return parseDecimal(amountBrl, 2) === BigInt(payout.amountCentavos);
+    } catch {
+      return false;
+    }
+  }
+
+  function refund(event: Payment, kind: RefundKind, reason: string): void {
+    log.warn('payment will not be settled: refund case', { eventId: event.eventId, kind });
+    refundsDue.push({ event, kind, reason });
+  }
 
   setHandler(getPayoutQuery, () => payout);
   setHandler(awaitChargeUpdate, async () => {
@@ -143,19 +205,8 @@ export async function payoutWorkflow(input: PayoutWorkflowInput): Promise<Payout
       log.warn('provider event for another payout ignored', { eventId: event.eventId, type: event.type });
       return;
     }
-    const ended = isTerminal(payout.status);
-    if (event.type === 'pix.received') {
-      if (ended) {
-        lateEvents.push({ event, reason: `payment received after the payout was ${payout.status}` });
-      } else if (payment === undefined) {
-        payment = event;
-      } else {
-        // A static BR Code can be paid twice; only the first payment is settled.
-        lateEvents.push({ event, reason: 'second payment for the same PIX charge' });
-      }
-      return;
-    }
-    if (ended) {
+    if (event.type === 'pix.received') return receivePayment(event);
+    if (isTerminal(payout.status)) {
       lateEvents.push({ event, reason: `settlement reported after the payout was ${payout.status}` });
     } else if (settings.settlementMode !== 'provider') {
       log.warn('provider settlement event ignored in treasury mode', { eventId: event.eventId });
@@ -182,24 +233,48 @@ export async function payoutWorkflow(input: PayoutWorkflowInput): Promise<Payout
   const fail = async (reason: FailureReason) => {
     log.warn('payout failed', { payoutId: payout.id, reason });
     await save(transition(payout, 'FAILED', now(), { failureReason: reason }));
+    // The payer's BRL was received and nothing will be settled for it: it goes back.
+    if (payment !== undefined && patched(REFUND_FAILED_PAID_PAYOUT)) {
+      refund(payment, 'payout_failed', `payout failed (${reason}) after its payment was received`);
+    }
   };
   const moveTo = (to: PayoutStatus, changes: Partial<PayoutRecord> = {}) =>
     save(transition(payout, to, now(), changes));
 
+  let payoutEnded = false;
+  const refundDesk = openRefundDesk();
   await save(payout);
   await runPayout();
   // Every path of runPayout ends here with the payout COMPLETED or FAILED, saved.
-  await handleLateEvents();
+  payoutEnded = true;
+  await refundDesk;
+  // Events may keep arriving while these activities run; the loop takes them too.
+  while (refundsDue.length > 0 || lateEvents.length > 0) {
+    await openDueRefunds();
+    await handleLateEvents();
+  }
   return payout;
 
+  /** Opens the refund cases due while the payout runs; returns once it has ended and none is left. */
+  async function openRefundDesk(): Promise<void> {
+    for (;;) {
+      await condition(() => refundsDue.length > 0 || payoutEnded);
+      if (refundsDue.length === 0) return;
+      await openDueRefunds();
+    }
+  }
+
+  async function openDueRefunds(): Promise<void> {
+    for (let due = refundsDue.shift(); due !== undefined; due = refundsDue.shift()) {
+      const { event, kind, reason } = due;
+      await bookkeeping.recordLatePayment({ payoutId: payout.id, event, reason, kind });
+    }
+  }
+
   async function handleLateEvents(): Promise<void> {
-    // Events may keep arriving while these activities run; the loop takes them too.
     for (let late = lateEvents.shift(); late !== undefined; late = lateEvents.shift()) {
-      const { event, reason } = late;
-      if (event.type === 'pix.received') {
-        // Money received that will not be settled: recorded for refund, never settled.
-        await bookkeeping.recordLatePayment({ payoutId: payout.id, event, reason });
-      } else if (event.type === 'settlement.completed') {
+      const { event } = late;
+      if (event.type === 'settlement.completed') {
         await bookkeeping.alertLateSettlement({ payoutId: payout.id, status: payout.status, event });
       } else {
         log.info('settlement failure reported for an ended payout', {
@@ -226,15 +301,50 @@ export async function payoutWorkflow(input: PayoutWorkflowInput): Promise<Payout
       if (!(err instanceof ActivityFailure)) throw err;
       return fail('charge_creation_failed');
     }
+    // A payment signalled before the charge was recorded is judged now that its id is known.
+    for (const held of heldPayments.splice(0)) receivePayment(held);
 
     // The state, not the condition's result, decides: a payment applied in the same activation as
     // the expiry timer fired was received in time and must be settled, not dropped.
     await condition(() => payment !== undefined, settings.chargeExpirySeconds * 1000);
+    if (payment === undefined && patched(RECONCILE_AT_EXPIRY)) await reconcileAtExpiry();
     if (payment === undefined) return fail('charge_expired');
-    await moveTo('PROCESSING', { paidAt: payment.paidAt });
+    await moveTo('PROCESSING', { paidAt: payment.paidAt, paymentEventId: payment.eventId });
 
     if (settings.settlementMode === 'provider') await settleThroughProvider();
     else await settleFromTreasury();
+  }
+
+  /**
+   * Webhooks are at least once but can be lost: before an unpaid charge fails, the provider is asked
+   * for its status. A payment made at or before the charge's expiry (both times on the provider's
+   * clock) is settled as if notified in time; any other is refunded.
+   */
+  async function reconcileAtExpiry(): Promise<void> {
+    holdPayments = true;
+    let status: Awaited<ReturnType<PayoutActivities['fetchChargeStatus']>>;
+    try {
+      status = await reconciling.fetchChargeStatus({ payoutId: payout.id, chargeId: payout.providerChargeId! });
+    } catch (err) {
+      if (!(err instanceof ActivityFailure)) throw err;
+      log.error('charge status refused by the provider; failing as expired', { payoutId: payout.id });
+      status = { status: 'unknown_charge' };
+    }
+    holdPayments = false;
+    const reported = status.status === 'unknown_charge' ? [] : status.payments;
+    for (const p of reported) {
+      if (appliedEventIds.has(p.eventId)) continue;
+      appliedEventIds.add(p.eventId);
+      heldPayments.push(p);
+    }
+    const expiresAt = status.status === 'unknown_charge' ? undefined : Date.parse(status.expiresAt);
+    for (const held of heldPayments.splice(0)) {
+      if (expiresAt !== undefined && Date.parse(held.paidAt) <= expiresAt) receivePayment(held);
+      else refund(held, 'late_payment', 'payment made after the PIX charge expired');
+    }
+    if (payment !== undefined) {
+      log.info('payment found by reconciliation at expiry', { payoutId: payout.id, eventId: payment.eventId });
+    }
   }
 
   async function settleThroughProvider(): Promise<void> {
@@ -349,6 +459,7 @@ export async function payoutWorkflow(input: PayoutWorkflowInput): Promise<Payout
   ): Promise<'confirmed' | 'transfer_reverted' | 'transfer_mismatch' | 'settlement_timeout'> {
     try {
       const check = await untilDeadline(deadline).verifyUsdtTransfer({
+        payoutId: payout.id,
         txHash,
         to: payout.receiverWallet,
         amountUnits,

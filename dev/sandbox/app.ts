@@ -7,12 +7,7 @@ import { z } from 'zod';
 import { BrCodeError, encodeBrCode, parseBrCode } from '../../src/domain/brcode';
 import { formatCentavos, parseDecimal } from '../../src/domain/money';
 import type { SandboxConfig } from './config';
-import {
-  createSettlementRunner,
-  createUsdtSender,
-  settleablePayment,
-  type UsdtSender,
-} from './settlement';
+import { createSettlementRunner, createUsdtSender, settleablePayment, type UsdtSender } from './settlement';
 import {
   newId,
   SandboxState,
@@ -119,7 +114,12 @@ export function buildSandboxApp(config: SandboxConfig, deps: SandboxDeps = {}): 
   function notify(input: NotificationInput, opts: { eventId?: string; deliver?: boolean } = {}): void {
     const body = state.addNotification(input, opts.eventId);
     app.log.info(
-      { event_id: body.event_id, type: body.type, charge_id: body.charge_id, delivered: opts.deliver !== false },
+      {
+        event_id: body.event_id,
+        type: body.type,
+        charge_id: body.charge_id,
+        delivered: opts.deliver !== false,
+      },
       'notification created',
     );
     if (opts.deliver !== false) webhooks.deliver(body.token, { eventId: body.event_id, type: body.type });
@@ -248,7 +248,10 @@ export function buildSandboxApp(config: SandboxConfig, deps: SandboxDeps = {}): 
       amount_brl: formatCentavos(charge.amountCentavos),
       status,
       expires_at: charge.expiresAt.toISOString(),
-      ...(first && { paid_at: first.paidAt.toISOString(), paid_amount_brl: formatCentavos(first.amountCentavos) }),
+      ...(first && {
+        paid_at: first.paidAt.toISOString(),
+        paid_amount_brl: formatCentavos(first.amountCentavos),
+      }),
       payments: charge.payments.map((p) => ({
         event_id: p.eventId,
         amount_brl: formatCentavos(p.amountCentavos),

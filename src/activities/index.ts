@@ -29,7 +29,8 @@ export interface ActivityDeps {
 }
 
 /** Why a received payment is refunded rather than settled (the refund metric's `kind` label). */
-export type RefundKind = 'late_payment' | 'wrong_amount' | 'wrong_charge' | 'second_payment' | 'payout_failed';
+export type RefundKind =
+  'late_payment' | 'wrong_amount' | 'wrong_charge' | 'second_payment' | 'payout_failed';
 
 /** A payment as the charge-status endpoint reports it, shaped as the pix.received event it stands for. */
 export type ChargeReconciliation =
@@ -102,7 +103,8 @@ export function createActivities({
       // Re-sending the stored transaction is idempotent: a known or mined one counts as sent.
       await ledger.broadcast(transfer.rawTransaction);
     } catch (err) {
-      if (err instanceof ChainError && err.kind === 'insufficient_funds') insufficientFunds(transfer.payoutId, err);
+      if (err instanceof ChainError && err.kind === 'insufficient_funds')
+        insufficientFunds(transfer.payoutId, err);
       if (err instanceof ChainError && err.kind === 'nonce_conflict' && (await nonceProvenTaken(transfer))) {
         logger.error(
           { payoutId: transfer.payoutId, txHash: transfer.txHash, nonce: transfer.nonce },
@@ -160,7 +162,10 @@ export function createActivities({
         status = await provider.getChargeStatus(req.chargeId);
       } catch (err) {
         if (err instanceof ProviderError && err.code === 'not_found') {
-          logger.warn({ payoutId: req.payoutId, chargeId: req.chargeId }, 'provider does not know the charge');
+          logger.warn(
+            { payoutId: req.payoutId, chargeId: req.chargeId },
+            'provider does not know the charge',
+          );
           return { status: 'unknown_charge' };
         }
         return fromProviderError(err);
@@ -311,7 +316,8 @@ export function createActivities({
         (nonce) =>
           ledger.signTransfer({ to: req.to as `0x${string}`, amountUnits: BigInt(req.amountUnits), nonce }),
       ).catch((err: unknown) => {
-        if (err instanceof ChainError && err.kind === 'insufficient_funds') insufficientFunds(req.payoutId, err);
+        if (err instanceof ChainError && err.kind === 'insufficient_funds')
+          insufficientFunds(req.payoutId, err);
         return fromChainError(err);
       });
       await broadcastTreasuryTransfer(transfer);

@@ -78,6 +78,7 @@ const reconciling = proxyActivities<PayoutActivities>({
  */
 const RECONCILE_AT_EXPIRY = 'reconcile-charge-at-expiry';
 const REFUND_FAILED_PAID_PAYOUT = 'refund-failed-paid-payout';
+const REFUNDS_WHILE_RUNNING = 'refunds-while-running';
 
 /**
  * A settlement the provider reported as completed gets at least this long to reach its
@@ -242,6 +243,8 @@ export async function payoutWorkflow(input: PayoutWorkflowInput): Promise<Payout
     save(transition(payout, to, now(), changes));
 
   let payoutEnded = false;
+  // Runs from before the desk opened refund cases only once the payout had ended.
+  const refundsWhileRunning = patched(REFUNDS_WHILE_RUNNING);
   const refundDesk = openRefundDesk();
   await save(payout);
   await runPayout();
@@ -258,7 +261,7 @@ export async function payoutWorkflow(input: PayoutWorkflowInput): Promise<Payout
   /** Opens the refund cases due while the payout runs; returns once it has ended and none is left. */
   async function openRefundDesk(): Promise<void> {
     for (;;) {
-      await condition(() => refundsDue.length > 0 || payoutEnded);
+      await condition(() => (refundsWhileRunning && refundsDue.length > 0) || payoutEnded);
       if (refundsDue.length === 0) return;
       await openDueRefunds();
     }
@@ -324,7 +327,10 @@ export async function payoutWorkflow(input: PayoutWorkflowInput): Promise<Payout
     holdPayments = true;
     let status: Awaited<ReturnType<PayoutActivities['fetchChargeStatus']>>;
     try {
-      status = await reconciling.fetchChargeStatus({ payoutId: payout.id, chargeId: payout.providerChargeId! });
+      status = await reconciling.fetchChargeStatus({
+        payoutId: payout.id,
+        chargeId: payout.providerChargeId!,
+      });
     } catch (err) {
       if (!(err instanceof ActivityFailure)) throw err;
       log.error('charge status refused by the provider; failing as expired', { payoutId: payout.id });
@@ -343,7 +349,10 @@ export async function payoutWorkflow(input: PayoutWorkflowInput): Promise<Payout
       else refund(held, 'late_payment', 'payment made after the PIX charge expired');
     }
     if (payment !== undefined) {
-      log.info('payment found by reconciliation at expiry', { payoutId: payout.id, eventId: payment.eventId });
+      log.info('payment found by reconciliation at expiry', {
+        payoutId: payout.id,
+        eventId: payment.eventId,
+      });
     }
   }
 

@@ -57,6 +57,11 @@ export interface TestStack {
   stopWorker(): Promise<void>;
   /** The payer pays a BR Code through the sandbox's bank. */
   pay(pixCopyPaste: string, outcome?: 'settled' | 'settlement_failed'): Promise<void>;
+  /** The same, with the payer's edits: another amount, or a payment whose webhook is lost. Returns its event id. */
+  payWith(
+    pixCopyPaste: string,
+    opts: { amountBrl?: number; notify?: boolean; outcome?: 'settled' | 'settlement_failed' },
+  ): Promise<string>;
   /** Polls GET /v1/payouts/{id} like a partner until the status is one of `statuses`. */
   waitForStatus(
     apiKey: string,
@@ -231,6 +236,20 @@ export async function startStack(opts: StackOptions = {}): Promise<TestStack> {
     closers.push(stopWorker);
 
     const apiUrl = `http://127.0.0.1:${apiPort}`;
+    const payWith: TestStack['payWith'] = async (pixCopyPaste, opts) => {
+      const res = await fetch(`${sandboxUrl}/sandbox/payments`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({
+          pix_copy_paste: pixCopyPaste,
+          outcome: opts.outcome ?? 'settled',
+          ...(opts.amountBrl !== undefined && { amount_brl: opts.amountBrl }),
+          ...(opts.notify !== undefined && { notify: opts.notify }),
+        }),
+      });
+      if (res.status !== 202) throw new Error(`sandbox payment answered ${res.status}: ${await res.text()}`);
+      return ((await res.json()) as { event_id: string }).event_id;
+    };
     return {
       config,
       apiUrl,
@@ -253,14 +272,9 @@ export async function startStack(opts: StackOptions = {}): Promise<TestStack> {
       startWorker,
       stopWorker,
       async pay(pixCopyPaste, outcome = 'settled') {
-        const res = await fetch(`${sandboxUrl}/sandbox/payments`, {
-          method: 'POST',
-          headers: { 'content-type': 'application/json' },
-          body: JSON.stringify({ pix_copy_paste: pixCopyPaste, outcome }),
-        });
-        if (res.status !== 202)
-          throw new Error(`sandbox payment answered ${res.status}: ${await res.text()}`);
+        await payWith(pixCopyPaste, { outcome });
       },
+      payWith,
       async waitForStatus(apiKey, payoutId, statuses, timeoutMs = 30_000) {
         const deadline = Date.now() + timeoutMs;
         let last: PayoutResponse | undefined;

@@ -222,7 +222,11 @@ export function createHttpProvider(opts: HttpProviderOptions): PaymentProvider {
         amountBrl: body.amount_brl,
         status: body.status,
         expiresAt: body.expires_at,
-        payments: body.payments.map((p) => ({ eventId: p.event_id, amountBrl: p.amount_brl, paidAt: p.paid_at })),
+        payments: body.payments.map((p) => ({
+          eventId: p.event_id,
+          amountBrl: p.amount_brl,
+          paidAt: p.paid_at,
+        })),
       };
     },
 

@@ -71,7 +71,7 @@ const paymentRequest = z.object({
     .number()
     .positive()
     .max(1e12)
-    .refine((n) => Number.isInteger(Math.round(n * 100)) && Math.abs(n * 100 - Math.round(n * 100)) < 1e-6, {
+    .refine((n) => Math.abs(n * 100 - Math.round(n * 100)) < 1e-6, {
       message: 'must have at most 2 decimal places',
     })
     .optional(),

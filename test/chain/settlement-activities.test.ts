@@ -52,7 +52,7 @@ afterAll(async () => {
 const anvilRpc = (method: string, params: unknown[] = []) =>
   rpc.request({ method, params } as never) as Promise<unknown>;
 
-async function send(key: Hex, fn: 'transfer' | 'mint', to: Address, units: bigint): Promise<Hex> {
+async function send(key: Hex, fn: 'transfer', to: Address, units: bigint): Promise<Hex> {
   const wallet = createWalletClient({ account: privateKeyToAccount(key), transport: http(anvil.rpcUrl) });
   const hash = await wallet.writeContract({
     address: usdt,
@@ -70,7 +70,7 @@ async function treasuryWorld(usdtUnits: bigint) {
   const key = generatePrivateKey();
   const address = privateKeyToAddress(key);
   await anvilRpc('anvil_setBalance', [address, '0x56BC75E2D63100000']);
-  if (usdtUnits > 0n) await send(deployer.privateKey, 'mint', address, usdtUnits);
+  if (usdtUnits > 0n) await send(providerWallet.privateKey, 'transfer', address, usdtUnits);
   const ledger = createUsdtLedger({
     rpcUrl: anvil.rpcUrl,
     chainId: CHAIN_ID,
@@ -137,7 +137,7 @@ it('an empty treasury is not final: the transfer retries with the alert until to
   });
   expect(await counter(world.metrics, 'treasuryInsufficientFunds')).toBe(1);
 
-  await send(deployer.privateKey, 'mint', world.address, 3_000_000n);
+  await send(providerWallet.privateKey, 'transfer', world.address, 3_000_000n);
   const { txHash } = await world.activities.sendTreasuryTransfer(req);
   await rpc.waitForTransactionReceipt({ hash: txHash, pollingInterval: 50 });
   await expect(world.activities.confirmTreasuryTransfer({ ...req, minConfirmations: 1 })).resolves.toBe(

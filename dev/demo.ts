@@ -2,7 +2,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import qrcode from 'qrcode-terminal';
 import { generatePrivateKey, privateKeyToAddress } from 'viem/accounts';
-import { payoutWorkflowId } from '../src/workflows/definitions';
+import { payoutWorkflowId } from '../src/workflows/payout.contract';
 
 /**
  * `npm run demo`: one payout through the running local stack (`npm start`), as a partner and a

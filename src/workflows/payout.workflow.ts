@@ -28,7 +28,7 @@ import {
   getPayoutQuery,
   providerEventSignal,
   type PayoutWorkflowInput,
-} from './definitions';
+} from './payout.contract';
 
 // Quick bookkeeping (read model, alerts): retried until they succeed.
 const bookkeeping = proxyActivities<PayoutActivities>({

@@ -7,7 +7,8 @@ import {
 } from '@temporalio/workflow';
 import type { PayoutActivities } from '../activities';
 import type { ProviderEvent } from '../domain/provider-event';
-import { providerEventSignal } from './definitions';
+import { providerEventSignal } from './payout.contract';
+import type { ProviderEventInput, ProviderEventOutcome } from './provider-event.contract';
 
 // A provider outage must lose nothing: the fetch is retried for as long as it takes. Only a token the
 // provider does not know (null) or an event it cannot describe within its contract ends the retries.
@@ -42,21 +43,6 @@ const UNKNOWN_PAYOUT_RETRY_DELAYS = ['5 seconds', '30 seconds', '2 minutes', '5 
  * replicas, and dropping a real payment's notification would lose it.
  */
 const UNKNOWN_TOKEN_RETRY_DELAYS = ['5 seconds', '10 seconds', '15 seconds', '30 seconds'] as const;
-
-export interface ProviderEventInput {
-  provider: string;
-  token: string;
-}
-
-export type ProviderEventOutcome =
-  | 'delivered'
-  | 'unknown_token'
-  | 'unreadable_event'
-  | 'unknown_payout'
-  | 'late_payment'
-  | 'duplicate_payment'
-  | 'late_settlement'
-  | 'ignored';
 
 /**
  * One webhook token, started by POST /webhooks/{provider} under an id made of provider and token,

@@ -1,5 +1,6 @@
 import type { PayoutResponse } from '../../src/domain/payout';
-import { payoutWorkflowId, providerEventWorkflowId } from '../../src/workflows/definitions';
+import { payoutWorkflowId } from '../../src/workflows/payout.contract';
+import { providerEventWorkflowId } from '../../src/workflows/provider-event.contract';
 import { postPayout, startStack, VALID_PAYOUT, type TestStack } from '../support/stack';
 
 // What is paid is what is settled, on real servers (dev server, PostgreSQL, anvil, sandbox, worker,

@@ -3,7 +3,8 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { generatePrivateKey, privateKeyToAddress } from 'viem/accounts';
 import { countTransfersTo } from '../../src/adapters/chain/usdt-ledger';
-import { payoutWorkflowId, providerEventWorkflowId } from '../../src/workflows/definitions';
+import { payoutWorkflowId } from '../../src/workflows/payout.contract';
+import { providerEventWorkflowId } from '../../src/workflows/provider-event.contract';
 import { postPayout, startStack, VALID_PAYOUT, type TestStack } from '../support/stack';
 
 // POST /webhooks/{provider} on real servers (DECISIONS.md section 5). The sandbox's own webhooks go

@@ -8,7 +8,8 @@ import {
   requireSearchAttributes,
   searchAttributeCommands,
 } from '../../src/temporal/search-attribute-registry';
-import { payoutWorkflowId, type PayoutWorkflowInput } from '../../src/workflows/definitions';
+import { payoutWorkflowId, type PayoutWorkflowInput } from '../../src/workflows/payout.contract';
+import { payoutWorkflow } from '../../src/workflows/payout.workflow';
 import { PARTNER_ID, PAYOUT_STATUS, payoutSearchAttributes } from '../../src/workflows/search-attributes';
 import { workflowBundle } from '../support/stack';
 import { createTimeSkippingEnv } from '../support/temporal';
@@ -64,7 +65,7 @@ describe('payout search attributes', () => {
 
     await worker.runUntil(async () => {
       // Started as the api starts it: the attributes are there before any worker runs the workflow.
-      const handle = await env.client.workflow.start('payoutWorkflow', {
+      const handle = await env.client.workflow.start(payoutWorkflow, {
         workflowId: payoutWorkflowId(input.payoutId),
         taskQueue,
         args: [input],

@@ -8,12 +8,9 @@ import { privateKeyToAccount, generatePrivateKey } from 'viem/accounts';
 
 import { createHttpProvider } from '../../src/adapters/provider/http-provider';
 import { createCachedQuote } from '../../src/adapters/provider/quote-cache';
-import {
-  ProviderError,
-  type PaymentProvider,
-  type ProviderNotification,
-} from '../../src/adapters/provider/types';
+import { ProviderError, type PaymentProvider } from '../../src/adapters/provider/types';
 import { encodeBrCode, parseBrCode } from '../../src/domain/brcode';
+import type { ProviderEvent } from '../../src/domain/provider-event';
 import { usdtUnitsForBrl, usdtUnitsFromDecimal } from '../../src/domain/money';
 import { deployTestUsdt } from '../../dev/local/deploy-test-usdt';
 import { ANVIL_DEV_ACCOUNTS, startAnvil, type AnvilHandle } from '../../dev/local/infra/anvil';
@@ -103,7 +100,7 @@ async function pay(
 }
 
 /** Waits for the next webhook and fetches its event back, as the service does. */
-async function nextNotification(): Promise<ProviderNotification> {
+async function nextNotification(): Promise<ProviderEvent> {
   return provider.fetchNotification(await receiver.takeToken());
 }
 

@@ -5,8 +5,8 @@ import { bundleWorkflowCode, Worker, type WorkflowBundleWithSourceMap } from '@t
 import type { PayoutActivities } from '../../src/activities';
 import type { PayoutRecord } from '../../src/domain/payout';
 import type { ProviderEvent } from '../../src/domain/provider-event';
-import type { PayoutSettings, PayoutWorkflowInput } from '../../src/workflows/definitions';
-import { getPayoutQuery } from '../../src/workflows/definitions';
+import type { PayoutSettings, PayoutWorkflowInput } from '../../src/workflows/payout.contract';
+import { getPayoutQuery } from '../../src/workflows/payout.contract';
 
 /**
  * Workflow unit tests run the real workflow code on Temporal's time-skipping test server; only the

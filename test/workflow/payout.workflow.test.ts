@@ -8,7 +8,7 @@ import {
   providerEventSignal,
   type PayoutSettings,
   type PayoutWorkflowInput,
-} from '../../src/workflows/definitions';
+} from '../../src/workflows/payout.contract';
 import { payoutWorkflow } from '../../src/workflows/payout.workflow';
 import { createTimeSkippingEnv } from '../support/temporal';
 import {

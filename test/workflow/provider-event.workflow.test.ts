@@ -4,12 +4,8 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { PayoutLocation } from '../../src/adapters/db/payouts-repo';
 import type { PayoutRecord } from '../../src/domain/payout';
 import type { ProviderEvent } from '../../src/domain/provider-event';
-import {
-  getPayoutQuery,
-  payoutWorkflowId,
-  providerEventSignal,
-  providerEventWorkflowId,
-} from '../../src/workflows/definitions';
+import { getPayoutQuery, payoutWorkflowId, providerEventSignal } from '../../src/workflows/payout.contract';
+import { providerEventWorkflowId } from '../../src/workflows/provider-event.contract';
 import { payoutWorkflow } from '../../src/workflows/payout.workflow';
 import { providerEventWorkflow } from '../../src/workflows/provider-event.workflow';
 import { createTimeSkippingEnv } from '../support/temporal';

@@ -1,7 +1,8 @@
 import { z } from 'zod';
 
 import { formatCentavos, parseDecimal } from '../../domain/money';
-import { ProviderError, type PaymentProvider, type ProviderNotification } from './types';
+import type { ProviderEvent } from '../../domain/provider-event';
+import { ProviderError, type PaymentProvider } from './types';
 
 export interface ProviderCallMetric {
   operation: string;
@@ -247,7 +248,7 @@ export function createHttpProvider(opts: HttpProviderOptions): PaymentProvider {
   };
 }
 
-function toNotification(body: z.infer<typeof notificationBody>): ProviderNotification {
+function toNotification(body: z.infer<typeof notificationBody>): ProviderEvent {
   const common = {
     eventId: body.event_id,
     chargeId: body.charge_id,

@@ -29,7 +29,7 @@ export interface PaymentProvider {
    */
   getChargeStatus(chargeId: string): Promise<ChargeStatus>;
   /** Throws ProviderError{ code: 'unknown_notification', retryable: false } when the provider answers 404. */
-  fetchNotification(token: string): Promise<ProviderNotification>;
+  fetchNotification(token: string): Promise<ProviderEvent>;
 }
 
 export interface ChargeStatus {
@@ -43,9 +43,6 @@ export interface ChargeStatus {
   /** Every payment on the charge, oldest first, each under the event id of its pix.received notification. */
   payments: { eventId: string; amountBrl: string; paidAt: string }[];
 }
-
-/** A provider event as fetched back by token; the type lives in the domain, shared with the workflows. */
-export type ProviderNotification = ProviderEvent;
 
 /**
  * Codes a ProviderError carries. Callers branch on `retryable`; the code is for logs, metrics and the

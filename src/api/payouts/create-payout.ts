@@ -18,9 +18,11 @@ import {
   getPayoutQuery,
   idempotentPayoutWorkflowId,
   payoutWorkflowId,
+  payoutWorkflowType,
   type PayoutSettings,
   type PayoutWorkflowInput,
-} from '../../workflows/definitions';
+} from '../../workflows/payout.contract';
+import type { payoutWorkflow } from '../../workflows/payout.workflow';
 import { payoutSearchAttributes } from '../../workflows/search-attributes';
 import { HttpError } from '../errors';
 import type { CreatePayoutBody } from './schemas';
@@ -111,7 +113,7 @@ async function startAndAwaitCharge(
   workflowId: string,
   input: PayoutWorkflowInput,
 ): Promise<PayoutRecord> {
-  const startWorkflowOperation = new WithStartWorkflowOperation('payoutWorkflow', {
+  const startWorkflowOperation = new WithStartWorkflowOperation<typeof payoutWorkflow>(payoutWorkflowType, {
     workflowId,
     taskQueue: deps.taskQueue,
     args: [input],

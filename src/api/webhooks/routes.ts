@@ -5,7 +5,8 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { Db } from '../../adapters/db/pool';
 import { isWebhookTokenRecorded, recordWebhookToken } from '../../adapters/db/webhook-tokens-repo';
 import type { Metrics } from '../../observability/metrics';
-import { providerEventWorkflowId } from '../../workflows/definitions';
+import { providerEventWorkflowId, providerEventWorkflowType } from '../../workflows/provider-event.contract';
+import type { providerEventWorkflow } from '../../workflows/provider-event.workflow';
 import { errorBodySchema } from '../payouts/schemas';
 import { HttpError } from '../errors';
 
@@ -72,7 +73,7 @@ export const webhookRoutes: FastifyPluginAsyncZod<WebhookRoutesOptions> = async 
       }
       let duplicate = false;
       try {
-        await opts.temporal.workflow.start('providerEventWorkflow', {
+        await opts.temporal.workflow.start<typeof providerEventWorkflow>(providerEventWorkflowType, {
           workflowId: providerEventWorkflowId(provider, tokenHash),
           taskQueue: opts.taskQueue,
           args: [{ provider, token }],

@@ -10,7 +10,20 @@ import {
   sleep,
   workflowInfo,
 } from '@temporalio/workflow';
-import type { PayoutActivities, RefundKind } from '../activities';
+import type {
+  ChainActivities,
+  ChargeReconciliation,
+  PayoutBookkeepingActivities,
+  ProviderActivities,
+  RefundKind,
+} from '../activities';
+import {
+  BOOKKEEPING,
+  CHARGE_CREATION,
+  CHARGE_RECONCILIATION,
+  TREASURY_TRANSFER,
+  untilDeadlineOptions,
+} from './activity-options';
 import {
   amend,
   isTerminal,
@@ -30,47 +43,23 @@ import {
   type PayoutWorkflowInput,
 } from './payout.contract';
 
-// Quick bookkeeping (read model, alerts): retried until they succeed.
-const bookkeeping = proxyActivities<PayoutActivities>({
-  startToCloseTimeout: '30 seconds',
-  retry: { initialInterval: '1 second', maximumInterval: '1 minute' },
-});
-
-// The PIX charge must exist soon after POST, or the partner is better told it failed.
-const charging = proxyActivities<PayoutActivities>({
-  startToCloseTimeout: '20 seconds',
-  scheduleToCloseTimeout: '2 minutes',
-  retry: {
-    initialInterval: '1 second',
-    maximumInterval: '10 seconds',
-    nonRetryableErrorTypes: ['ProviderRejected'],
-  },
-});
-
-// Treasury sends and confirmations retry until they succeed or are refused for good, with no time
-// limit: once a transaction is signed it may be in a mempool, so giving up on a timeout could fail a
-// payout whose USDT still arrives. An overdue transfer raises an alert instead (settleFromTreasury).
-// Each attempt is a few RPC calls; a short start-to-close gets a crashed worker's attempt retried soon.
-const treasury = proxyActivities<PayoutActivities>({
-  startToCloseTimeout: '30 seconds',
-  retry: {
-    initialInterval: '2 seconds',
-    backoffCoefficient: 1.5,
-    maximumInterval: '1 minute',
-    nonRetryableErrorTypes: ['ChainRejected'],
-  },
-});
-
-// Asking the provider for the charge's status at expiry: retried as long as it takes (a payout whose
-// payment is only known to the provider must not fail over an outage), except for a final refusal.
-const reconciling = proxyActivities<PayoutActivities>({
-  startToCloseTimeout: '30 seconds',
-  retry: {
-    initialInterval: '2 seconds',
-    maximumInterval: '1 minute',
-    nonRetryableErrorTypes: ['ProviderRejected'],
-  },
-});
+const bookkeeping =
+  proxyActivities<
+    Pick<
+      PayoutBookkeepingActivities,
+      | 'recordPayout'
+      | 'recordLatePayment'
+      | 'alertSettlementOverdue'
+      | 'alertLateSettlement'
+      | 'alertSettlementBelowMinimum'
+    >
+  >(BOOKKEEPING);
+const charging = proxyActivities<Pick<ProviderActivities, 'createPixCharge'>>(CHARGE_CREATION);
+const reconciling = proxyActivities<Pick<ProviderActivities, 'fetchChargeStatus'>>(CHARGE_RECONCILIATION);
+const treasury =
+  proxyActivities<Pick<ChainActivities, 'sendTreasuryTransfer' | 'confirmTreasuryTransfer'>>(
+    TREASURY_TRANSFER,
+  );
 
 /**
  * Patch ids of behaviour added while payouts were running: a run that reached these points under
@@ -89,16 +78,9 @@ const MIN_VERIFY_WINDOW_MS = 10 * 60 * 1000;
 
 /** Activities bounded by the settlement deadline: when it passes, Temporal stops retrying them. */
 function untilDeadline(deadline: number) {
-  return proxyActivities<PayoutActivities>({
-    startToCloseTimeout: '30 seconds',
-    scheduleToCloseTimeout: Math.max(1000, deadline - Date.now()),
-    retry: {
-      initialInterval: '2 seconds',
-      backoffCoefficient: 1.5,
-      maximumInterval: '1 minute',
-      nonRetryableErrorTypes: ['ProviderRejected'],
-    },
-  });
+  return proxyActivities<
+    Pick<ProviderActivities, 'requestSettlement'> & Pick<ChainActivities, 'verifyUsdtTransfer'>
+  >(untilDeadlineOptions(deadline - Date.now()));
 }
 
 /** A refusal the activity marked as final, as opposed to running out of time or attempts. */
@@ -325,7 +307,7 @@ export async function payoutWorkflow(input: PayoutWorkflowInput): Promise<Payout
    */
   async function reconcileAtExpiry(): Promise<void> {
     holdPayments = true;
-    let status: Awaited<ReturnType<PayoutActivities['fetchChargeStatus']>>;
+    let status: ChargeReconciliation;
     try {
       status = await reconciling.fetchChargeStatus({
         payoutId: payout.id,

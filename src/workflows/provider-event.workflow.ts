@@ -5,26 +5,17 @@ import {
   proxyActivities,
   sleep,
 } from '@temporalio/workflow';
-import type { PayoutActivities } from '../activities';
+import type { PayoutBookkeepingActivities, ProviderActivities } from '../activities';
+import { BOOKKEEPING, NOTIFICATION_FETCH } from './activity-options';
 import type { ProviderEvent } from '../domain/provider-event';
 import { providerEventSignal } from './payout.contract';
 import type { ProviderEventInput, ProviderEventOutcome } from './provider-event.contract';
 
-// A provider outage must lose nothing: the fetch is retried for as long as it takes. Only a token the
-// provider does not know (null) or an event it cannot describe within its contract ends the retries.
-const fetching = proxyActivities<PayoutActivities>({
-  startToCloseTimeout: '30 seconds',
-  retry: {
-    initialInterval: '1 second',
-    maximumInterval: '5 minutes',
-    nonRetryableErrorTypes: ['ProviderRejected'],
-  },
-});
-
-const bookkeeping = proxyActivities<PayoutActivities>({
-  startToCloseTimeout: '30 seconds',
-  retry: { initialInterval: '1 second', maximumInterval: '1 minute' },
-});
+const fetching = proxyActivities<Pick<ProviderActivities, 'fetchProviderEvent'>>(NOTIFICATION_FETCH);
+const bookkeeping =
+  proxyActivities<
+    Pick<PayoutBookkeepingActivities, 'findPayoutWorkflow' | 'recordLatePayment' | 'alertLateSettlement'>
+  >(BOOKKEEPING);
 
 // Provider external ids are our payout ids; anything else cannot be one of ours.
 const PAYOUT_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;

@@ -40,6 +40,7 @@ import {
   awaitChargeUpdate,
   getPayoutQuery,
   providerEventSignal,
+  type PayoutSettings,
   type PayoutWorkflowInput,
 } from './payout.contract';
 
@@ -76,6 +77,467 @@ const REFUNDS_WHILE_RUNNING = 'refunds-while-running';
  */
 const MIN_VERIFY_WINDOW_MS = 10 * 60 * 1000;
 
+/**
+ * One payout, from POST to COMPLETED or FAILED.
+ * PENDING: the PIX charge is created and waits, under a durable expiry timer, for its payment.
+ * PROCESSING: the USDT is sent (by the provider, or by our treasury) and verified on chain.
+ * Every BRL received and not settled opens a refund case, whenever it arrives.
+ */
+export async function payoutWorkflow(input: PayoutWorkflowInput): Promise<PayoutRecord> {
+  const payout = new PayoutProcess(input);
+  await payout.open();
+  if ((await payout.createCharge()) && (await payout.awaitPayment())) {
+    await payout.settle();
+  }
+  // Every path ends here with the payout COMPLETED or FAILED, saved.
+  await payout.closeTheBooks();
+  return payout.record;
+}
+
+/**
+ * The payout's state and its steps, in the order they run. Methods are the business steps; the
+ * signal handler only classifies events into state the steps act on.
+ */
+class PayoutProcess {
+  /** The payout as it stands: what queries answer and the read model holds. */
+  record: PayoutRecord;
+  private readonly settings: PayoutSettings;
+  /** The one payment this payout settles: exactly amount_brl, on this payout's charge. */
+  private payment: Payment | undefined;
+  private settlement: Settlement | undefined;
+  private readonly appliedEventIds = new Set<string>();
+  /**
+   * Payments that cannot be judged yet: before the charge id is known, or while the charge's status
+   * is being reconciled at expiry (then only those paid by the expiry may settle).
+   */
+  private holdPayments = false;
+  private readonly heldPayments: Payment[] = [];
+  /** Received BRL that will not be settled: each opens a refund case as soon as it is known. */
+  private readonly refundsDue: { event: Payment; kind: RefundKind; reason: string }[] = [];
+  /** Settlement events for a payout that has ended: alerted once it has ended. */
+  private readonly lateSettlements: Settlement[] = [];
+  private ended = false;
+  private refundsWhileRunning = false;
+  private refundDesk: Promise<void> = Promise.resolve();
+
+  constructor(input: PayoutWorkflowInput) {
+    this.settings = input.settings;
+    this.record = {
+      id: input.payoutId,
+      partnerId: input.partnerId,
+      status: 'PENDING',
+      amountCentavos: input.amountCentavos,
+      minAmountUsdtUnits: input.minAmountUsdtUnits,
+      settledAmountUsdtUnits: '0',
+      pixKey: input.pixKey,
+      pixKeyType: input.pixKeyType,
+      receiverWallet: input.receiverWallet,
+      pixCopyPaste: '',
+      blockchainTxId: '',
+      createdAt: input.createdAt,
+      updatedAt: input.createdAt,
+      version: 1,
+    };
+  }
+
+  /** Answers queries and takes provider events from now on, opens the refund desk, saves PENDING. */
+  async open(): Promise<void> {
+    setHandler(getPayoutQuery, () => this.record);
+    setHandler(awaitChargeUpdate, async () => {
+      await condition(() => this.record.pixCopyPaste !== '' || isTerminal(this.record.status));
+      return this.record;
+    });
+    // Synchronous on purpose: the SDK runs signal handlers before the main code resumes in the same
+    // activation, so an event that arrives together with the last activity result is still seen
+    // before the workflow returns, and is refunded or alerted rather than lost.
+    setHandler(providerEventSignal, (event) => this.onProviderEvent(event));
+    // Runs from before the desk opened refund cases only once the payout had ended.
+    this.refundsWhileRunning = patched(REFUNDS_WHILE_RUNNING);
+    this.refundDesk = this.runRefundDesk();
+    await this.save(this.record);
+  }
+
+  /** The PIX charge the payer pays; false when the provider could not create it (FAILED). */
+  async createCharge(): Promise<boolean> {
+    try {
+      const charge = await charging.createPixCharge({
+        payoutId: this.record.id,
+        amountCentavos: this.record.amountCentavos,
+        pixKey: this.record.pixKey,
+        pixKeyType: this.record.pixKeyType,
+        expiresInSeconds: this.settings.chargeExpirySeconds,
+      });
+      await this.save(
+        amend(this.record, now(), { pixCopyPaste: charge.pixCopyPaste, providerChargeId: charge.chargeId }),
+      );
+    } catch (err) {
+      if (!(err instanceof ActivityFailure)) throw err;
+      await this.fail('charge_creation_failed');
+      return false;
+    }
+    // A payment signalled before the charge was recorded is judged now that its id is known.
+    for (const held of this.heldPayments.splice(0)) this.receivePayment(held);
+    return true;
+  }
+
+  /**
+   * Waits for the charge's payment until it expires, then reconciles with the provider. True once
+   * the payout is PROCESSING; false when it FAILED unpaid.
+   */
+  async awaitPayment(): Promise<boolean> {
+    // The state, not the condition's result, decides: a payment applied in the same activation as
+    // the expiry timer fired was received in time and must be settled, not dropped.
+    await condition(() => this.payment !== undefined, this.settings.chargeExpirySeconds * 1000);
+    if (this.payment === undefined && patched(RECONCILE_AT_EXPIRY)) await this.reconcileAtExpiry();
+    if (this.payment === undefined) {
+      await this.fail('charge_expired');
+      return false;
+    }
+    await this.moveTo('PROCESSING', { paidAt: this.payment.paidAt, paymentEventId: this.payment.eventId });
+    return true;
+  }
+
+  /**
+   * Webhooks are at least once but can be lost: before an unpaid charge fails, the provider is asked
+   * for its status. A payment made at or before the charge's expiry (both times on the provider's
+   * clock) is settled as if notified in time; any other is refunded.
+   */
+  private async reconcileAtExpiry(): Promise<void> {
+    this.holdPayments = true;
+    let status: ChargeReconciliation;
+    try {
+      status = await reconciling.fetchChargeStatus({
+        payoutId: this.record.id,
+        chargeId: this.record.providerChargeId!,
+      });
+    } catch (err) {
+      if (!(err instanceof ActivityFailure)) throw err;
+      log.error('charge status refused by the provider; failing as expired', { payoutId: this.record.id });
+      status = { status: 'unknown_charge' };
+    }
+    this.holdPayments = false;
+    const reported = status.status === 'unknown_charge' ? [] : status.payments;
+    for (const p of reported) {
+      if (this.appliedEventIds.has(p.eventId)) continue;
+      this.appliedEventIds.add(p.eventId);
+      this.heldPayments.push(p);
+    }
+    const expiresAt = status.status === 'unknown_charge' ? undefined : Date.parse(status.expiresAt);
+    for (const held of this.heldPayments.splice(0)) {
+      if (expiresAt !== undefined && Date.parse(held.paidAt) <= expiresAt) this.receivePayment(held);
+      else this.refund(held, 'late_payment', 'payment made after the PIX charge expired');
+    }
+    if (this.payment !== undefined) {
+      log.info('payment found by reconciliation at expiry', {
+        payoutId: this.record.id,
+        eventId: this.payment.eventId,
+      });
+    }
+  }
+
+  /** PROCESSING to COMPLETED or FAILED, in the settlement mode fixed at start. */
+  async settle(): Promise<void> {
+    if (this.settings.settlementMode === 'provider') await this.settleThroughProvider();
+    else await this.settleFromTreasury();
+  }
+
+  private async settleThroughProvider(): Promise<void> {
+    const { record: payout, settings } = this;
+    const deadline = Date.now() + settings.settlementTimeoutSeconds * 1000;
+    try {
+      await untilDeadline(deadline).requestSettlement({
+        payoutId: payout.id,
+        chargeId: payout.providerChargeId!,
+        receiverWallet: payout.receiverWallet,
+        chainId: settings.chainId,
+      });
+    } catch (err) {
+      if (!(err instanceof ActivityFailure)) throw err;
+      // The provider refused: it will send nothing. Merely running out of time is different: an
+      // attempt whose answer was lost may have been accepted, so a settlement event may still come.
+      if (isRefusal(err)) return this.fail('settlement_request_failed');
+    }
+    const remaining = deadline - Date.now();
+    if (remaining > 0) await condition(() => this.settlement !== undefined, remaining);
+    const outcome = this.settlement;
+    if (outcome === undefined) return this.fail('settlement_timeout');
+    if (outcome.type === 'settlement.failed') {
+      log.warn('provider reported settlement failure', {
+        payoutId: payout.id,
+        reason: outcome.failureReason,
+      });
+      return this.fail('provider_reported_failure');
+    }
+    if (outcome.chainId !== settings.chainId) return this.fail('transfer_mismatch');
+
+    const amountUnits = usdtUnitsFromDecimal(outcome.amountUsdt).toString();
+    const verdict = await this.verifyOnChain(
+      outcome.txHash,
+      amountUnits,
+      Math.max(deadline, Date.now() + MIN_VERIFY_WINDOW_MS),
+    );
+    if (verdict !== 'confirmed') return this.fail(verdict);
+    await this.complete(outcome.txHash, amountUnits, outcome.confirmedAt);
+  }
+
+  /** Confirmed (and claimed for this payout), or why not; a transfer not deep enough by the deadline times out. */
+  private async verifyOnChain(
+    txHash: `0x${string}`,
+    amountUnits: string,
+    deadline: number,
+  ): Promise<'confirmed' | 'transfer_reverted' | 'transfer_mismatch' | 'settlement_timeout'> {
+    try {
+      const check = await untilDeadline(deadline).verifyUsdtTransfer({
+        payoutId: this.record.id,
+        txHash,
+        to: this.record.receiverWallet,
+        amountUnits,
+        minConfirmations: this.settings.settlementConfirmations,
+      });
+      return check === 'confirmed' ? check : toFailure(check);
+    } catch (err) {
+      // Not mined, or not deep enough, by the deadline (the activity retries everything else).
+      if (err instanceof ActivityFailure) return 'settlement_timeout';
+      throw err;
+    }
+  }
+
+  /**
+   * The worker pays the guaranteed minimum from the operator's treasury (the margin is the spread
+   * above it). No timeout ever fails this path: once the transaction is signed it may be mined at any
+   * time, and FAILED must mean no USDT moved. Past the settlement timeout an alert calls a human
+   * instead. FAILED comes only from a proof that the transfer cannot land: a refusal before anything
+   * was signed, a revert, or the nonce consumed by another transaction.
+   */
+  private async settleFromTreasury(): Promise<void> {
+    const { record: payout, settings } = this;
+    const overdueAt = Date.now() + settings.settlementTimeoutSeconds * 1000;
+    const amountUnits = payout.minAmountUsdtUnits;
+    const transfer = { payoutId: payout.id, to: payout.receiverWallet, amountUnits };
+    const result = await this.alertWhenOverdue(overdueAt, async () => {
+      let txHash: `0x${string}`;
+      try {
+        ({ txHash } = await treasury.sendTreasuryTransfer(transfer));
+      } catch (err) {
+        if (!(err instanceof ActivityFailure)) throw err;
+        return { verdict: 'settlement_request_failed' as const };
+      }
+      try {
+        const check = await treasury.confirmTreasuryTransfer({
+          ...transfer,
+          minConfirmations: settings.settlementConfirmations,
+        });
+        return { txHash, verdict: check === 'confirmed' ? check : toFailure(check) };
+      } catch (err) {
+        if (!(err instanceof ActivityFailure)) throw err;
+        // Only the proof that the nonce went to another transaction is final (see the activity).
+        return { txHash, verdict: 'settlement_request_failed' as const };
+      }
+    });
+    if (result.verdict !== 'confirmed') return this.fail(result.verdict);
+    // No provider confirms anything in this mode: confirmed_at is when the transfer was seen with
+    // its required confirmations.
+    await this.complete(result.txHash!, amountUnits, now());
+  }
+
+  /** Runs `work`; if it is still going at `at`, raises the overdue alert once and keeps waiting. */
+  private async alertWhenOverdue<T>(at: number, work: () => Promise<T>): Promise<T> {
+    const timer = new CancellationScope();
+    const alarm = timer
+      .run(() => sleep(Math.max(0, at - Date.now())))
+      .then(
+        () => 'overdue' as const,
+        () => 'cancelled' as const,
+      );
+    const running = work();
+    const first = await Promise.race([
+      running.then(
+        () => 'done' as const,
+        () => 'done' as const,
+      ),
+      alarm,
+    ]);
+    if (first === 'overdue') {
+      await bookkeeping.alertSettlementOverdue({
+        payoutId: this.record.id,
+        partnerId: this.record.partnerId,
+        mode: this.settings.settlementMode,
+        overdueSeconds: this.settings.settlementTimeoutSeconds,
+      });
+    } else {
+      timer.cancel();
+    }
+    return running;
+  }
+
+  private async complete(txHash: string, settledUnits: string, confirmedAt: string): Promise<void> {
+    await this.moveTo('COMPLETED', {
+      blockchainTxId: txHash,
+      settledAmountUsdtUnits: settledUnits,
+      confirmedAt,
+    });
+    if (BigInt(settledUnits) < BigInt(this.record.minAmountUsdtUnits)) {
+      await bookkeeping.alertSettlementBelowMinimum({
+        payoutId: this.record.id,
+        partnerId: this.record.partnerId,
+        minAmountUsdtUnits: this.record.minAmountUsdtUnits,
+        settledAmountUsdtUnits: settledUnits,
+      });
+    }
+  }
+
+  private async fail(reason: FailureReason): Promise<void> {
+    log.warn('payout failed', { payoutId: this.record.id, reason });
+    await this.save(transition(this.record, 'FAILED', now(), { failureReason: reason }));
+    // The payer's BRL was received and nothing will be settled for it: it goes back.
+    if (this.payment !== undefined && patched(REFUND_FAILED_PAID_PAYOUT)) {
+      this.refund(this.payment, 'payout_failed', `payout failed (${reason}) after its payment was received`);
+    }
+  }
+
+  /**
+   * After COMPLETED or FAILED: the refund cases still due and the alerts for settlements reported
+   * too late. Events may keep arriving while these activities run; the loop takes them too.
+   */
+  async closeTheBooks(): Promise<void> {
+    this.ended = true;
+    await this.refundDesk;
+    while (this.refundsDue.length > 0 || this.lateSettlements.length > 0) {
+      await this.openDueRefunds();
+      await this.alertLateSettlements();
+    }
+  }
+
+  // --- Provider events: classified as they arrive, acted on by the steps above. ---
+
+  private onProviderEvent(event: ProviderEvent): void {
+    // Providers deliver at least once; each event changes the payout at most once.
+    if (this.appliedEventIds.has(event.eventId)) return;
+    this.appliedEventIds.add(event.eventId);
+    if (event.externalId !== this.record.id) {
+      log.warn('provider event for another payout ignored', { eventId: event.eventId, type: event.type });
+      return;
+    }
+    if (event.type === 'pix.received') return this.receivePayment(event);
+    if (isTerminal(this.record.status)) {
+      this.lateSettlements.push(event);
+    } else if (this.settings.settlementMode !== 'provider') {
+      log.warn('provider settlement event ignored in treasury mode', { eventId: event.eventId });
+    } else if (
+      this.record.providerChargeId !== undefined &&
+      event.chargeId !== this.record.providerChargeId
+    ) {
+      log.warn('settlement event for another charge ignored', { eventId: event.eventId });
+    } else if (this.settlement === undefined) {
+      // Kept even while PENDING: deliveries are unordered, and the settlement is only acted on in
+      // PROCESSING anyway.
+      this.settlement = event;
+    } else {
+      log.warn('second settlement event ignored', { eventId: event.eventId, type: event.type });
+    }
+  }
+
+  /** Decides what a received payment is for this payout: the one to settle, or one to refund. */
+  private receivePayment(event: Payment): void {
+    const { record: payout } = this;
+    if (isTerminal(payout.status)) {
+      return this.refund(event, 'late_payment', `payment received after the payout was ${payout.status}`);
+    }
+    if (this.holdPayments || payout.providerChargeId === undefined) {
+      this.heldPayments.push(event);
+      return;
+    }
+    if (event.chargeId !== payout.providerChargeId) {
+      return this.refund(
+        event,
+        'wrong_charge',
+        `payment on charge ${event.chargeId}, not this payout's charge`,
+      );
+    }
+    if (!isAmountOf(payout, event.amountBrl)) {
+      const expected = formatCentavos(BigInt(payout.amountCentavos));
+      return this.refund(event, 'wrong_amount', `paid ${event.amountBrl} BRL on a charge of ${expected} BRL`);
+    }
+    if (this.payment !== undefined) {
+      // A static BR Code can be paid twice; only the first payment is settled.
+      return this.refund(event, 'second_payment', 'second payment for the same PIX charge');
+    }
+    this.payment = event;
+  }
+
+  // --- Refunds and alerts ---
+
+  private refund(event: Payment, kind: RefundKind, reason: string): void {
+    log.warn('payment will not be settled: refund case', { eventId: event.eventId, kind });
+    this.refundsDue.push({ event, kind, reason });
+  }
+
+  /** Opens the refund cases due while the payout runs; returns once it has ended and none is left. */
+  private async runRefundDesk(): Promise<void> {
+    for (;;) {
+      await condition(() => (this.refundsWhileRunning && this.refundsDue.length > 0) || this.ended);
+      if (this.refundsDue.length === 0) return;
+      await this.openDueRefunds();
+    }
+  }
+
+  private async openDueRefunds(): Promise<void> {
+    for (let due = this.refundsDue.shift(); due !== undefined; due = this.refundsDue.shift()) {
+      const { event, kind, reason } = due;
+      await bookkeeping.recordLatePayment({ payoutId: this.record.id, event, reason, kind });
+    }
+  }
+
+  private async alertLateSettlements(): Promise<void> {
+    for (
+      let event = this.lateSettlements.shift();
+      event !== undefined;
+      event = this.lateSettlements.shift()
+    ) {
+      if (event.type === 'settlement.completed') {
+        await bookkeeping.alertLateSettlement({
+          payoutId: this.record.id,
+          status: this.record.status,
+          event,
+        });
+      } else {
+        log.info('settlement failure reported for an ended payout', {
+          eventId: event.eventId,
+          status: this.record.status,
+        });
+      }
+    }
+  }
+
+  // --- The read model ---
+
+  private moveTo(to: PayoutStatus, changes: Partial<PayoutRecord> = {}): Promise<void> {
+    return this.save(transition(this.record, to, now(), changes));
+  }
+
+  private async save(next: PayoutRecord): Promise<void> {
+    const ended = isTerminal(next.status) && !isTerminal(this.record.status);
+    this.record = next;
+    upsertPayoutSearchAttributes(this.record);
+    await bookkeeping.recordPayout(this.record, workflowInfo().workflowId, workflowInfo().runId);
+    // Partner callback, started once the read model agrees, so a partner who GETs on receipt sees it.
+    if (ended) await startPartnerCallback(this.record);
+  }
+}
+
+/** Workflow time: deterministic on replay. */
+function now(): string {
+  return new Date().toISOString();
+}
+
+function isAmountOf(payout: PayoutRecord, amountBrl: string): boolean {
+  try {
+    return parseDecimal(amountBrl, 2) === BigInt(payout.amountCentavos);
+  } catch {
+    return false;
+  }
+}
+
 /** Activities bounded by the settlement deadline: when it passes, Temporal stops retrying them. */
 function untilDeadline(deadline: number) {
   return proxyActivities<
@@ -97,382 +559,4 @@ type Payment = Extract<ProviderEvent, { type: 'pix.received' }>;
 
 function toFailure(check: 'reverted' | 'mismatch'): 'transfer_reverted' | 'transfer_mismatch' {
   return check === 'reverted' ? 'transfer_reverted' : 'transfer_mismatch';
-}
-
-/**
- * One payout, from POST to COMPLETED or FAILED (SPEC.md "States and transitions").
- * PENDING: the PIX charge is created and waits, under a durable expiry timer, for the payment.
- * PROCESSING: the USDT is sent (by the provider, or by our treasury) and verified on chain.
- */
-export async function payoutWorkflow(input: PayoutWorkflowInput): Promise<PayoutRecord> {
-  const { settings } = input;
-  let payout: PayoutRecord = {
-    id: input.payoutId,
-    partnerId: input.partnerId,
-    status: 'PENDING',
-    amountCentavos: input.amountCentavos,
-    minAmountUsdtUnits: input.minAmountUsdtUnits,
-    settledAmountUsdtUnits: '0',
-    pixKey: input.pixKey,
-    pixKeyType: input.pixKeyType,
-    receiverWallet: input.receiverWallet,
-    pixCopyPaste: '',
-    blockchainTxId: '',
-    createdAt: input.createdAt,
-    updatedAt: input.createdAt,
-    version: 1,
-  };
-  /** The one payment this payout settles: exactly amount_brl, on this payout's charge. */
-  let payment: Payment | undefined;
-  let settlement: Settlement | undefined;
-  const appliedEventIds = new Set<string>();
-  // Payments that cannot be judged yet: before the charge id is known, or while the charge's status
-  // is being reconciled at expiry (then only those paid by the expiry may settle).
-  let holdPayments = false;
-  const heldPayments: Payment[] = [];
-  // Received BRL that will not be settled: each opens a refund case, as soon as it is known (the
-  // refund desk below), whatever the payout does meanwhile.
-  const refundsDue: { event: Payment; kind: RefundKind; reason: string }[] = [];
-  // Settlement events for a payout that has ended: alerted once the payout has ended.
-  const lateEvents: { event: Settlement; reason: string }[] = [];
-
-  /** Decides what a received payment is for this payout: the one to settle, or one to refund. */
-  function receivePayment(event: Payment): void {
-    if (isTerminal(payout.status)) {
-      return refund(event, 'late_payment', `payment received after the payout was ${payout.status}`);
-    }
-    if (holdPayments || payout.providerChargeId === undefined) {
-      heldPayments.push(event);
-      return;
-    }
-    if (event.chargeId !== payout.providerChargeId) {
-      return refund(event, 'wrong_charge', `payment on charge ${event.chargeId}, not this payout's charge`);
-    }
-    if (!isChargeAmount(event.amountBrl)) {
-      const expected = formatCentavos(BigInt(payout.amountCentavos));
-      return refund(event, 'wrong_amount', `paid ${event.amountBrl} BRL on a charge of ${expected} BRL`);
-    }
-    if (payment !== undefined) {
-      // A static BR Code can be paid twice; only the first payment is settled.
-      return refund(event, 'second_payment', 'second payment for the same PIX charge');
-    }
-    payment = event;
-  }
-
-  function isChargeAmount(amountBrl: string): boolean {
-    try {
-      return parseDecimal(amountBrl, 2) === BigInt(payout.amountCentavos);
-    } catch {
-      return false;
-    }
-  }
-
-  function refund(event: Payment, kind: RefundKind, reason: string): void {
-    log.warn('payment will not be settled: refund case', { eventId: event.eventId, kind });
-    refundsDue.push({ event, kind, reason });
-  }
-
-  setHandler(getPayoutQuery, () => payout);
-  setHandler(awaitChargeUpdate, async () => {
-    await condition(() => payout.pixCopyPaste !== '' || isTerminal(payout.status));
-    return payout;
-  });
-  // Synchronous on purpose: the SDK runs signal handlers before the main code resumes in the same
-  // activation, so an event that arrives together with the last activity result is still seen here
-  // before the workflow returns, and lands in lateEvents rather than vanishing.
-  setHandler(providerEventSignal, (event) => {
-    // Providers deliver at least once; each event changes the payout at most once.
-    if (appliedEventIds.has(event.eventId)) return;
-    appliedEventIds.add(event.eventId);
-    if (event.externalId !== payout.id) {
-      log.warn('provider event for another payout ignored', { eventId: event.eventId, type: event.type });
-      return;
-    }
-    if (event.type === 'pix.received') return receivePayment(event);
-    if (isTerminal(payout.status)) {
-      lateEvents.push({ event, reason: `settlement reported after the payout was ${payout.status}` });
-    } else if (settings.settlementMode !== 'provider') {
-      log.warn('provider settlement event ignored in treasury mode', { eventId: event.eventId });
-    } else if (payout.providerChargeId !== undefined && event.chargeId !== payout.providerChargeId) {
-      log.warn('settlement event for another charge ignored', { eventId: event.eventId });
-    } else if (settlement === undefined) {
-      // Kept even while PENDING: deliveries are unordered, and the settlement is only acted on in
-      // PROCESSING anyway.
-      settlement = event;
-    } else {
-      log.warn('second settlement event ignored', { eventId: event.eventId, type: event.type });
-    }
-  });
-
-  const now = () => new Date().toISOString(); // workflow time: deterministic on replay
-  const save = async (next: PayoutRecord) => {
-    const ended = isTerminal(next.status) && !isTerminal(payout.status);
-    payout = next;
-    upsertPayoutSearchAttributes(payout);
-    await bookkeeping.recordPayout(payout, workflowInfo().workflowId, workflowInfo().runId);
-    // Partner callback, started once the read model agrees, so a partner who GETs on receipt sees it.
-    if (ended) await startPartnerCallback(payout);
-  };
-  const fail = async (reason: FailureReason) => {
-    log.warn('payout failed', { payoutId: payout.id, reason });
-    await save(transition(payout, 'FAILED', now(), { failureReason: reason }));
-    // The payer's BRL was received and nothing will be settled for it: it goes back.
-    if (payment !== undefined && patched(REFUND_FAILED_PAID_PAYOUT)) {
-      refund(payment, 'payout_failed', `payout failed (${reason}) after its payment was received`);
-    }
-  };
-  const moveTo = (to: PayoutStatus, changes: Partial<PayoutRecord> = {}) =>
-    save(transition(payout, to, now(), changes));
-
-  let payoutEnded = false;
-  // Runs from before the desk opened refund cases only once the payout had ended.
-  const refundsWhileRunning = patched(REFUNDS_WHILE_RUNNING);
-  const refundDesk = openRefundDesk();
-  await save(payout);
-  await runPayout();
-  // Every path of runPayout ends here with the payout COMPLETED or FAILED, saved.
-  payoutEnded = true;
-  await refundDesk;
-  // Events may keep arriving while these activities run; the loop takes them too.
-  while (refundsDue.length > 0 || lateEvents.length > 0) {
-    await openDueRefunds();
-    await handleLateEvents();
-  }
-  return payout;
-
-  /** Opens the refund cases due while the payout runs; returns once it has ended and none is left. */
-  async function openRefundDesk(): Promise<void> {
-    for (;;) {
-      await condition(() => (refundsWhileRunning && refundsDue.length > 0) || payoutEnded);
-      if (refundsDue.length === 0) return;
-      await openDueRefunds();
-    }
-  }
-
-  async function openDueRefunds(): Promise<void> {
-    for (let due = refundsDue.shift(); due !== undefined; due = refundsDue.shift()) {
-      const { event, kind, reason } = due;
-      await bookkeeping.recordLatePayment({ payoutId: payout.id, event, reason, kind });
-    }
-  }
-
-  async function handleLateEvents(): Promise<void> {
-    for (let late = lateEvents.shift(); late !== undefined; late = lateEvents.shift()) {
-      const { event } = late;
-      if (event.type === 'settlement.completed') {
-        await bookkeeping.alertLateSettlement({ payoutId: payout.id, status: payout.status, event });
-      } else {
-        log.info('settlement failure reported for an ended payout', {
-          eventId: event.eventId,
-          status: payout.status,
-        });
-      }
-    }
-  }
-
-  async function runPayout(): Promise<void> {
-    try {
-      const charge = await charging.createPixCharge({
-        payoutId: payout.id,
-        amountCentavos: payout.amountCentavos,
-        pixKey: payout.pixKey,
-        pixKeyType: payout.pixKeyType,
-        expiresInSeconds: settings.chargeExpirySeconds,
-      });
-      await save(
-        amend(payout, now(), { pixCopyPaste: charge.pixCopyPaste, providerChargeId: charge.chargeId }),
-      );
-    } catch (err) {
-      if (!(err instanceof ActivityFailure)) throw err;
-      return fail('charge_creation_failed');
-    }
-    // A payment signalled before the charge was recorded is judged now that its id is known.
-    for (const held of heldPayments.splice(0)) receivePayment(held);
-
-    // The state, not the condition's result, decides: a payment applied in the same activation as
-    // the expiry timer fired was received in time and must be settled, not dropped.
-    await condition(() => payment !== undefined, settings.chargeExpirySeconds * 1000);
-    if (payment === undefined && patched(RECONCILE_AT_EXPIRY)) await reconcileAtExpiry();
-    if (payment === undefined) return fail('charge_expired');
-    await moveTo('PROCESSING', { paidAt: payment.paidAt, paymentEventId: payment.eventId });
-
-    if (settings.settlementMode === 'provider') await settleThroughProvider();
-    else await settleFromTreasury();
-  }
-
-  /**
-   * Webhooks are at least once but can be lost: before an unpaid charge fails, the provider is asked
-   * for its status. A payment made at or before the charge's expiry (both times on the provider's
-   * clock) is settled as if notified in time; any other is refunded.
-   */
-  async function reconcileAtExpiry(): Promise<void> {
-    holdPayments = true;
-    let status: ChargeReconciliation;
-    try {
-      status = await reconciling.fetchChargeStatus({
-        payoutId: payout.id,
-        chargeId: payout.providerChargeId!,
-      });
-    } catch (err) {
-      if (!(err instanceof ActivityFailure)) throw err;
-      log.error('charge status refused by the provider; failing as expired', { payoutId: payout.id });
-      status = { status: 'unknown_charge' };
-    }
-    holdPayments = false;
-    const reported = status.status === 'unknown_charge' ? [] : status.payments;
-    for (const p of reported) {
-      if (appliedEventIds.has(p.eventId)) continue;
-      appliedEventIds.add(p.eventId);
-      heldPayments.push(p);
-    }
-    const expiresAt = status.status === 'unknown_charge' ? undefined : Date.parse(status.expiresAt);
-    for (const held of heldPayments.splice(0)) {
-      if (expiresAt !== undefined && Date.parse(held.paidAt) <= expiresAt) receivePayment(held);
-      else refund(held, 'late_payment', 'payment made after the PIX charge expired');
-    }
-    if (payment !== undefined) {
-      log.info('payment found by reconciliation at expiry', {
-        payoutId: payout.id,
-        eventId: payment.eventId,
-      });
-    }
-  }
-
-  async function settleThroughProvider(): Promise<void> {
-    const deadline = Date.now() + settings.settlementTimeoutSeconds * 1000;
-    try {
-      await untilDeadline(deadline).requestSettlement({
-        payoutId: payout.id,
-        chargeId: payout.providerChargeId!,
-        receiverWallet: payout.receiverWallet,
-        chainId: settings.chainId,
-      });
-    } catch (err) {
-      if (!(err instanceof ActivityFailure)) throw err;
-      // The provider refused: it will send nothing. Merely running out of time is different: an
-      // attempt whose answer was lost may have been accepted, so a settlement event may still come.
-      if (isRefusal(err)) return fail('settlement_request_failed');
-    }
-    const remaining = deadline - Date.now();
-    if (remaining > 0) await condition(() => settlement !== undefined, remaining);
-    const outcome = settlement;
-    if (outcome === undefined) return fail('settlement_timeout');
-    if (outcome.type === 'settlement.failed') {
-      log.warn('provider reported settlement failure', {
-        payoutId: payout.id,
-        reason: outcome.failureReason,
-      });
-      return fail('provider_reported_failure');
-    }
-    if (outcome.chainId !== settings.chainId) return fail('transfer_mismatch');
-
-    const amountUnits = usdtUnitsFromDecimal(outcome.amountUsdt).toString();
-    const verdict = await verifyOnChain(
-      outcome.txHash,
-      amountUnits,
-      Math.max(deadline, Date.now() + MIN_VERIFY_WINDOW_MS),
-    );
-    if (verdict !== 'confirmed') return fail(verdict);
-    await complete(outcome.txHash, amountUnits, outcome.confirmedAt);
-  }
-
-  /**
-   * The worker pays the guaranteed minimum from the operator's treasury (the margin is the spread
-   * above it). No timeout ever fails this path: once the transaction is signed it may be mined at any
-   * time, and FAILED must mean no USDT moved. Past the settlement timeout an alert calls a human
-   * instead. FAILED comes only from a proof that the transfer cannot land: a refusal before anything
-   * was signed, a revert, or the nonce consumed by another transaction.
-   */
-  async function settleFromTreasury(): Promise<void> {
-    const overdueAt = Date.now() + settings.settlementTimeoutSeconds * 1000;
-    const amountUnits = payout.minAmountUsdtUnits;
-    const transfer = { payoutId: payout.id, to: payout.receiverWallet, amountUnits };
-    const result = await alertWhenOverdue(overdueAt, async () => {
-      let txHash: `0x${string}`;
-      try {
-        ({ txHash } = await treasury.sendTreasuryTransfer(transfer));
-      } catch (err) {
-        if (!(err instanceof ActivityFailure)) throw err;
-        return { verdict: 'settlement_request_failed' as const };
-      }
-      try {
-        const check = await treasury.confirmTreasuryTransfer({
-          ...transfer,
-          minConfirmations: settings.settlementConfirmations,
-        });
-        return { txHash, verdict: check === 'confirmed' ? check : toFailure(check) };
-      } catch (err) {
-        if (!(err instanceof ActivityFailure)) throw err;
-        // Only the proof that the nonce went to another transaction is final (see the activity).
-        return { txHash, verdict: 'settlement_request_failed' as const };
-      }
-    });
-    if (result.verdict !== 'confirmed') return fail(result.verdict);
-    // No provider confirms anything in this mode: confirmed_at is when the transfer was seen with
-    // its required confirmations.
-    await complete(result.txHash!, amountUnits, now());
-  }
-
-  /** Runs `work`; if it is still going at `at`, raises the overdue alert once and keeps waiting. */
-  async function alertWhenOverdue<T>(at: number, work: () => Promise<T>): Promise<T> {
-    const timer = new CancellationScope();
-    const alarm = timer
-      .run(() => sleep(Math.max(0, at - Date.now())))
-      .then(
-        () => 'overdue' as const,
-        () => 'cancelled' as const,
-      );
-    const running = work();
-    const first = await Promise.race([
-      running.then(
-        () => 'done' as const,
-        () => 'done' as const,
-      ),
-      alarm,
-    ]);
-    if (first === 'overdue') {
-      await bookkeeping.alertSettlementOverdue({
-        payoutId: payout.id,
-        partnerId: payout.partnerId,
-        mode: settings.settlementMode,
-        overdueSeconds: settings.settlementTimeoutSeconds,
-      });
-    } else {
-      timer.cancel();
-    }
-    return running;
-  }
-
-  async function verifyOnChain(
-    txHash: `0x${string}`,
-    amountUnits: string,
-    deadline: number,
-  ): Promise<'confirmed' | 'transfer_reverted' | 'transfer_mismatch' | 'settlement_timeout'> {
-    try {
-      const check = await untilDeadline(deadline).verifyUsdtTransfer({
-        payoutId: payout.id,
-        txHash,
-        to: payout.receiverWallet,
-        amountUnits,
-        minConfirmations: settings.settlementConfirmations,
-      });
-      return check === 'confirmed' ? check : toFailure(check);
-    } catch (err) {
-      // Not mined, or not deep enough, by the deadline (the activity retries everything else).
-      if (err instanceof ActivityFailure) return 'settlement_timeout';
-      throw err;
-    }
-  }
-
-  async function complete(txHash: string, settledUnits: string, confirmedAt: string): Promise<void> {
-    await moveTo('COMPLETED', { blockchainTxId: txHash, settledAmountUsdtUnits: settledUnits, confirmedAt });
-    if (BigInt(settledUnits) < BigInt(payout.minAmountUsdtUnits)) {
-      await bookkeeping.alertSettlementBelowMinimum({
-        payoutId: payout.id,
-        partnerId: payout.partnerId,
-        minAmountUsdtUnits: payout.minAmountUsdtUnits,
-        settledAmountUsdtUnits: settledUnits,
-      });
-    }
-  }
 }

@@ -65,7 +65,7 @@ export const webhookRoutes: FastifyPluginAsyncZod<WebhookRoutesOptions> = async 
     async (request) => {
       const { provider } = request.params;
       const { token } = request.body;
-      // Only a hash of the token is kept anywhere outside the workflow's input (see definitions.ts).
+      // Only a hash of the token is kept anywhere outside the workflow's input (see provider-event.contract.ts).
       const tokenHash = createHash('sha256').update(token).digest('hex');
       if (await isWebhookTokenRecorded(opts.db, provider, tokenHash)) {
         opts.metrics.webhooks.inc({ provider, outcome: 'duplicate' });

@@ -39,6 +39,10 @@ describe('payout search attributes', () => {
         async createPixCharge() {
           return { chargeId: 'chg_1', pixCopyPaste: '000201...' };
         },
+        // Reconciliation at expiry: the provider saw no payment.
+        async fetchChargeStatus() {
+          return { status: 'expired' as const, expiresAt: new Date().toISOString(), payments: [] };
+        },
         // The FAILED payout's partner callback: this partner has no callback URL.
         async sendPartnerCallback() {
           return { kind: 'not_configured' as const };

@@ -127,21 +127,27 @@ export async function startStack(opts: StackOptions = {}): Promise<TestStack> {
     closers.push(() => anvil.stop());
     const treasuryKey = generatePrivateKey();
     const treasury = { address: privateKeyToAddress(treasuryKey), privateKey: treasuryKey };
-    await fetch(anvil.rpcUrl, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({
-        jsonrpc: '2.0',
-        id: 1,
-        method: 'anvil_setBalance',
-        params: [treasury.address, '0x56BC75E2D63100000'],
-      }),
-    });
+    // The sandbox's wallet is this stack's own too. Every stack's anvil is chain 42161 and all share
+    // PostgreSQL, where on-chain transfers are claimed by (chain id, tx hash, log index): a shared
+    // dev account would sign byte-identical transfers (same nonce, receiver, amount) on two stacks.
+    const sandboxWalletKey = generatePrivateKey();
+    for (const address of [treasury.address, privateKeyToAddress(sandboxWalletKey)]) {
+      await fetch(anvil.rpcUrl, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({
+          jsonrpc: '2.0',
+          id: 1,
+          method: 'anvil_setBalance',
+          params: [address, '0x56BC75E2D63100000'],
+        }),
+      });
+    }
     const usdtAddress = await deployTestUsdt({
       rpcUrl: anvil.rpcUrl,
       deployerKey: anvilAccount('deployer').privateKey,
       mints: [
-        { to: anvilAccount('provider-sandbox').address, units: 1_000_000_000_000n },
+        { to: privateKeyToAddress(sandboxWalletKey), units: 1_000_000_000_000n },
         { to: treasury.address, units: 1_000_000_000_000n },
       ],
     });
@@ -154,7 +160,7 @@ export async function startStack(opts: StackOptions = {}): Promise<TestStack> {
         SANDBOX_WEBHOOK_URL: opts.sandboxWebhookUrl ?? `http://127.0.0.1:${apiPort}/webhooks/sandbox`,
         SANDBOX_EVM_RPC_URL: anvil.rpcUrl,
         SANDBOX_USDT_ADDRESS: usdtAddress,
-        SANDBOX_WALLET_PRIVATE_KEY: anvilAccount('provider-sandbox').privateKey,
+        SANDBOX_WALLET_PRIVATE_KEY: sandboxWalletKey,
         SANDBOX_LOG_LEVEL: quiet,
       }),
       { webhook: { initialDelayMs: 100, maxDelayMs: 1_000 } },

@@ -88,7 +88,10 @@ describe('payout search attributes', () => {
       expect(ended.get(PARTNER_ID)).toBe(input.partnerId);
 
       const { events } = await handle.fetchHistory();
-      const upserts = (events ?? []).filter((e) => e.upsertWorkflowSearchAttributesEventAttributes);
+      // The SDK's own TemporalChangeVersion upserts (one per workflow patch taken) are not ours.
+      const upserts = (events ?? []).filter(
+        (e) => e.upsertWorkflowSearchAttributesEventAttributes?.searchAttributes?.indexedFields?.PayoutStatus,
+      );
       // Three saves (PENDING, charge, FAILED), one status change after the start.
       expect(recorded.map((p) => p.status)).toEqual(['PENDING', 'PENDING', 'FAILED']);
       expect(upserts).toHaveLength(1);

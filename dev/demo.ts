@@ -3,7 +3,7 @@ import path from 'node:path';
 import qrcode from 'qrcode-terminal';
 import { generatePrivateKey, privateKeyToAddress } from 'viem/accounts';
 import { loadConfig } from '../src/config';
-import { payoutWorkflowId } from '../src/workflows/definitions';
+import { payoutWorkflowId } from '../src/workflows/payout.contract';
 
 /**
  * `npm run demo`: one payout through the running local stack (`npm start`), as a partner and a

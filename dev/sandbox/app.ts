@@ -7,7 +7,7 @@ import { z } from 'zod';
 import { BrCodeError, encodeBrCode, parseBrCode } from '../../src/domain/brcode';
 import { formatCentavos, parseDecimal } from '../../src/domain/money';
 import type { SandboxConfig } from './config';
-import { createSettlementRunner, createUsdtSender, type UsdtSender } from './settlement';
+import { createSettlementRunner, createUsdtSender, settleablePayment, type UsdtSender } from './settlement';
 import {
   newId,
   SandboxState,
@@ -66,7 +66,20 @@ const settlementRequest = z.object({
 const paymentRequest = z.object({
   pix_copy_paste: z.string().min(1).max(1024),
   outcome: z.enum(['settled', 'settlement_failed']).default('settled'),
+  // What the payer actually pays: a banking app lets the payer edit a static code's amount.
+  amount_brl: z
+    .number()
+    .positive()
+    .max(1e12)
+    .refine((n) => Math.abs(n * 100 - Math.round(n * 100)) < 1e-6, {
+      message: 'must have at most 2 decimal places',
+    })
+    .optional(),
+  // false: the payment happens but its webhook is never delivered (a lost notification).
+  notify: z.boolean().default(true),
 });
+
+const redeliveryRequest = z.object({ event_id: z.string().min(1).max(64) });
 
 /**
  * The provider sandbox: the payment provider of docs/provider-api.md, plus the payer
@@ -98,13 +111,18 @@ export function buildSandboxApp(config: SandboxConfig, deps: SandboxDeps = {}): 
     await webhooks.close();
   });
 
-  function notify(input: NotificationInput): void {
-    const body = state.addNotification(input);
+  function notify(input: NotificationInput, opts: { eventId?: string; deliver?: boolean } = {}): void {
+    const body = state.addNotification(input, opts.eventId);
     app.log.info(
-      { event_id: body.event_id, type: body.type, charge_id: body.charge_id },
+      {
+        event_id: body.event_id,
+        type: body.type,
+        charge_id: body.charge_id,
+        delivered: opts.deliver !== false,
+      },
       'notification created',
     );
-    webhooks.deliver(body.token, { eventId: body.event_id, type: body.type });
+    if (opts.deliver !== false) webhooks.deliver(body.token, { eventId: body.event_id, type: body.type });
   }
 
   app.setErrorHandler((err: Error & { statusCode?: number; code?: string }, request, reply) => {
@@ -167,6 +185,7 @@ export function buildSandboxApp(config: SandboxConfig, deps: SandboxDeps = {}): 
       }),
       createdAt,
       expiresAt: new Date(createdAt.getTime() + req.expires_in_seconds * 1000),
+      payments: [],
     };
     state.addCharge(charge);
     request.log.info({ charge_id: chargeId, external_id: req.external_id }, 'charge created');
@@ -189,9 +208,9 @@ export function buildSandboxApp(config: SandboxConfig, deps: SandboxDeps = {}): 
     if (req.chain_id !== config.chainId) throw new HttpError(400, `chain_id must be ${config.chainId}`);
     const charge = state.chargeById(req.charge_id);
     if (!charge) throw new HttpError(404, 'unknown charge');
-    if (!charge.payment) throw new HttpError(409, 'charge is not paid');
+    if (!settleablePayment(charge)) throw new HttpError(409, 'charge is not paid');
     if (charge.settlementId) throw new HttpError(409, 'charge already has a settlement');
-    if (charge.payment.outcome === 'settled' && !settlements.canSendUsdt) {
+    if (settleablePayment(charge)?.outcome === 'settled' && !settlements.canSendUsdt) {
       // Retryable on purpose: the operator can start the sandbox with a wallet and the service retries.
       throw new HttpError(
         503,
@@ -216,6 +235,31 @@ export function buildSandboxApp(config: SandboxConfig, deps: SandboxDeps = {}): 
     return reply.status(202).send({ settlement_id: settlement.settlementId, status: 'pending' });
   });
 
+  // Modelled on BCB's Pix API GET /cob/{txid}: the charge and every payment received on it.
+  app.get<{ Params: { chargeId: string } }>('/pix/charges/:chargeId', async (request) => {
+    authorize(request);
+    const charge = state.chargeById(request.params.chargeId);
+    if (!charge) throw new HttpError(404, 'unknown charge');
+    const first = charge.payments[0];
+    const status = first ? 'paid' : now().getTime() > charge.expiresAt.getTime() ? 'expired' : 'active';
+    return {
+      charge_id: charge.chargeId,
+      external_id: charge.externalId,
+      amount_brl: formatCentavos(charge.amountCentavos),
+      status,
+      expires_at: charge.expiresAt.toISOString(),
+      ...(first && {
+        paid_at: first.paidAt.toISOString(),
+        paid_amount_brl: formatCentavos(first.amountCentavos),
+      }),
+      payments: charge.payments.map((p) => ({
+        event_id: p.eventId,
+        amount_brl: formatCentavos(p.amountCentavos),
+        paid_at: p.paidAt.toISOString(),
+      })),
+    };
+  });
+
   app.get<{ Params: { token: string } }>('/pix/notification/:token', async (request, reply) => {
     authorize(request);
     const body = state.notification(request.params.token);
@@ -228,22 +272,52 @@ export function buildSandboxApp(config: SandboxConfig, deps: SandboxDeps = {}): 
     const req = parse(paymentRequest, request.body);
     const charge = chargeForCode(req.pix_copy_paste);
     if (charge.removedAt) throw new HttpError(410, 'charge was removed by the receiver');
-    if (charge.payment) throw new HttpError(409, 'charge already paid');
+    const amountCentavos =
+      req.amount_brl === undefined ? charge.amountCentavos : BigInt(Math.round(req.amount_brl * 100));
     const paidAt = now();
-    charge.payment = { paidAt, outcome: req.outcome as PaymentOutcome };
+    const payment = { eventId: newId('evt'), paidAt, amountCentavos, outcome: req.outcome as PaymentOutcome };
+    // A static code can be paid again (and with an edited amount): the provider records every
+    // payment and reports each one; the service decides which one settles.
+    charge.payments.push(payment);
     // A bank does not know about the provider's expiry: a late payment goes through, and it is the
     // service's job to refund it. Logged so a demo shows why such a payout does not settle.
     const late = paidAt.getTime() > charge.expiresAt.getTime();
-    request.log.info({ charge_id: charge.chargeId, outcome: req.outcome, late }, 'payment received');
-    notify({
-      type: 'pix.received',
-      charge_id: charge.chargeId,
-      external_id: charge.externalId,
-      occurred_at: paidAt.toISOString(),
-      paid_at: paidAt.toISOString(),
-      amount_brl: formatCentavos(charge.amountCentavos),
-    });
-    return reply.status(202).send({ charge_id: charge.chargeId, status: 'accepted' });
+    request.log.info(
+      {
+        charge_id: charge.chargeId,
+        event_id: payment.eventId,
+        amount_brl: formatCentavos(amountCentavos),
+        outcome: req.outcome,
+        late,
+        notify: req.notify,
+      },
+      'payment received',
+    );
+    notify(
+      {
+        type: 'pix.received',
+        charge_id: charge.chargeId,
+        external_id: charge.externalId,
+        occurred_at: paidAt.toISOString(),
+        paid_at: paidAt.toISOString(),
+        amount_brl: formatCentavos(amountCentavos),
+      },
+      { eventId: payment.eventId, deliver: req.notify },
+    );
+    return reply
+      .status(202)
+      .send({ charge_id: charge.chargeId, event_id: payment.eventId, status: 'accepted' });
+  });
+
+  // The provider's operator re-sends an event (as after an outage on its side): the same event, with
+  // the same event_id, under a new notification token.
+  app.post('/sandbox/notifications/redeliver', async (request, reply) => {
+    const req = parse(redeliveryRequest, request.body);
+    const body = state.reissueNotification(req.event_id);
+    if (!body) throw new HttpError(404, 'unknown event');
+    request.log.info({ event_id: body.event_id, type: body.type }, 'notification redelivered');
+    webhooks.deliver(body.token, { eventId: body.event_id, type: body.type });
+    return reply.status(202).send({ event_id: body.event_id, status: 'accepted' });
   });
 
   function chargeForCode(code: string): Charge {
@@ -265,6 +339,7 @@ export function buildSandboxApp(config: SandboxConfig, deps: SandboxDeps = {}): 
       parsed.transactionAmount === undefined ||
       parseDecimal(parsed.transactionAmount, 2) !== charge.amountCentavos
     ) {
+      // A tampered code: the amount to pay another amount is amount_brl, not an edited code.
       throw new HttpError(400, 'pix_copy_paste amount does not match the charge');
     }
     return charge;
@@ -277,7 +352,7 @@ export function buildSandboxApp(config: SandboxConfig, deps: SandboxDeps = {}): 
     parse(chargeRemovalRequest, request.body);
     const charge = state.chargeById(request.params.charge_id);
     if (!charge) throw new HttpError(404, 'unknown charge');
-    if (charge.payment) throw new HttpError(409, 'charge already paid');
+    if (charge.payments.length > 0) throw new HttpError(409, 'charge already paid');
     if (!charge.removedAt) {
       charge.removedAt = now();
       request.log.info({ charge_id: charge.chargeId }, 'charge removed');

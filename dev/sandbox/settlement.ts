@@ -12,7 +12,7 @@ import {
 import { privateKeyToAccount } from 'viem/accounts';
 
 import { formatUsdtUnits, usdtUnitsForBrl } from '../../src/domain/money';
-import type { Charge, NotificationInput, Settlement } from './state';
+import type { Charge, NotificationInput, Payment, Settlement } from './state';
 
 export interface UsdtSender {
   readonly address: Address;
@@ -134,7 +134,7 @@ export function createSettlementRunner(opts: SettlementRunnerOptions): Settlemen
 
   async function run(settlement: Settlement, charge: Charge): Promise<void> {
     const log = { settlement_id: settlement.settlementId, charge_id: charge.chargeId };
-    if (charge.payment?.outcome === 'settlement_failed') {
+    if (settleablePayment(charge)?.outcome === 'settlement_failed') {
       opts.logger.info(log, 'settlement failed on purpose (payment outcome settlement_failed)');
       return fail(settlement, charge, 'simulated settlement failure');
     }
@@ -189,6 +189,14 @@ export function createSettlementRunner(opts: SettlementRunnerOptions): Settlemen
       await Promise.all(running);
     },
   };
+}
+
+/**
+ * The payment a settlement converts: the first of exactly the charge's amount. Other payments
+ * (another amount, a repeat) are the service's to refund; the provider settles a charge once.
+ */
+export function settleablePayment(charge: Charge): Payment | undefined {
+  return charge.payments.find((p) => p.amountCentavos === charge.amountCentavos);
 }
 
 /** A promise-chain mutex: each task starts when the previous one has settled. */

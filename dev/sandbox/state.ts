@@ -22,11 +22,22 @@ export interface Charge {
   pixCopyPaste: string;
   createdAt: Date;
   expiresAt: Date;
-  /** Set once by the payer simulation; a charge is paid at most once. */
-  payment?: { paidAt: Date; outcome: PaymentOutcome };
+  /**
+   * Every payment received, oldest first. A static BR Code can be paid again, and its amount edited
+   * by the payer: the provider records what arrived, the service decides what settles.
+   */
+  payments: Payment[];
   settlementId?: string;
   /** Set once when the receiver removes the unpaid charge; the payer's bank then refuses it. */
   removedAt?: Date;
+}
+
+export interface Payment {
+  /** The event id of this payment's pix.received notification (delivered or not). */
+  eventId: string;
+  paidAt: Date;
+  amountCentavos: bigint;
+  outcome: PaymentOutcome;
 }
 
 export interface Settlement {
@@ -69,6 +80,7 @@ export class SandboxState {
   private readonly settlements = new Map<string, Settlement>();
   private readonly settlementIdByExternalId = new Map<string, string>();
   private readonly notifications = new Map<string, NotificationBody>();
+  private readonly tokenByEventId = new Map<string, string>();
 
   chargeById(chargeId: string): Charge | undefined {
     return this.charges.get(chargeId);
@@ -101,8 +113,19 @@ export class SandboxState {
   }
 
   /** Stores a new event under a fresh token and returns what will be served for it. */
-  addNotification(input: NotificationInput): NotificationBody {
-    const body = { ...input, token: newToken(), event_id: newId('evt') } as NotificationBody;
+  addNotification(input: NotificationInput, eventId = newId('evt')): NotificationBody {
+    const body = { ...input, token: newToken(), event_id: eventId } as NotificationBody;
+    this.notifications.set(body.token, body);
+    this.tokenByEventId.set(eventId, body.token);
+    return body;
+  }
+
+  /** The same event under a new token, as a provider redelivering it would serve it. */
+  reissueNotification(eventId: string): NotificationBody | undefined {
+    const token = this.tokenByEventId.get(eventId);
+    const original = token === undefined ? undefined : this.notifications.get(token);
+    if (!original) return undefined;
+    const body = { ...original, token: newToken() };
     this.notifications.set(body.token, body);
     return body;
   }

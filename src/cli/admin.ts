@@ -12,6 +12,7 @@ import { listCallbackEvents } from '../adapters/db/callbacks-repo';
 import { listPartnerPayouts } from '../adapters/db/payouts-repo';
 import { callbackSecretProblem, generateCallbackSecret } from '../adapters/callbacks/signature';
 import { createSecretBox } from '../adapters/secrets/secret-box';
+import { listRefundCases, resolveRefundCase, type RefundCase } from '../adapters/db/refund-cases-repo';
 import { createPool, type Db } from '../adapters/db/pool';
 import { PAYOUT_STATUSES, toPayoutResponse } from '../domain/payout';
 import { loadConfig } from '../config';
@@ -278,6 +279,35 @@ const COMMANDS: Record<string, Command> = {
       };
     },
   },
+  'refunds list': {
+    args: '[--all]',
+    summary: 'list open refund cases (PIX received and not settled), oldest first',
+    details:
+      'Prints {"refund_cases": [{"id", "payout_id", "charge_id", "event_id", "amount_brl", "reason", "status",\n' +
+      '"created_at", "resolved_at", "resolution_note"}]}. --all includes resolved cases. Each open case is\n' +
+      'BRL to return to the payer (or otherwise settle by hand); resolve it once done.',
+    options: { all: { type: 'boolean' } },
+    plan: (values) => async (db) => ({
+      refund_cases: (await listRefundCases(db, { all: values.all === true })).map(refundCaseView),
+    }),
+  },
+  'refunds resolve': {
+    args: '--id <refund_case_id> --note <text>',
+    summary: 'mark a refund case resolved, with a note of what was done',
+    details: 'Prints the case. A case already resolved keeps its first resolution and note.',
+    options: { id: str, note: str },
+    plan(values) {
+      const id = requireOption(values, 'id');
+      if (!UUID.test(id)) throw new UsageError('--id must be a refund case id (a UUID)');
+      const note = requireOption(values, 'note');
+      if (note.length > 2000) throw new UsageError('--note must be at most 2000 characters');
+      return async (db) => {
+        const resolved = await resolveRefundCase(db, id.toLowerCase(), note);
+        if (resolved === null) throw new Error(`no refund case ${id}`);
+        return refundCaseView(resolved);
+      };
+    },
+  },
 };
 
 /** A whole number option from 1 to `max`, or `fallback` when absent. */
@@ -304,6 +334,21 @@ function instantOption(values: Values, name: string): string | undefined {
     );
   }
   return text;
+}
+
+function refundCaseView(c: RefundCase) {
+  return {
+    id: c.id,
+    payout_id: c.payoutId,
+    charge_id: c.chargeId,
+    event_id: c.eventId,
+    amount_brl: c.amountBrl,
+    reason: c.reason,
+    status: c.status,
+    created_at: c.createdAt,
+    resolved_at: c.resolvedAt,
+    resolution_note: c.resolutionNote,
+  };
 }
 
 function synopsis(name: string): string {

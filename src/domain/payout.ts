@@ -38,6 +38,8 @@ export interface PayoutRecord {
   providerChargeId?: string;
   blockchainTxId: string;
   paidAt?: string;
+  /** The provider event id of the PIX payment this payout settles (internal: never shown). */
+  paymentEventId?: string;
   confirmedAt?: string;
   failureReason?: FailureReason;
   createdAt: string;

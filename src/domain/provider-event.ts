@@ -31,5 +31,3 @@ export type ProviderEvent =
       occurredAt: string;
       failureReason: string;
     };
-
-export type ProviderEventType = ProviderEvent['type'];

@@ -63,9 +63,20 @@ export function createMetrics() {
       labelNames: ['outcome'],
       registers: [registry],
     }),
-    latePayments: new Counter({
-      name: 'payout_late_payments_total',
-      help: 'PIX payments received for payouts that had already ended; each is a refund case',
+    refundCasesOpened: new Counter({
+      name: 'payout_refund_cases_opened_total',
+      help: 'PIX payments received and not settled (late, wrong amount or charge, repeated, or the payout failed); each is a refund case',
+      labelNames: ['kind'],
+      registers: [registry],
+    }),
+    transferClaimConflicts: new Counter({
+      name: 'payout_transfer_claim_conflicts_total',
+      help: 'Settlements refused because their on-chain transfer already settled another payout',
+      registers: [registry],
+    }),
+    treasuryInsufficientFunds: new Counter({
+      name: 'payout_treasury_insufficient_funds_total',
+      help: 'Treasury transfer attempts refused for lack of USDT or gas in the treasury (retried until topped up)',
       registers: [registry],
     }),
   };

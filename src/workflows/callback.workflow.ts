@@ -9,6 +9,7 @@ import {
   WorkflowIdReusePolicy,
 } from '@temporalio/workflow';
 import type { CallbackActivities, CallbackAttemptOutcome } from '../activities/callback-activities';
+import { BOOKKEEPING, CALLBACK_POST } from './activity-options';
 import {
   callbackBody,
   callbackEventFor,
@@ -16,42 +17,13 @@ import {
   callbackRetryDelayMs,
   callbackWorkflowId,
   resolveCallbackRetry,
-  type CallbackEvent,
   type CallbackRetryPolicy,
 } from '../domain/callback-event';
 import type { PayoutRecord } from '../domain/payout';
+import type { CallbackDeliveryInput, CallbackDeliveryResult } from './callback.contract';
 
-export interface CallbackDeliveryInput {
-  eventId: string;
-  event: CallbackEvent;
-  /** The payout as it reached its terminal state; the body is its partner-facing shape. */
-  payout: PayoutRecord;
-  /** Defaults to DEFAULT_CALLBACK_RETRY (24 h); tests shorten it. */
-  retry?: Partial<CallbackRetryPolicy>;
-}
-
-export interface CallbackDeliveryResult {
-  outcome: 'delivered' | 'gave_up' | 'not_configured';
-  attempts: number;
-  /** Workflow time, so the give-up can be checked against the policy. */
-  startedAt: string;
-  finishedAt: string;
-}
-
-// Quick bookkeeping: retried until the database answers.
-const bookkeeping = proxyActivities<CallbackActivities>({
-  startToCloseTimeout: '30 seconds',
-  retry: { initialInterval: '1 second', maximumInterval: '1 minute' },
-});
-
-// One activity is one POST. The backoff between POSTs lives in this workflow rather than in an
-// activity retry policy, so every attempt is its own visible step and the give-up is an explicit
-// outcome. Temporal's retries here only cover the worker side (a crash, an unreachable database);
-// CALLBACK_TIMEOUT_MS is capped well under this timeout.
-const sending = proxyActivities<CallbackActivities>({
-  startToCloseTimeout: '1 minute',
-  retry: { initialInterval: '1 second', maximumInterval: '10 seconds', maximumAttempts: 3 },
-});
+const bookkeeping = proxyActivities<Pick<CallbackActivities, 'givePartnerCallbackUp'>>(BOOKKEEPING);
+const sending = proxyActivities<Pick<CallbackActivities, 'sendPartnerCallback'>>(CALLBACK_POST);
 
 /**
  * Delivers one partner callback at least once (docs/decisions.md D22): POST until a 2xx, with

@@ -4,12 +4,26 @@ import {
   CancellationScope,
   condition,
   log,
+  patched,
   proxyActivities,
   setHandler,
   sleep,
   workflowInfo,
 } from '@temporalio/workflow';
-import type { PayoutActivities } from '../activities';
+import type {
+  ChainActivities,
+  ChargeReconciliation,
+  PayoutBookkeepingActivities,
+  ProviderActivities,
+  RefundKind,
+} from '../activities';
+import {
+  BOOKKEEPING,
+  CHARGE_CREATION,
+  CHARGE_RECONCILIATION,
+  TREASURY_TRANSFER,
+  untilDeadlineOptions,
+} from './activity-options';
 import {
   amend,
   isTerminal,
@@ -18,7 +32,7 @@ import {
   type PayoutRecord,
   type PayoutStatus,
 } from '../domain/payout';
-import { usdtUnitsFromDecimal } from '../domain/money';
+import { formatCentavos, parseDecimal, usdtUnitsFromDecimal } from '../domain/money';
 import type { ProviderEvent } from '../domain/provider-event';
 import { startPartnerCallback } from './callback.workflow';
 import { upsertPayoutSearchAttributes } from './search-attributes';
@@ -26,39 +40,36 @@ import {
   awaitChargeUpdate,
   getPayoutQuery,
   providerEventSignal,
+  type PayoutSettings,
   type PayoutWorkflowInput,
-} from './definitions';
+} from './payout.contract';
 
-// Quick bookkeeping (read model, alerts): retried until they succeed.
-const bookkeeping = proxyActivities<PayoutActivities>({
-  startToCloseTimeout: '30 seconds',
-  retry: { initialInterval: '1 second', maximumInterval: '1 minute' },
-});
+const bookkeeping =
+  proxyActivities<
+    Pick<
+      PayoutBookkeepingActivities,
+      | 'recordPayout'
+      | 'recordLatePayment'
+      | 'alertSettlementOverdue'
+      | 'alertLateSettlement'
+      | 'alertSettlementBelowMinimum'
+    >
+  >(BOOKKEEPING);
+const charging = proxyActivities<Pick<ProviderActivities, 'createPixCharge'>>(CHARGE_CREATION);
+const reconciling = proxyActivities<Pick<ProviderActivities, 'fetchChargeStatus'>>(CHARGE_RECONCILIATION);
+const treasury =
+  proxyActivities<Pick<ChainActivities, 'sendTreasuryTransfer' | 'confirmTreasuryTransfer'>>(
+    TREASURY_TRANSFER,
+  );
 
-// The PIX charge must exist soon after POST, or the partner is better told it failed.
-const charging = proxyActivities<PayoutActivities>({
-  startToCloseTimeout: '20 seconds',
-  scheduleToCloseTimeout: '2 minutes',
-  retry: {
-    initialInterval: '1 second',
-    maximumInterval: '10 seconds',
-    nonRetryableErrorTypes: ['ProviderRejected'],
-  },
-});
-
-// Treasury sends and confirmations retry until they succeed or are refused for good, with no time
-// limit: once a transaction is signed it may be in a mempool, so giving up on a timeout could fail a
-// payout whose USDT still arrives. An overdue transfer raises an alert instead (settleFromTreasury).
-// Each attempt is a few RPC calls; a short start-to-close gets a crashed worker's attempt retried soon.
-const treasury = proxyActivities<PayoutActivities>({
-  startToCloseTimeout: '30 seconds',
-  retry: {
-    initialInterval: '2 seconds',
-    backoffCoefficient: 1.5,
-    maximumInterval: '1 minute',
-    nonRetryableErrorTypes: ['ChainRejected'],
-  },
-});
+/**
+ * Patch ids of behaviour added while payouts were running: a run that reached these points under
+ * older code replays without them, every new run takes them.
+ */
+const RECONCILE_AT_EXPIRY = 'reconcile-charge-at-expiry';
+const REFUND_FAILED_PAID_PAYOUT = 'refund-failed-paid-payout';
+const REFUNDS_WHILE_RUNNING = 'refunds-while-running';
+const NO_CALLBACK_FOR_UNSEEN_PAYOUT = 'no-callback-for-unseen-payout';
 
 /**
  * A settlement the provider reported as completed gets at least this long to reach its
@@ -67,177 +78,172 @@ const treasury = proxyActivities<PayoutActivities>({
  */
 const MIN_VERIFY_WINDOW_MS = 10 * 60 * 1000;
 
-/** Activities bounded by the settlement deadline: when it passes, Temporal stops retrying them. */
-function untilDeadline(deadline: number) {
-  return proxyActivities<PayoutActivities>({
-    startToCloseTimeout: '30 seconds',
-    scheduleToCloseTimeout: Math.max(1000, deadline - Date.now()),
-    retry: {
-      initialInterval: '2 seconds',
-      backoffCoefficient: 1.5,
-      maximumInterval: '1 minute',
-      nonRetryableErrorTypes: ['ProviderRejected'],
-    },
-  });
-}
-
-/** A refusal the activity marked as final, as opposed to running out of time or attempts. */
-function isRefusal(err: ActivityFailure): boolean {
-  const cause = err.cause;
-  return (
-    cause instanceof ApplicationFailure &&
-    (cause.nonRetryable || cause.type === 'ProviderRejected' || cause.type === 'ChainRejected')
-  );
-}
-
-type Settlement = Extract<ProviderEvent, { type: 'settlement.completed' | 'settlement.failed' }>;
-type Payment = Extract<ProviderEvent, { type: 'pix.received' }>;
-
-function toFailure(check: 'reverted' | 'mismatch'): 'transfer_reverted' | 'transfer_mismatch' {
-  return check === 'reverted' ? 'transfer_reverted' : 'transfer_mismatch';
+/**
+ * One payout, from POST to COMPLETED or FAILED.
+ * PENDING: the PIX charge is created and waits, under a durable expiry timer, for its payment.
+ * PROCESSING: the USDT is sent (by the provider, or by our treasury) and verified on chain.
+ * Every BRL received and not settled opens a refund case, whenever it arrives.
+ */
+export async function payoutWorkflow(input: PayoutWorkflowInput): Promise<PayoutRecord> {
+  const payout = new PayoutProcess(input);
+  await payout.open();
+  if ((await payout.createCharge()) && (await payout.awaitPayment())) {
+    await payout.settle();
+  }
+  // Every path ends here with the payout COMPLETED or FAILED, saved.
+  await payout.closeTheBooks();
+  return payout.record;
 }
 
 /**
- * One payout, from POST to COMPLETED or FAILED (docs/api.md "Payout states").
- * PENDING: the PIX charge is created and waits, under a durable expiry timer, for the payment.
- * PROCESSING: the USDT is sent (by the provider, or by our treasury) and verified on chain.
+ * The payout's state and its steps, in the order they run. Methods are the business steps; the
+ * signal handler only classifies events into state the steps act on.
  */
-export async function payoutWorkflow(input: PayoutWorkflowInput): Promise<PayoutRecord> {
-  const { settings } = input;
-  let payout: PayoutRecord = {
-    id: input.payoutId,
-    partnerId: input.partnerId,
-    status: 'PENDING',
-    amountCentavos: input.amountCentavos,
-    minAmountUsdtUnits: input.minAmountUsdtUnits,
-    settledAmountUsdtUnits: '0',
-    pixKey: input.pixKey,
-    pixKeyType: input.pixKeyType,
-    receiverWallet: input.receiverWallet,
-    pixCopyPaste: '',
-    blockchainTxId: '',
-    createdAt: input.createdAt,
-    updatedAt: input.createdAt,
-    version: 1,
-  };
-  let payment: Payment | undefined;
-  let settlement: Settlement | undefined;
-  const appliedEventIds = new Set<string>();
-  // Events that cannot change the payout any more but still need someone's attention (a payment to
-  // refund, a settlement that landed after FAILED); handled once the payout has ended.
-  const lateEvents: { event: ProviderEvent; reason: string }[] = [];
+class PayoutProcess {
+  /** The payout as it stands: what queries answer and the read model holds. */
+  record: PayoutRecord;
+  private readonly settings: PayoutSettings;
+  /** The one payment this payout settles: exactly amount_brl, on this payout's charge. */
+  private payment: Payment | undefined;
+  private settlement: Settlement | undefined;
+  private readonly appliedEventIds = new Set<string>();
+  /**
+   * Payments that cannot be judged yet: before the charge id is known, or while the charge's status
+   * is being reconciled at expiry (then only those paid by the expiry may settle).
+   */
+  private holdPayments = false;
+  private readonly heldPayments: Payment[] = [];
+  /** Received BRL that will not be settled: each opens a refund case as soon as it is known. */
+  private readonly refundsDue: { event: Payment; kind: RefundKind; reason: string }[] = [];
+  /** Settlement events for a payout that has ended: alerted once it has ended. */
+  private readonly lateSettlements: Settlement[] = [];
+  private ended = false;
+  private refundsWhileRunning = false;
+  private refundDesk: Promise<void> = Promise.resolve();
 
-  setHandler(getPayoutQuery, () => payout);
-  setHandler(awaitChargeUpdate, async () => {
-    await condition(() => payout.pixCopyPaste !== '' || isTerminal(payout.status));
-    return payout;
-  });
-  // Synchronous on purpose: the SDK runs signal handlers before the main code resumes in the same
-  // activation, so an event that arrives together with the last activity result is still seen here
-  // before the workflow returns, and lands in lateEvents rather than vanishing.
-  setHandler(providerEventSignal, (event) => {
-    // Providers deliver at least once; each event changes the payout at most once.
-    if (appliedEventIds.has(event.eventId)) return;
-    appliedEventIds.add(event.eventId);
-    if (event.externalId !== payout.id) {
-      log.warn('provider event for another payout ignored', { eventId: event.eventId, type: event.type });
-      return;
-    }
-    const ended = isTerminal(payout.status);
-    if (event.type === 'pix.received') {
-      if (ended) {
-        lateEvents.push({ event, reason: `payment received after the payout was ${payout.status}` });
-      } else if (payment === undefined) {
-        payment = event;
-      } else {
-        // A static BR Code can be paid twice; only the first payment is settled.
-        lateEvents.push({ event, reason: 'second payment for the same PIX charge' });
-      }
-      return;
-    }
-    if (ended) {
-      lateEvents.push({ event, reason: `settlement reported after the payout was ${payout.status}` });
-    } else if (settings.settlementMode !== 'provider') {
-      log.warn('provider settlement event ignored in treasury mode', { eventId: event.eventId });
-    } else if (payout.providerChargeId !== undefined && event.chargeId !== payout.providerChargeId) {
-      log.warn('settlement event for another charge ignored', { eventId: event.eventId });
-    } else if (settlement === undefined) {
-      // Kept even while PENDING: deliveries are unordered, and the settlement is only acted on in
-      // PROCESSING anyway.
-      settlement = event;
-    } else {
-      log.warn('second settlement event ignored', { eventId: event.eventId, type: event.type });
-    }
-  });
-
-  const now = () => new Date().toISOString(); // workflow time: deterministic on replay
-  const save = async (next: PayoutRecord) => {
-    const ended = isTerminal(next.status) && !isTerminal(payout.status);
-    payout = next;
-    upsertPayoutSearchAttributes(payout);
-    await bookkeeping.recordPayout(payout, workflowInfo().workflowId, workflowInfo().runId);
-    // Partner callback, started once the read model agrees, so a partner who GETs on receipt sees it.
-    if (ended) await startPartnerCallback(payout);
-  };
-  const fail = async (reason: FailureReason) => {
-    log.warn('payout failed', { payoutId: payout.id, reason });
-    await save(transition(payout, 'FAILED', now(), { failureReason: reason }));
-  };
-  const moveTo = (to: PayoutStatus, changes: Partial<PayoutRecord> = {}) =>
-    save(transition(payout, to, now(), changes));
-
-  await save(payout);
-  await runPayout();
-  // Every path of runPayout ends here with the payout COMPLETED or FAILED, saved.
-  await handleLateEvents();
-  return payout;
-
-  async function handleLateEvents(): Promise<void> {
-    // Events may keep arriving while these activities run; the loop takes them too.
-    for (let late = lateEvents.shift(); late !== undefined; late = lateEvents.shift()) {
-      const { event, reason } = late;
-      if (event.type === 'pix.received') {
-        // Money received that will not be settled: recorded for refund, never settled.
-        await bookkeeping.recordLatePayment({ payoutId: payout.id, event, reason });
-      } else if (event.type === 'settlement.completed') {
-        await bookkeeping.alertLateSettlement({ payoutId: payout.id, status: payout.status, event });
-      } else {
-        log.info('settlement failure reported for an ended payout', {
-          eventId: event.eventId,
-          status: payout.status,
-        });
-      }
-    }
+  constructor(input: PayoutWorkflowInput) {
+    this.settings = input.settings;
+    this.record = {
+      id: input.payoutId,
+      partnerId: input.partnerId,
+      status: 'PENDING',
+      amountCentavos: input.amountCentavos,
+      minAmountUsdtUnits: input.minAmountUsdtUnits,
+      settledAmountUsdtUnits: '0',
+      pixKey: input.pixKey,
+      pixKeyType: input.pixKeyType,
+      receiverWallet: input.receiverWallet,
+      pixCopyPaste: '',
+      blockchainTxId: '',
+      createdAt: input.createdAt,
+      updatedAt: input.createdAt,
+      version: 1,
+    };
   }
 
-  async function runPayout(): Promise<void> {
+  /** Answers queries and takes provider events from now on, opens the refund desk, saves PENDING. */
+  async open(): Promise<void> {
+    setHandler(getPayoutQuery, () => this.record);
+    setHandler(awaitChargeUpdate, async () => {
+      await condition(() => this.record.pixCopyPaste !== '' || isTerminal(this.record.status));
+      return this.record;
+    });
+    // Synchronous on purpose: the SDK runs signal handlers before the main code resumes in the same
+    // activation, so an event that arrives together with the last activity result is still seen
+    // before the workflow returns, and is refunded or alerted rather than lost.
+    setHandler(providerEventSignal, (event) => this.onProviderEvent(event));
+    // Runs from before the desk opened refund cases only once the payout had ended.
+    this.refundsWhileRunning = patched(REFUNDS_WHILE_RUNNING);
+    this.refundDesk = this.runRefundDesk();
+    await this.save(this.record);
+  }
+
+  /** The PIX charge the payer pays; false when the provider could not create it (FAILED). */
+  async createCharge(): Promise<boolean> {
     try {
       const charge = await charging.createPixCharge({
-        payoutId: payout.id,
-        amountCentavos: payout.amountCentavos,
-        pixKey: payout.pixKey,
-        pixKeyType: payout.pixKeyType,
-        expiresInSeconds: settings.chargeExpirySeconds,
+        payoutId: this.record.id,
+        amountCentavos: this.record.amountCentavos,
+        pixKey: this.record.pixKey,
+        pixKeyType: this.record.pixKeyType,
+        expiresInSeconds: this.settings.chargeExpirySeconds,
       });
-      await save(
-        amend(payout, now(), { pixCopyPaste: charge.pixCopyPaste, providerChargeId: charge.chargeId }),
+      await this.save(
+        amend(this.record, now(), { pixCopyPaste: charge.pixCopyPaste, providerChargeId: charge.chargeId }),
       );
     } catch (err) {
       if (!(err instanceof ActivityFailure)) throw err;
-      return fail('charge_creation_failed');
+      await this.fail('charge_creation_failed');
+      return false;
     }
-
-    // The state, not the condition's result, decides: a payment applied in the same activation as
-    // the expiry timer fired was received in time and must be settled, not dropped.
-    await condition(() => payment !== undefined, settings.chargeExpirySeconds * 1000);
-    if (payment === undefined) return fail('charge_expired');
-    await moveTo('PROCESSING', { paidAt: payment.paidAt });
-
-    if (settings.settlementMode === 'provider') await settleThroughProvider();
-    else await settleFromTreasury();
+    // A payment signalled before the charge was recorded is judged now that its id is known.
+    for (const held of this.heldPayments.splice(0)) this.receivePayment(held);
+    return true;
   }
 
-  async function settleThroughProvider(): Promise<void> {
+  /**
+   * Waits for the charge's payment until it expires, then reconciles with the provider. True once
+   * the payout is PROCESSING; false when it FAILED unpaid.
+   */
+  async awaitPayment(): Promise<boolean> {
+    // The state, not the condition's result, decides: a payment applied in the same activation as
+    // the expiry timer fired was received in time and must be settled, not dropped.
+    await condition(() => this.payment !== undefined, this.settings.chargeExpirySeconds * 1000);
+    if (this.payment === undefined && patched(RECONCILE_AT_EXPIRY)) await this.reconcileAtExpiry();
+    if (this.payment === undefined) {
+      await this.fail('charge_expired');
+      return false;
+    }
+    await this.moveTo('PROCESSING', { paidAt: this.payment.paidAt, paymentEventId: this.payment.eventId });
+    return true;
+  }
+
+  /**
+   * Webhooks are at least once but can be lost: before an unpaid charge fails, the provider is asked
+   * for its status. A payment made at or before the charge's expiry (both times on the provider's
+   * clock) is settled as if notified in time; any other is refunded.
+   */
+  private async reconcileAtExpiry(): Promise<void> {
+    this.holdPayments = true;
+    let status: ChargeReconciliation;
+    try {
+      status = await reconciling.fetchChargeStatus({
+        payoutId: this.record.id,
+        chargeId: this.record.providerChargeId!,
+      });
+    } catch (err) {
+      if (!(err instanceof ActivityFailure)) throw err;
+      log.error('charge status refused by the provider; failing as expired', { payoutId: this.record.id });
+      status = { status: 'unknown_charge' };
+    }
+    this.holdPayments = false;
+    const reported = status.status === 'unknown_charge' ? [] : status.payments;
+    for (const p of reported) {
+      if (this.appliedEventIds.has(p.eventId)) continue;
+      this.appliedEventIds.add(p.eventId);
+      this.heldPayments.push(p);
+    }
+    const expiresAt = status.status === 'unknown_charge' ? undefined : Date.parse(status.expiresAt);
+    for (const held of this.heldPayments.splice(0)) {
+      if (expiresAt !== undefined && Date.parse(held.paidAt) <= expiresAt) this.receivePayment(held);
+      else this.refund(held, 'late_payment', 'payment made after the PIX charge expired');
+    }
+    if (this.payment !== undefined) {
+      log.info('payment found by reconciliation at expiry', {
+        payoutId: this.record.id,
+        eventId: this.payment.eventId,
+      });
+    }
+  }
+
+  /** PROCESSING to COMPLETED or FAILED, in the settlement mode fixed at start. */
+  async settle(): Promise<void> {
+    if (this.settings.settlementMode === 'provider') await this.settleThroughProvider();
+    else await this.settleFromTreasury();
+  }
+
+  private async settleThroughProvider(): Promise<void> {
+    const { record: payout, settings } = this;
     const deadline = Date.now() + settings.settlementTimeoutSeconds * 1000;
     try {
       await untilDeadline(deadline).requestSettlement({
@@ -250,29 +256,51 @@ export async function payoutWorkflow(input: PayoutWorkflowInput): Promise<Payout
       if (!(err instanceof ActivityFailure)) throw err;
       // The provider refused: it will send nothing. Merely running out of time is different: an
       // attempt whose answer was lost may have been accepted, so a settlement event may still come.
-      if (isRefusal(err)) return fail('settlement_request_failed');
+      if (isRefusal(err)) return this.fail('settlement_request_failed');
     }
     const remaining = deadline - Date.now();
-    if (remaining > 0) await condition(() => settlement !== undefined, remaining);
-    const outcome = settlement;
-    if (outcome === undefined) return fail('settlement_timeout');
+    if (remaining > 0) await condition(() => this.settlement !== undefined, remaining);
+    const outcome = this.settlement;
+    if (outcome === undefined) return this.fail('settlement_timeout');
     if (outcome.type === 'settlement.failed') {
       log.warn('provider reported settlement failure', {
         payoutId: payout.id,
         reason: outcome.failureReason,
       });
-      return fail('provider_reported_failure');
+      return this.fail('provider_reported_failure');
     }
-    if (outcome.chainId !== settings.chainId) return fail('transfer_mismatch');
+    if (outcome.chainId !== settings.chainId) return this.fail('transfer_mismatch');
 
     const amountUnits = usdtUnitsFromDecimal(outcome.amountUsdt).toString();
-    const verdict = await verifyOnChain(
+    const verdict = await this.verifyOnChain(
       outcome.txHash,
       amountUnits,
       Math.max(deadline, Date.now() + MIN_VERIFY_WINDOW_MS),
     );
-    if (verdict !== 'confirmed') return fail(verdict);
-    await complete(outcome.txHash, amountUnits, outcome.confirmedAt);
+    if (verdict !== 'confirmed') return this.fail(verdict);
+    await this.complete(outcome.txHash, amountUnits, outcome.confirmedAt);
+  }
+
+  /** Confirmed (and claimed for this payout), or why not; a transfer not deep enough by the deadline times out. */
+  private async verifyOnChain(
+    txHash: `0x${string}`,
+    amountUnits: string,
+    deadline: number,
+  ): Promise<'confirmed' | 'transfer_reverted' | 'transfer_mismatch' | 'settlement_timeout'> {
+    try {
+      const check = await untilDeadline(deadline).verifyUsdtTransfer({
+        payoutId: this.record.id,
+        txHash,
+        to: this.record.receiverWallet,
+        amountUnits,
+        minConfirmations: this.settings.settlementConfirmations,
+      });
+      return check === 'confirmed' ? check : toFailure(check);
+    } catch (err) {
+      // Not mined, or not deep enough, by the deadline (the activity retries everything else).
+      if (err instanceof ActivityFailure) return 'settlement_timeout';
+      throw err;
+    }
   }
 
   /**
@@ -282,11 +310,12 @@ export async function payoutWorkflow(input: PayoutWorkflowInput): Promise<Payout
    * instead. FAILED comes only from a proof that the transfer cannot land: a refusal before anything
    * was signed, a revert, or the nonce consumed by another transaction.
    */
-  async function settleFromTreasury(): Promise<void> {
+  private async settleFromTreasury(): Promise<void> {
+    const { record: payout, settings } = this;
     const overdueAt = Date.now() + settings.settlementTimeoutSeconds * 1000;
     const amountUnits = payout.minAmountUsdtUnits;
     const transfer = { payoutId: payout.id, to: payout.receiverWallet, amountUnits };
-    const result = await alertWhenOverdue(overdueAt, async () => {
+    const result = await this.alertWhenOverdue(overdueAt, async () => {
       let txHash: `0x${string}`;
       try {
         ({ txHash } = await treasury.sendTreasuryTransfer(transfer));
@@ -306,14 +335,14 @@ export async function payoutWorkflow(input: PayoutWorkflowInput): Promise<Payout
         return { txHash, verdict: 'settlement_request_failed' as const };
       }
     });
-    if (result.verdict !== 'confirmed') return fail(result.verdict);
+    if (result.verdict !== 'confirmed') return this.fail(result.verdict);
     // No provider confirms anything in this mode: confirmed_at is when the transfer was seen with
     // its required confirmations.
-    await complete(result.txHash!, amountUnits, now());
+    await this.complete(result.txHash!, amountUnits, now());
   }
 
   /** Runs `work`; if it is still going at `at`, raises the overdue alert once and keeps waiting. */
-  async function alertWhenOverdue<T>(at: number, work: () => Promise<T>): Promise<T> {
+  private async alertWhenOverdue<T>(at: number, work: () => Promise<T>): Promise<T> {
     const timer = new CancellationScope();
     const alarm = timer
       .run(() => sleep(Math.max(0, at - Date.now())))
@@ -331,10 +360,10 @@ export async function payoutWorkflow(input: PayoutWorkflowInput): Promise<Payout
     ]);
     if (first === 'overdue') {
       await bookkeeping.alertSettlementOverdue({
-        payoutId: payout.id,
-        partnerId: payout.partnerId,
-        mode: settings.settlementMode,
-        overdueSeconds: settings.settlementTimeoutSeconds,
+        payoutId: this.record.id,
+        partnerId: this.record.partnerId,
+        mode: this.settings.settlementMode,
+        overdueSeconds: this.settings.settlementTimeoutSeconds,
       });
     } else {
       timer.cancel();
@@ -342,35 +371,198 @@ export async function payoutWorkflow(input: PayoutWorkflowInput): Promise<Payout
     return running;
   }
 
-  async function verifyOnChain(
-    txHash: `0x${string}`,
-    amountUnits: string,
-    deadline: number,
-  ): Promise<'confirmed' | 'transfer_reverted' | 'transfer_mismatch' | 'settlement_timeout'> {
-    try {
-      const check = await untilDeadline(deadline).verifyUsdtTransfer({
-        txHash,
-        to: payout.receiverWallet,
-        amountUnits,
-        minConfirmations: settings.settlementConfirmations,
-      });
-      return check === 'confirmed' ? check : toFailure(check);
-    } catch (err) {
-      // Not mined, or not deep enough, by the deadline (the activity retries everything else).
-      if (err instanceof ActivityFailure) return 'settlement_timeout';
-      throw err;
-    }
-  }
-
-  async function complete(txHash: string, settledUnits: string, confirmedAt: string): Promise<void> {
-    await moveTo('COMPLETED', { blockchainTxId: txHash, settledAmountUsdtUnits: settledUnits, confirmedAt });
-    if (BigInt(settledUnits) < BigInt(payout.minAmountUsdtUnits)) {
+  private async complete(txHash: string, settledUnits: string, confirmedAt: string): Promise<void> {
+    await this.moveTo('COMPLETED', {
+      blockchainTxId: txHash,
+      settledAmountUsdtUnits: settledUnits,
+      confirmedAt,
+    });
+    if (BigInt(settledUnits) < BigInt(this.record.minAmountUsdtUnits)) {
       await bookkeeping.alertSettlementBelowMinimum({
-        payoutId: payout.id,
-        partnerId: payout.partnerId,
-        minAmountUsdtUnits: payout.minAmountUsdtUnits,
+        payoutId: this.record.id,
+        partnerId: this.record.partnerId,
+        minAmountUsdtUnits: this.record.minAmountUsdtUnits,
         settledAmountUsdtUnits: settledUnits,
       });
     }
   }
+
+  private async fail(reason: FailureReason): Promise<void> {
+    log.warn('payout failed', { payoutId: this.record.id, reason });
+    await this.save(transition(this.record, 'FAILED', now(), { failureReason: reason }));
+    // The payer's BRL was received and nothing will be settled for it: it goes back.
+    if (this.payment !== undefined && patched(REFUND_FAILED_PAID_PAYOUT)) {
+      this.refund(this.payment, 'payout_failed', `payout failed (${reason}) after its payment was received`);
+    }
+  }
+
+  /**
+   * After COMPLETED or FAILED: the refund cases still due and the alerts for settlements reported
+   * too late. Events may keep arriving while these activities run; the loop takes them too.
+   */
+  async closeTheBooks(): Promise<void> {
+    this.ended = true;
+    await this.refundDesk;
+    while (this.refundsDue.length > 0 || this.lateSettlements.length > 0) {
+      await this.openDueRefunds();
+      await this.alertLateSettlements();
+    }
+  }
+
+  // --- Provider events: classified as they arrive, acted on by the steps above. ---
+
+  private onProviderEvent(event: ProviderEvent): void {
+    // Providers deliver at least once; each event changes the payout at most once.
+    if (this.appliedEventIds.has(event.eventId)) return;
+    this.appliedEventIds.add(event.eventId);
+    if (event.externalId !== this.record.id) {
+      log.warn('provider event for another payout ignored', { eventId: event.eventId, type: event.type });
+      return;
+    }
+    if (event.type === 'pix.received') return this.receivePayment(event);
+    if (isTerminal(this.record.status)) {
+      this.lateSettlements.push(event);
+    } else if (this.settings.settlementMode !== 'provider') {
+      log.warn('provider settlement event ignored in treasury mode', { eventId: event.eventId });
+    } else if (
+      this.record.providerChargeId !== undefined &&
+      event.chargeId !== this.record.providerChargeId
+    ) {
+      log.warn('settlement event for another charge ignored', { eventId: event.eventId });
+    } else if (this.settlement === undefined) {
+      // Kept even while PENDING: deliveries are unordered, and the settlement is only acted on in
+      // PROCESSING anyway.
+      this.settlement = event;
+    } else {
+      log.warn('second settlement event ignored', { eventId: event.eventId, type: event.type });
+    }
+  }
+
+  /** Decides what a received payment is for this payout: the one to settle, or one to refund. */
+  private receivePayment(event: Payment): void {
+    const { record: payout } = this;
+    if (isTerminal(payout.status)) {
+      return this.refund(event, 'late_payment', `payment received after the payout was ${payout.status}`);
+    }
+    if (this.holdPayments || payout.providerChargeId === undefined) {
+      this.heldPayments.push(event);
+      return;
+    }
+    if (event.chargeId !== payout.providerChargeId) {
+      return this.refund(
+        event,
+        'wrong_charge',
+        `payment on charge ${event.chargeId}, not this payout's charge`,
+      );
+    }
+    if (!isAmountOf(payout, event.amountBrl)) {
+      const expected = formatCentavos(BigInt(payout.amountCentavos));
+      return this.refund(event, 'wrong_amount', `paid ${event.amountBrl} BRL on a charge of ${expected} BRL`);
+    }
+    if (this.payment !== undefined) {
+      // A static BR Code can be paid twice; only the first payment is settled.
+      return this.refund(event, 'second_payment', 'second payment for the same PIX charge');
+    }
+    this.payment = event;
+  }
+
+  // --- Refunds and alerts ---
+
+  private refund(event: Payment, kind: RefundKind, reason: string): void {
+    log.warn('payment will not be settled: refund case', { eventId: event.eventId, kind });
+    this.refundsDue.push({ event, kind, reason });
+  }
+
+  /** Opens the refund cases due while the payout runs; returns once it has ended and none is left. */
+  private async runRefundDesk(): Promise<void> {
+    for (;;) {
+      await condition(() => (this.refundsWhileRunning && this.refundsDue.length > 0) || this.ended);
+      if (this.refundsDue.length === 0) return;
+      await this.openDueRefunds();
+    }
+  }
+
+  private async openDueRefunds(): Promise<void> {
+    for (let due = this.refundsDue.shift(); due !== undefined; due = this.refundsDue.shift()) {
+      const { event, kind, reason } = due;
+      await bookkeeping.recordLatePayment({ payoutId: this.record.id, event, reason, kind });
+    }
+  }
+
+  private async alertLateSettlements(): Promise<void> {
+    for (
+      let event = this.lateSettlements.shift();
+      event !== undefined;
+      event = this.lateSettlements.shift()
+    ) {
+      if (event.type === 'settlement.completed') {
+        await bookkeeping.alertLateSettlement({
+          payoutId: this.record.id,
+          status: this.record.status,
+          event,
+        });
+      } else {
+        log.info('settlement failure reported for an ended payout', {
+          eventId: event.eventId,
+          status: this.record.status,
+        });
+      }
+    }
+  }
+
+  // --- The read model ---
+
+  private moveTo(to: PayoutStatus, changes: Partial<PayoutRecord> = {}): Promise<void> {
+    return this.save(transition(this.record, to, now(), changes));
+  }
+
+  private async save(next: PayoutRecord): Promise<void> {
+    const ended = isTerminal(next.status) && !isTerminal(this.record.status);
+    this.record = next;
+    upsertPayoutSearchAttributes(this.record);
+    await bookkeeping.recordPayout(this.record, workflowInfo().workflowId, workflowInfo().runId);
+    if (!ended) return;
+    // A payout whose charge could not be created was answered 502: the partner never saw its id, so
+    // it gets no callback either.
+    const unseen =
+      this.record.failureReason === 'charge_creation_failed' && patched(NO_CALLBACK_FOR_UNSEEN_PAYOUT);
+    // Partner callback, started once the read model agrees, so a partner who GETs on receipt sees it.
+    if (!unseen) await startPartnerCallback(this.record);
+  }
+}
+
+/** Workflow time: deterministic on replay. */
+function now(): string {
+  return new Date().toISOString();
+}
+
+function isAmountOf(payout: PayoutRecord, amountBrl: string): boolean {
+  try {
+    return parseDecimal(amountBrl, 2) === BigInt(payout.amountCentavos);
+  } catch {
+    return false;
+  }
+}
+
+/** Activities bounded by the settlement deadline: when it passes, Temporal stops retrying them. */
+function untilDeadline(deadline: number) {
+  return proxyActivities<
+    Pick<ProviderActivities, 'requestSettlement'> & Pick<ChainActivities, 'verifyUsdtTransfer'>
+  >(untilDeadlineOptions(deadline - Date.now()));
+}
+
+/** A refusal the activity marked as final, as opposed to running out of time or attempts. */
+function isRefusal(err: ActivityFailure): boolean {
+  const cause = err.cause;
+  return (
+    cause instanceof ApplicationFailure &&
+    (cause.nonRetryable || cause.type === 'ProviderRejected' || cause.type === 'ChainRejected')
+  );
+}
+
+type Settlement = Extract<ProviderEvent, { type: 'settlement.completed' | 'settlement.failed' }>;
+type Payment = Extract<ProviderEvent, { type: 'pix.received' }>;
+
+function toFailure(check: 'reverted' | 'mismatch'): 'transfer_reverted' | 'transfer_mismatch' {
+  return check === 'reverted' ? 'transfer_reverted' : 'transfer_mismatch';
 }

@@ -5,25 +5,17 @@ import {
   proxyActivities,
   sleep,
 } from '@temporalio/workflow';
-import type { PayoutActivities } from '../activities';
+import type { PayoutBookkeepingActivities, ProviderActivities } from '../activities';
+import { BOOKKEEPING, NOTIFICATION_FETCH } from './activity-options';
 import type { ProviderEvent } from '../domain/provider-event';
-import { providerEventSignal } from './definitions';
+import { providerEventSignal } from './payout.contract';
+import type { ProviderEventInput, ProviderEventOutcome } from './provider-event.contract';
 
-// A provider outage must lose nothing: the fetch is retried for as long as it takes. Only a token the
-// provider does not know (null) or an event it cannot describe within its contract ends the retries.
-const fetching = proxyActivities<PayoutActivities>({
-  startToCloseTimeout: '30 seconds',
-  retry: {
-    initialInterval: '1 second',
-    maximumInterval: '5 minutes',
-    nonRetryableErrorTypes: ['ProviderRejected'],
-  },
-});
-
-const bookkeeping = proxyActivities<PayoutActivities>({
-  startToCloseTimeout: '30 seconds',
-  retry: { initialInterval: '1 second', maximumInterval: '1 minute' },
-});
+const fetching = proxyActivities<Pick<ProviderActivities, 'fetchProviderEvent'>>(NOTIFICATION_FETCH);
+const bookkeeping =
+  proxyActivities<
+    Pick<PayoutBookkeepingActivities, 'findPayoutWorkflow' | 'recordLatePayment' | 'alertLateSettlement'>
+  >(BOOKKEEPING);
 
 // Provider external ids are our payout ids; anything else cannot be one of ours.
 const PAYOUT_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -36,19 +28,12 @@ const PAYOUT_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}
  */
 const UNKNOWN_PAYOUT_RETRY_DELAYS = ['5 seconds', '30 seconds', '2 minutes', '5 minutes'] as const;
 
-export interface ProviderEventInput {
-  provider: string;
-  token: string;
-}
-
-export type ProviderEventOutcome =
-  | 'delivered'
-  | 'unknown_token'
-  | 'unreadable_event'
-  | 'unknown_payout'
-  | 'late_payment'
-  | 'late_settlement'
-  | 'ignored';
+/**
+ * A token the provider answers 404 for on the first fetch is asked again over about a minute before
+ * it is dropped: a provider may send the webhook before the event is readable on every one of its
+ * replicas, and dropping a real payment's notification would lose it.
+ */
+const UNKNOWN_TOKEN_RETRY_DELAYS = ['5 seconds', '10 seconds', '15 seconds', '30 seconds'] as const;
 
 /**
  * One webhook token, started by POST /webhooks/{provider} under an id made of provider and token,
@@ -57,18 +42,24 @@ export type ProviderEventOutcome =
  * applies it at most once (it de-duplicates on the event id as well).
  */
 export async function providerEventWorkflow(input: ProviderEventInput): Promise<ProviderEventOutcome> {
-  let event: ProviderEvent | null;
-  try {
-    event = await fetching.fetchProviderEvent(input.token);
-  } catch (err) {
-    if (!(err instanceof ActivityFailure)) throw err;
-    log.error('provider event could not be read; it breaks the provider contract', {
-      provider: input.provider,
-    });
-    return 'unreadable_event';
+  let event: ProviderEvent | null = null;
+  for (const delay of [...UNKNOWN_TOKEN_RETRY_DELAYS, undefined]) {
+    try {
+      event = await fetching.fetchProviderEvent(input.token);
+    } catch (err) {
+      if (!(err instanceof ActivityFailure)) throw err;
+      log.error('provider event could not be read; it breaks the provider contract', {
+        provider: input.provider,
+      });
+      return 'unreadable_event';
+    }
+    if (event !== null || delay === undefined) break;
+    await sleep(delay);
   }
   if (event === null) {
-    log.warn('webhook token unknown to the provider; nothing changed', { provider: input.provider });
+    log.warn('webhook token unknown to the provider after retries; dropped, nothing changed', {
+      provider: input.provider,
+    });
     return 'unknown_token';
   }
 
@@ -78,19 +69,22 @@ export async function providerEventWorkflow(input: ProviderEventInput): Promise<
     return 'unknown_payout';
   }
   try {
-    await getExternalWorkflowHandle(target.workflowId, target.runId).signal(providerEventSignal, event);
+    // By workflow id only, never a stored run id: after an operator's `temporal workflow reset` the
+    // current run is another one, and it is the one that must get the payment.
+    await getExternalWorkflowHandle(target.workflowId).signal(providerEventSignal, event);
     return 'delivered';
   } catch {
-    // Signalling a workflow fails only when that run has closed: the payout is COMPLETED or FAILED.
+    // Signalling a workflow fails only when it has no open run: the payout is COMPLETED or FAILED.
     // The run may have closed after the lookup above, so its final status is read again.
     const ended = (await bookkeeping.findPayoutWorkflow(target.payoutId)) ?? target;
     if (event.type === 'pix.received') {
-      await bookkeeping.recordLatePayment({
+      const refund = await bookkeeping.recordLatePayment({
         payoutId: target.payoutId,
         event,
         reason: `payment received after the payout was ${ended.status}`,
       });
-      return 'late_payment';
+      // The redelivered event of the payment the payout settled is no second payment.
+      return refund === 'payment_settles_its_payout' ? 'duplicate_payment' : 'late_payment';
     }
     if (event.type === 'settlement.completed') {
       await bookkeeping.alertLateSettlement({ payoutId: target.payoutId, status: ended.status, event });

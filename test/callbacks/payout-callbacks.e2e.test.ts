@@ -4,7 +4,7 @@ import { setPartnerCallback } from '../../src/adapters/db/partners-repo';
 import { listCallbackEvents } from '../../src/adapters/db/callbacks-repo';
 import { verifyCallback } from '../../examples/verify-callback-signature';
 import { callbackWorkflowId } from '../../src/domain/callback-event';
-import type { CallbackDeliveryResult } from '../../src/workflows/callback.workflow';
+import type { CallbackDeliveryResult } from '../../src/workflows/callback.contract';
 import { postPayout, startStack, VALID_PAYOUT, type TestStack } from '../support/stack';
 import { startReceiver, type Receiver } from './receiver';
 import { WorkflowNotFoundError } from '@temporalio/client';

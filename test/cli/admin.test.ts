@@ -264,6 +264,47 @@ describe('admin CLI', () => {
     },
   );
 
+  it('`refunds list` shows open refund cases; `refunds resolve` closes one with a note, once', async () => {
+    // A refund case as the worker opens one (a payment of the wrong amount on a payout).
+    const eventId = `evt_${randomUUID().replace(/-/g, '').slice(0, 22)}`;
+    const payoutId = randomUUID();
+    await stack.db.query(
+      `INSERT INTO refund_cases (event_id, payout_id, charge_id, amount_brl, reason)
+       VALUES ($1, $2, 'chg_cli', '1.00', 'paid 1.00 BRL on a charge of 100.00 BRL')`,
+      [eventId, payoutId],
+    );
+    const listed = json(await cli(['refunds', 'list'])) as { refund_cases: Record<string, unknown>[] };
+    const open = listed.refund_cases.find((c) => c.event_id === eventId);
+    expect(open).toMatchObject({
+      id: expect.stringMatching(/^[0-9a-f-]{36}$/),
+      payout_id: payoutId,
+      amount_brl: '1.00',
+      status: 'open',
+      resolved_at: null,
+      resolution_note: null,
+    });
+
+    const id = open!.id as string;
+    const resolved = json(
+      await cli(['refunds', 'resolve', '--id', id, '--note', 'returned by PIX, e2e E123']),
+    );
+    expect(resolved).toMatchObject({ id, status: 'resolved', resolution_note: 'returned by PIX, e2e E123' });
+    expect(resolved.resolved_at).toEqual(expect.any(String));
+    // Resolving again keeps the first resolution.
+    const again = json(await cli(['refunds', 'resolve', '--id', id, '--note', 'other']));
+    expect(again).toMatchObject({ resolution_note: 'returned by PIX, e2e E123' });
+
+    const after = json(await cli(['refunds', 'list'])) as { refund_cases: { id: string }[] };
+    expect(after.refund_cases.map((c) => c.id)).not.toContain(id);
+    const all = json(await cli(['refunds', 'list', '--all'])) as { refund_cases: { id: string }[] };
+    expect(all.refund_cases.map((c) => c.id)).toContain(id);
+
+    const unknown = await cli(['refunds', 'resolve', '--id', randomUUID(), '--note', 'x']);
+    expect(unknown.code).toBe(1);
+    const usage = await cli(['refunds', 'resolve', '--id', id]);
+    expect(usage).toMatchObject({ code: 2, stderr: expect.stringContaining('--note is required') });
+  }, 60_000);
+
   it('an unreachable database -> exit 1 with a hint', async () => {
     const result = await run(
       path.join(ROOT, 'node_modules/.bin/tsx'),

@@ -3,7 +3,11 @@ import type { WorkflowHandle } from '@temporalio/client';
 import { generatePrivateKey, privateKeyToAddress } from 'viem/accounts';
 import { countTransfersTo } from '../../src/adapters/chain/usdt-ledger';
 import type { PayoutRecord } from '../../src/domain/payout';
-import { getPayoutQuery, payoutWorkflowId, type PayoutWorkflowInput } from '../../src/workflows/definitions';
+import {
+  getPayoutQuery,
+  payoutWorkflowId,
+  type PayoutWorkflowInput,
+} from '../../src/workflows/payout.contract';
 import { anvilAccount } from '../../dev/local/infra/anvil';
 import { startStack, VALID_PAYOUT, type TestStack } from '../support/stack';
 
@@ -67,7 +71,7 @@ describe('settlement deadline (real servers, chain mined by the test)', () => {
         chainId: 42161,
       },
     };
-    const handle = await stack.temporal.workflow.start('payoutWorkflow', {
+    const handle = await stack.temporal.workflow.start(payoutWorkflow, {
       workflowId: payoutWorkflowId(input.payoutId),
       taskQueue: stack.config.TEMPORAL_TASK_QUEUE,
       args: [input],

@@ -2,7 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { generatePrivateKey, privateKeyToAddress } from 'viem/accounts';
 import { countTransfersTo } from '../../src/adapters/chain/usdt-ledger';
 import type { PayoutRecord, PayoutResponse } from '../../src/domain/payout';
-import { payoutWorkflowId, type PayoutWorkflowInput } from '../../src/workflows/definitions';
+import { payoutWorkflowId, type PayoutWorkflowInput } from '../../src/workflows/payout.contract';
+import { payoutWorkflow } from '../../src/workflows/payout.workflow';
 import { postPayout, startStack, VALID_PAYOUT, type TestStack } from '../support/stack';
 
 // Provider-mode settlement on real servers: the sandbox converts the PIX payment, sends USDT on
@@ -111,7 +112,7 @@ describe('provider settlement (dev server, PostgreSQL, anvil, sandbox, worker, a
         chainId: stack.config.EVM_CHAIN_ID,
       },
     };
-    const handle = await stack.temporal.workflow.start('payoutWorkflow', {
+    const handle = await stack.temporal.workflow.start(payoutWorkflow, {
       workflowId: payoutWorkflowId(input.payoutId),
       taskQueue: stack.config.TEMPORAL_TASK_QUEUE,
       args: [input],

@@ -4,7 +4,7 @@ import { createPublicClient, http, type Hex } from 'viem';
 import { generatePrivateKey, privateKeyToAddress } from 'viem/accounts';
 import { createActivities } from '../../src/activities';
 import { countTransfersTo, createUsdtLedger } from '../../src/adapters/chain/usdt-ledger';
-import { getOrCreateTreasuryTransfer } from '../../src/adapters/db/settlement-repo';
+import { getOrCreateTreasuryTransfer } from '../../src/adapters/db/treasury-transfers-repo';
 import type { PayoutResponse } from '../../src/domain/payout';
 import { freePort } from '../../dev/local/infra/ports';
 import { createLogger } from '../../src/observability/logger';

@@ -2,7 +2,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import type { Address, Hex } from 'viem';
 import { generatePrivateKey, privateKeyToAddress } from 'viem/accounts';
 import type { PayoutResponse } from '../../src/domain/payout';
-import { providerEventWorkflowId } from '../../src/workflows/definitions';
+import { providerEventWorkflowId } from '../../src/workflows/provider-event.contract';
 import { freePort } from '../../dev/local/infra/ports';
 import { expectPayoutInvariants } from '../support/payout-invariants';
 import { startProcessStack, until, type ApiProcess, type ProcessStack } from '../support/process-stack';

@@ -55,7 +55,7 @@ describe('Grafana dashboard (ops/grafana/dashboards/payouts.json)', () => {
       'provider_call_duration_seconds_count{outcome="error"}',
       'temporal_activity_execution_failed',
       'partner_callback_events',
-      'payout_late_payments_total',
+      'payout_refund_cases_opened_total',
       'treasury_usdt_balance',
     ])
       expect(exprs).toContain(needed);

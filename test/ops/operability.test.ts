@@ -7,7 +7,7 @@ import { parse } from 'yaml';
 import type { PayoutResponse } from '../../src/domain/payout';
 import { freePort, isListening } from '../../dev/local/infra/ports';
 import { spawnManaged, type ManagedProcess } from '../../dev/local/infra/processes';
-import { payoutWorkflowId } from '../../src/workflows/definitions';
+import { payoutWorkflowId } from '../../src/workflows/payout.contract';
 import { startStack, type TestStack } from '../support/stack';
 
 // The api and the worker as real processes (`node --import tsx src/...`, as the launcher runs them),

@@ -8,7 +8,8 @@ import {
   requireSearchAttributes,
   searchAttributeCommands,
 } from '../../src/temporal/search-attribute-registry';
-import { payoutWorkflowId, type PayoutWorkflowInput } from '../../src/workflows/definitions';
+import { payoutWorkflowId, type PayoutWorkflowInput } from '../../src/workflows/payout.contract';
+import { payoutWorkflow } from '../../src/workflows/payout.workflow';
 import {
   PARTNER_ID,
   PAYOUT_FAILURE_REASON,
@@ -44,6 +45,10 @@ describe('payout search attributes', () => {
         async createPixCharge() {
           return { chargeId: 'chg_1', pixCopyPaste: '000201...' };
         },
+        // Reconciliation at expiry: the provider saw no payment.
+        async fetchChargeStatus() {
+          return { status: 'expired' as const, expiresAt: new Date().toISOString(), payments: [] };
+        },
         // The FAILED payout's partner callback: this partner has no callback URL.
         async sendPartnerCallback() {
           return { kind: 'not_configured' as const };
@@ -70,7 +75,7 @@ describe('payout search attributes', () => {
 
     await worker.runUntil(async () => {
       // Started as the api starts it: the attributes are there before any worker runs the workflow.
-      const handle = await env.client.workflow.start('payoutWorkflow', {
+      const handle = await env.client.workflow.start(payoutWorkflow, {
         workflowId: payoutWorkflowId(input.payoutId),
         taskQueue,
         args: [input],
@@ -100,7 +105,10 @@ describe('payout search attributes', () => {
       expect(metadata.currentDetails).toBe('**PAYOUT FAILED**: charge_expired');
 
       const { events } = await handle.fetchHistory();
-      const upserts = (events ?? []).filter((e) => e.upsertWorkflowSearchAttributesEventAttributes);
+      // The SDK's own TemporalChangeVersion upserts (one per workflow patch taken) are not ours.
+      const upserts = (events ?? []).filter(
+        (e) => e.upsertWorkflowSearchAttributesEventAttributes?.searchAttributes?.indexedFields?.PayoutStatus,
+      );
       // Three saves (PENDING, charge, FAILED), one status change after the start.
       expect(recorded.map((p) => p.status)).toEqual(['PENDING', 'PENDING', 'FAILED']);
       expect(upserts).toHaveLength(1);

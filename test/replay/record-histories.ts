@@ -16,9 +16,9 @@ import type { ProviderEvent } from '../../src/domain/provider-event';
 import {
   payoutWorkflowId,
   providerEventSignal,
-  providerEventWorkflowId,
   type PayoutSettings,
-} from '../../src/workflows/definitions';
+} from '../../src/workflows/payout.contract';
+import { providerEventWorkflowId } from '../../src/workflows/provider-event.contract';
 import { payoutWorkflow } from '../../src/workflows/payout.workflow';
 import { providerEventWorkflow } from '../../src/workflows/provider-event.workflow';
 import { createTimeSkippingEnv } from '../support/temporal';

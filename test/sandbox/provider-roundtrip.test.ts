@@ -8,12 +8,9 @@ import { privateKeyToAccount, generatePrivateKey } from 'viem/accounts';
 
 import { createHttpProvider } from '../../src/adapters/provider/http-provider';
 import { createCachedQuote } from '../../src/adapters/provider/quote-cache';
-import {
-  ProviderError,
-  type PaymentProvider,
-  type ProviderNotification,
-} from '../../src/adapters/provider/types';
+import { ProviderError, type PaymentProvider } from '../../src/adapters/provider/types';
 import { encodeBrCode, parseBrCode } from '../../src/domain/brcode';
+import type { ProviderEvent } from '../../src/domain/provider-event';
 import { usdtUnitsForBrl, usdtUnitsFromDecimal } from '../../src/domain/money';
 import { deployTestUsdt } from '../../dev/local/deploy-test-usdt';
 import { ANVIL_DEV_ACCOUNTS, startAnvil, type AnvilHandle } from '../../dev/local/infra/anvil';
@@ -89,17 +86,21 @@ async function createCharge(amountCentavos: bigint, expiresInSeconds = 3600) {
   return { externalId, ...charge };
 }
 
-async function pay(pixCopyPaste: string, outcome?: 'settled' | 'settlement_failed') {
+async function pay(
+  pixCopyPaste: string,
+  outcome?: 'settled' | 'settlement_failed',
+  edits: { amount_brl?: number; notify?: boolean } = {},
+) {
   const res = await fetch(`${baseUrl}/sandbox/payments`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ pix_copy_paste: pixCopyPaste, ...(outcome ? { outcome } : {}) }),
+    body: JSON.stringify({ pix_copy_paste: pixCopyPaste, ...(outcome ? { outcome } : {}), ...edits }),
   });
   return { status: res.status, body: (await res.json()) as Record<string, unknown> };
 }
 
 /** Waits for the next webhook and fetches its event back, as the service does. */
-async function nextNotification(): Promise<ProviderNotification> {
+async function nextNotification(): Promise<ProviderEvent> {
   return provider.fetchNotification(await receiver.takeToken());
 }
 
@@ -164,10 +165,13 @@ test('the charge is a valid BR Code carrying the amount and the charge id as txi
   expect(code.merchantCity).toBe(config.merchantCity);
 });
 
-test('a payment sends a webhook whose token fetches pix.received; paying twice is refused', async () => {
+test('a payment sends a webhook whose token fetches pix.received; a static code can be paid again', async () => {
   const charge = await createCharge(10_000n);
   const paid = await pay(charge.pixCopyPaste);
-  expect(paid).toEqual({ status: 202, body: { charge_id: charge.chargeId, status: 'accepted' } });
+  expect(paid).toEqual({
+    status: 202,
+    body: { charge_id: charge.chargeId, event_id: expect.stringMatching(/^evt_/), status: 'accepted' },
+  });
 
   const event = await nextNotification();
   expect(event).toMatchObject({
@@ -176,9 +180,51 @@ test('a payment sends a webhook whose token fetches pix.received; paying twice i
     externalId: charge.externalId,
     amountBrl: '100.00',
   });
-  expect(event.eventId).toMatch(/^evt_/);
+  expect(event.eventId).toBe(paid.body.event_id);
 
-  expect((await pay(charge.pixCopyPaste)).status).toBe(409);
+  const again = await pay(charge.pixCopyPaste);
+  expect(again.status).toBe(202);
+  expect(await nextNotification()).toMatchObject({ eventId: again.body.event_id, amountBrl: '100.00' });
+});
+
+test('the payer may edit the amount or lose the webhook; the charge status shows every payment', async () => {
+  const charge = await createCharge(10_000n);
+  expect(await provider.getChargeStatus(charge.chargeId)).toMatchObject({
+    status: 'active',
+    amountBrl: '100.00',
+    payments: [],
+  });
+  const edited = await pay(charge.pixCopyPaste, undefined, { amount_brl: 1.5 });
+  expect(await nextNotification()).toMatchObject({ eventId: edited.body.event_id, amountBrl: '1.50' });
+  const lost = await pay(charge.pixCopyPaste, undefined, { notify: false });
+  expect(lost.status).toBe(202);
+
+  const status = await provider.getChargeStatus(charge.chargeId);
+  expect(status).toMatchObject({
+    chargeId: charge.chargeId,
+    externalId: charge.externalId,
+    status: 'paid',
+    expiresAt: charge.expiresAt,
+    payments: [
+      { eventId: edited.body.event_id, amountBrl: '1.50' },
+      { eventId: lost.body.event_id, amountBrl: '100.00' },
+    ],
+  });
+  // The lost payment's webhook never comes; a redelivery by the provider's operator brings it.
+  const redelivered = await fetch(`${baseUrl}/sandbox/notifications/redeliver`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ event_id: lost.body.event_id }),
+  });
+  expect(redelivered.status).toBe(202);
+  expect(await nextNotification()).toMatchObject({ eventId: lost.body.event_id, amountBrl: '100.00' });
+  await expect(provider.getChargeStatus('chg_unknown')).rejects.toMatchObject({ code: 'not_found' });
+});
+
+test('a charge nobody paid is expired after its expiry', async () => {
+  const charge = await createCharge(5_000n, 1);
+  await new Promise((r) => setTimeout(r, Date.parse(charge.expiresAt) - Date.now() + 50));
+  expect(await provider.getChargeStatus(charge.chargeId)).toMatchObject({ status: 'expired', payments: [] });
 });
 
 test('a payment after expiry is still accepted by the bank and notified', async () => {

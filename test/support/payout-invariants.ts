@@ -2,14 +2,14 @@ import type { Address } from 'viem';
 import { countTransfersTo } from '../../src/adapters/chain/usdt-ledger';
 import { findPartnerPayout } from '../../src/adapters/db/payouts-repo';
 import type { PayoutRecord, PayoutStatus } from '../../src/domain/payout';
-import { getPayoutQuery } from '../../src/workflows/definitions';
+import { getPayoutQuery } from '../../src/workflows/payout.contract';
 import type { ProcessStack } from './process-stack';
 
 /**
  * Issue 9 makes every paid payout that ends FAILED open a refund case (today only a payment that
  * arrives after the payout ended does). Turn this on once that change is merged.
  */
-export const REFUND_CASE_FOR_EVERY_PAID_FAILURE = false; // needs issue 9
+export const REFUND_CASE_FOR_EVERY_PAID_FAILURE = true;
 
 /** One payout a test created, and what it knows about it. */
 export interface TrackedPayout {

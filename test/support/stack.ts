@@ -63,6 +63,11 @@ export interface TestStack {
   stopWorker(): Promise<void>;
   /** The payer pays a BR Code through the sandbox's bank. */
   pay(pixCopyPaste: string, outcome?: 'settled' | 'settlement_failed'): Promise<void>;
+  /** The same, with the payer's edits: another amount, or a payment whose webhook is lost. Returns its event id. */
+  payWith(
+    pixCopyPaste: string,
+    opts: { amountBrl?: number; notify?: boolean; outcome?: 'settled' | 'settlement_failed' },
+  ): Promise<string>;
   /** Polls GET /v1/payouts/{id} like a partner until the status is one of `statuses`. */
   waitForStatus(
     apiKey: string,
@@ -132,21 +137,27 @@ export async function startStack(opts: StackOptions = {}): Promise<TestStack> {
     closers.push(() => anvil.stop());
     const treasuryKey = generatePrivateKey();
     const treasury = { address: privateKeyToAddress(treasuryKey), privateKey: treasuryKey };
-    await fetch(anvil.rpcUrl, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({
-        jsonrpc: '2.0',
-        id: 1,
-        method: 'anvil_setBalance',
-        params: [treasury.address, '0x56BC75E2D63100000'],
-      }),
-    });
+    // The sandbox's wallet is this stack's own too. Every stack's anvil is chain 42161 and all share
+    // PostgreSQL, where on-chain transfers are claimed by (chain id, tx hash, log index): a shared
+    // dev account would sign byte-identical transfers (same nonce, receiver, amount) on two stacks.
+    const sandboxWalletKey = generatePrivateKey();
+    for (const address of [treasury.address, privateKeyToAddress(sandboxWalletKey)]) {
+      await fetch(anvil.rpcUrl, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({
+          jsonrpc: '2.0',
+          id: 1,
+          method: 'anvil_setBalance',
+          params: [address, '0x56BC75E2D63100000'],
+        }),
+      });
+    }
     const usdtAddress = await deployTestUsdt({
       rpcUrl: anvil.rpcUrl,
       deployerKey: anvilAccount('deployer').privateKey,
       mints: [
-        { to: anvilAccount('provider-sandbox').address, units: 1_000_000_000_000n },
+        { to: privateKeyToAddress(sandboxWalletKey), units: 1_000_000_000_000n },
         { to: treasury.address, units: 1_000_000_000_000n },
       ],
     });
@@ -159,7 +170,7 @@ export async function startStack(opts: StackOptions = {}): Promise<TestStack> {
         SANDBOX_WEBHOOK_URL: opts.sandboxWebhookUrl ?? `http://127.0.0.1:${apiPort}/webhooks/sandbox`,
         SANDBOX_EVM_RPC_URL: anvil.rpcUrl,
         SANDBOX_USDT_ADDRESS: usdtAddress,
-        SANDBOX_WALLET_PRIVATE_KEY: anvilAccount('provider-sandbox').privateKey,
+        SANDBOX_WALLET_PRIVATE_KEY: sandboxWalletKey,
         SANDBOX_LOG_LEVEL: quiet,
         ...opts.sandboxEnv,
       }),
@@ -252,6 +263,20 @@ export async function startStack(opts: StackOptions = {}): Promise<TestStack> {
     closers.push(stopWorker);
 
     const apiUrl = `http://127.0.0.1:${apiPort}`;
+    const payWith: TestStack['payWith'] = async (pixCopyPaste, opts) => {
+      const res = await fetch(`${sandboxUrl}/sandbox/payments`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({
+          pix_copy_paste: pixCopyPaste,
+          outcome: opts.outcome ?? 'settled',
+          ...(opts.amountBrl !== undefined && { amount_brl: opts.amountBrl }),
+          ...(opts.notify !== undefined && { notify: opts.notify }),
+        }),
+      });
+      if (res.status !== 202) throw new Error(`sandbox payment answered ${res.status}: ${await res.text()}`);
+      return ((await res.json()) as { event_id: string }).event_id;
+    };
     return {
       config,
       apiUrl,
@@ -276,14 +301,9 @@ export async function startStack(opts: StackOptions = {}): Promise<TestStack> {
       startWorker,
       stopWorker,
       async pay(pixCopyPaste, outcome = 'settled') {
-        const res = await fetch(`${sandboxUrl}/sandbox/payments`, {
-          method: 'POST',
-          headers: { 'content-type': 'application/json' },
-          body: JSON.stringify({ pix_copy_paste: pixCopyPaste, outcome }),
-        });
-        if (res.status !== 202)
-          throw new Error(`sandbox payment answered ${res.status}: ${await res.text()}`);
+        await payWith(pixCopyPaste, { outcome });
       },
+      payWith,
       async waitForStatus(apiKey, payoutId, statuses, timeoutMs = 30_000) {
         const deadline = Date.now() + timeoutMs;
         let last: PayoutResponse | undefined;

@@ -5,8 +5,8 @@ import { bundleWorkflowCode, Worker, type WorkflowBundleWithSourceMap } from '@t
 import type { PayoutActivities } from '../../src/activities';
 import type { PayoutRecord } from '../../src/domain/payout';
 import type { ProviderEvent } from '../../src/domain/provider-event';
-import type { PayoutSettings, PayoutWorkflowInput } from '../../src/workflows/definitions';
-import { getPayoutQuery } from '../../src/workflows/definitions';
+import type { PayoutSettings, PayoutWorkflowInput } from '../../src/workflows/payout.contract';
+import { getPayoutQuery } from '../../src/workflows/payout.contract';
 
 /**
  * Workflow unit tests run the real workflow code on Temporal's time-skipping test server; only the
@@ -109,7 +109,12 @@ export function fakeActivities(overrides: Partial<Fakes> = {}) {
     alertSettlementOverdue: async () => {},
     alertLateSettlement: async () => {},
     alertSettlementBelowMinimum: async () => {},
-    recordLatePayment: async () => {},
+    recordLatePayment: async () => 'opened' as const,
+    fetchChargeStatus: async () => ({
+      status: 'expired' as const,
+      expiresAt: '2026-11-21T23:00:00.000Z',
+      payments: [],
+    }),
   };
   // The payout workflow starts a partner-callback child when it ends; the stand-in partner has no
   // callback URL, so the child finishes at once instead of retrying in the background (a pending

@@ -8,7 +8,7 @@ import {
   providerEventSignal,
   type PayoutSettings,
   type PayoutWorkflowInput,
-} from '../../src/workflows/definitions';
+} from '../../src/workflows/payout.contract';
 import { payoutWorkflow } from '../../src/workflows/payout.workflow';
 import { createTimeSkippingEnv } from '../support/temporal';
 import {
@@ -61,6 +61,15 @@ describe('payoutWorkflow (time-skipping)', () => {
   const charged = (h: Handle) => waitForPayout(h, (p) => p.pixCopyPaste !== '');
   const processing = (h: Handle) => waitForPayout(h, (p) => p.status === 'PROCESSING');
   const result = (h: Handle) => h.result() as Promise<PayoutRecord>;
+  /** Waits (real time, the workflow parked on its timer) until the fake saw `n` calls of `name`. */
+  async function waitForCalls(fake: Fake, name: Parameters<Fake['callsOf']>[0], n: number) {
+    const deadline = Date.now() + 10_000;
+    while (fake.callsOf(name).length < n) {
+      if (Date.now() > deadline)
+        throw new Error(`${name} called ${fake.callsOf(name).length} times, not ${n}`);
+      await new Promise((r) => setTimeout(r, 25));
+    }
+  }
 
   it('fails an unpaid payout when its PIX charge expires after an hour (in seconds of real time)', async () => {
     const fake = fakeActivities();
@@ -142,7 +151,15 @@ describe('payoutWorkflow (time-skipping)', () => {
       ],
     ]);
     expect(fake.callsOf('verifyUsdtTransfer')).toEqual([
-      [{ txHash: TX_HASH, to: done.receiverWallet, amountUnits: '17825311', minConfirmations: 1 }],
+      [
+        {
+          payoutId: done.id,
+          txHash: TX_HASH,
+          to: done.receiverWallet,
+          amountUnits: '17825311',
+          minConfirmations: 1,
+        },
+      ],
     ]);
     expect(fake.callsOf('alertSettlementBelowMinimum')).toHaveLength(0);
     expect(fake.savedStatuses()).toEqual(['PENDING', 'PENDING', 'PROCESSING', 'COMPLETED']);
@@ -344,7 +361,14 @@ describe('payoutWorkflow (time-skipping)', () => {
     });
     expect(done).toMatchObject({ status: 'FAILED', failureReason: 'charge_expired' });
     expect(fake.callsOf('recordLatePayment')).toEqual([
-      [{ payoutId: done.id, event: late, reason: 'payment received after the payout was FAILED' }],
+      [
+        {
+          payoutId: done.id,
+          event: late,
+          kind: 'late_payment',
+          reason: 'payment received after the payout was FAILED',
+        },
+      ],
     ]);
     expect(fake.callsOf('requestSettlement')).toHaveLength(0);
     expect(fake.savedStatuses()).toEqual(['PENDING', 'PENDING', 'FAILED']);
@@ -365,7 +389,129 @@ describe('payoutWorkflow (time-skipping)', () => {
     expect(done.status).toBe('COMPLETED');
     expect(fake.callsOf('requestSettlement')).toHaveLength(1);
     expect(fake.callsOf('recordLatePayment')).toEqual([
-      [{ payoutId: done.id, event: second, reason: 'second payment for the same PIX charge' }],
+      [
+        {
+          payoutId: done.id,
+          event: second,
+          kind: 'second_payment',
+          reason: 'second payment for the same PIX charge',
+        },
+      ],
+    ]);
+  });
+
+  it('refunds a payment of another amount or on another charge, and keeps waiting for the right one', async () => {
+    const fake = fakeActivities();
+    const wrong: ProviderEvent[] = [];
+    const done = await run(fake, {}, async (h, input) => {
+      await charged(h);
+      wrong.push(pixReceived(input.payoutId, { amountBrl: '1.00' } as never));
+      wrong.push(pixReceived(input.payoutId, { amountBrl: '100.01' } as never));
+      wrong.push(pixReceived(input.payoutId, { chargeId: 'chg_ffffffffffffffffffffff' } as never));
+      for (const event of wrong) await signal(h, event);
+      // Observable end of the wrong payments: each opened its refund case while PENDING.
+      await waitForCalls(fake, 'recordLatePayment', 3);
+      expect((await h.query(getPayoutQuery)).status).toBe('PENDING');
+      await signal(h, pixReceived(input.payoutId));
+      await processing(h);
+      await signal(h, settlementCompleted(input.payoutId));
+      return result(h);
+    });
+    expect(done.status).toBe('COMPLETED');
+    expect(fake.callsOf('requestSettlement')).toHaveLength(1);
+    expect(fake.callsOf('recordLatePayment').map(([a]) => (a as { kind: string }).kind)).toEqual([
+      'wrong_amount',
+      'wrong_amount',
+      'wrong_charge',
+    ]);
+    expect(fake.callsOf('recordLatePayment').map(([a]) => (a as { event: ProviderEvent }).event)).toEqual(
+      wrong,
+    );
+  });
+
+  it('expires with only wrong payments received: each refunded, none settled', async () => {
+    const fake = fakeActivities();
+    const done = await run(fake, {}, async (h, input) => {
+      await charged(h);
+      await signal(h, pixReceived(input.payoutId, { amountBrl: '1.00' } as never));
+      return result(h);
+    });
+    expect(done).toMatchObject({ status: 'FAILED', failureReason: 'charge_expired' });
+    expect(fake.callsOf('requestSettlement')).toHaveLength(0);
+    expect(fake.callsOf('recordLatePayment')).toHaveLength(1);
+  });
+
+  it('at expiry, settles a payment the provider reports made by the expiry although no webhook came', async () => {
+    const paidInTime = { eventId: 'evt_lost_webhook', paidAt: '2026-11-21T22:59:59.000Z' };
+    const fake = fakeActivities({
+      fetchChargeStatus: async (req) => ({
+        status: 'paid' as const,
+        expiresAt: '2026-11-21T23:00:00.000Z',
+        payments: [pixReceived(req.payoutId, paidInTime as never) as never],
+      }),
+    });
+    const done = await run(fake, {}, async (h, input) => {
+      await charged(h);
+      // Deliveries are unordered: the settlement report is kept until the payout is PROCESSING.
+      await signal(h, settlementCompleted(input.payoutId));
+      return result(h);
+    });
+    expect(done).toMatchObject({
+      status: 'COMPLETED',
+      paidAt: paidInTime.paidAt,
+      paymentEventId: 'evt_lost_webhook',
+    });
+    expect(fake.callsOf('fetchChargeStatus')).toEqual([
+      [{ payoutId: done.id, chargeId: done.providerChargeId }],
+    ]);
+    expect(fake.callsOf('recordLatePayment')).toHaveLength(0);
+  });
+
+  it('at expiry, refunds a payment the provider reports made after the expiry, and fails', async () => {
+    const fake = fakeActivities({
+      fetchChargeStatus: async (req) => ({
+        status: 'paid' as const,
+        expiresAt: '2026-11-21T23:00:00.000Z',
+        payments: [pixReceived(req.payoutId, { paidAt: '2026-11-21T23:00:00.001Z' } as never) as never],
+      }),
+    });
+    const done = await run(fake, {}, (h) => result(h));
+    expect(done).toMatchObject({ status: 'FAILED', failureReason: 'charge_expired' });
+    expect(fake.callsOf('recordLatePayment').map(([a]) => (a as { kind: string }).kind)).toEqual([
+      'late_payment',
+    ]);
+    expect(fake.callsOf('requestSettlement')).toHaveLength(0);
+  });
+
+  it.each([
+    ['the provider reports settlement failure', 'provider_reported_failure'],
+    ['the transfer reverted', 'transfer_reverted'],
+  ])('opens a refund case for the payment when a paid payout fails because %s', async (_what, reason) => {
+    const fake = fakeActivities({ verifyUsdtTransfer: async () => 'reverted' });
+    let paid: ProviderEvent | undefined;
+    const done = await run(fake, {}, async (h, input) => {
+      await charged(h);
+      paid = pixReceived(input.payoutId);
+      await signal(h, paid);
+      await processing(h);
+      await signal(
+        h,
+        reason === 'transfer_reverted'
+          ? settlementCompleted(input.payoutId)
+          : settlementFailed(input.payoutId),
+      );
+      return result(h);
+    });
+    expect(done).toMatchObject({ status: 'FAILED', failureReason: reason });
+    expect(fake.callsOf('recordLatePayment')).toEqual([
+      [
+        {
+          payoutId: done.id,
+          event: paid,
+          kind: 'payout_failed',
+          reason: `payout failed (${reason}) after its payment was received`,
+        },
+      ],
     ]);
   });
 

@@ -4,12 +4,8 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { PayoutLocation } from '../../src/adapters/db/payouts-repo';
 import type { PayoutRecord } from '../../src/domain/payout';
 import type { ProviderEvent } from '../../src/domain/provider-event';
-import {
-  getPayoutQuery,
-  payoutWorkflowId,
-  providerEventSignal,
-  providerEventWorkflowId,
-} from '../../src/workflows/definitions';
+import { getPayoutQuery, payoutWorkflowId, providerEventSignal } from '../../src/workflows/payout.contract';
+import { providerEventWorkflowId } from '../../src/workflows/provider-event.contract';
 import { payoutWorkflow } from '../../src/workflows/payout.workflow';
 import { providerEventWorkflow } from '../../src/workflows/provider-event.workflow';
 import { createTimeSkippingEnv } from '../support/temporal';
@@ -106,16 +102,45 @@ describe('providerEventWorkflow (time-skipping)', () => {
     });
   });
 
-  it('ends with unknown_token, and touches nothing, when the provider does not know the token', async () => {
+  it('ends with unknown_token, and touches nothing, when the provider never knows the token over a minute', async () => {
     const fake = world(
       () => null,
       () => null,
     );
+    const started: number[] = [];
     await withWorker(env, fake.activities, async (taskQueue) => {
-      await expect(runEvent(taskQueue)).resolves.toBe('unknown_token');
+      const t = token();
+      await expect(runEvent(taskQueue, t)).resolves.toBe('unknown_token');
+      const history = await env.client.workflow
+        .getHandle(providerEventWorkflowId('sandbox', t))
+        .fetchHistory();
+      for (const e of history.events ?? []) {
+        if (e.activityTaskScheduledEventAttributes) started.push(Number(e.eventTime!.seconds));
+      }
     });
     expect(fake.callsOf('findPayoutWorkflow')).toHaveLength(0);
-    expect(fake.calls.map((c) => c.name)).toEqual(['fetchProviderEvent']);
+    expect(fake.calls.map((c) => c.name)).toEqual(Array(5).fill('fetchProviderEvent'));
+    // Asked again a few times over about a minute (workflow time) before it is dropped.
+    expect(started.at(-1)! - started[0]!).toBeGreaterThanOrEqual(60);
+  });
+
+  it('delivers an event the provider answered 404 for on the first fetches', async () => {
+    let location: PayoutLocation | null = null;
+    let event: ProviderEvent | null = null;
+    let notYetReadable = 2;
+    const fake = world(
+      () => (notYetReadable-- > 0 ? null : event),
+      () => location,
+    );
+    await withWorker(env, fake.activities, async (taskQueue) => {
+      const payout = await pendingPayout(taskQueue);
+      location = payout.location;
+      event = pixReceived(payout.input.payoutId);
+      await expect(runEvent(taskQueue)).resolves.toBe('delivered');
+      expect(fake.callsOf('fetchProviderEvent')).toHaveLength(3);
+      await waitForPayout(payout.handle, (p) => p.status === 'PROCESSING');
+      await finish(payout);
+    });
   });
 
   it('keeps fetching through a provider outage and delivers the event once the provider is back', async () => {

@@ -15,7 +15,8 @@ import { privateKeyToAccount, type PrivateKeyAccount } from 'viem/accounts';
 import { TRANSFER_EVENT, USDT_ABI } from './usdt-abi';
 
 export type TransferCheck =
-  | { status: 'confirmed'; blockNumber: bigint; confirmations: number }
+  /** logIndex: the matched USDT Transfer's position in the block, which with the hash names the transfer. */
+  | { status: 'confirmed'; blockNumber: bigint; confirmations: number; logIndex: number }
   /** Mined with fewer confirmations than required, or still waiting in the node's pool (0). */
   | { status: 'pending'; confirmations: number }
   /** No such transaction known to the node. */
@@ -42,6 +43,10 @@ export interface UsdtLedger {
   broadcast(rawTransaction: Hex): Promise<Hex>;
   /** The treasury's next nonce, counting transactions still in the pool. */
   nextNonce(): Promise<number>;
+  /** The treasury's nonce as of the finalized block: transactions below it can never be replaced. */
+  finalizedNonce(): Promise<number>;
+  /** Whether the node has a receipt for this transaction (it was mined). */
+  hasReceipt(txHash: Hex): Promise<boolean>;
   treasuryAddress(): Address | undefined;
   balanceOf(owner: Address): Promise<bigint>;
 }
@@ -190,6 +195,25 @@ export function createUsdtLedger(opts: UsdtLedgerOptions): UsdtLedger {
       );
     },
 
+    async finalizedNonce() {
+      const account = requireTreasury();
+      await ensureReady();
+      return call('eth_getTransactionCount', () =>
+        rpc.getTransactionCount({ address: account.address, blockTag: 'finalized' }),
+      );
+    },
+
+    async hasReceipt(txHash) {
+      await ensureReady();
+      const receipt = await call('eth_getTransactionReceipt', () =>
+        rpc.getTransactionReceipt({ hash: txHash }).catch((err: unknown) => {
+          if (err instanceof TransactionReceiptNotFoundError) return undefined;
+          throw err;
+        }),
+      );
+      return receipt !== undefined;
+    },
+
     async verifyTransfer({ txHash, to, amountUnits, minConfirmations }) {
       // The hash comes from the provider: garbage can never match, and the node would answer "invalid params".
       if (!isHash(txHash)) {
@@ -214,7 +238,7 @@ export function createUsdtLedger(opts: UsdtLedgerOptions): UsdtLedger {
       const transfers = parseEventLogs({ abi: USDT_ABI, eventName: 'Transfer', logs: receipt.logs }).filter(
         (log) => sameAddress(log.address, usdt),
       );
-      const matched = transfers.some((t) => sameAddress(t.args.to, to) && t.args.value === amountUnits);
+      const matched = transfers.find((t) => sameAddress(t.args.to, to) && t.args.value === amountUnits);
       if (!matched) {
         const seen = transfers.map((t) => `${t.args.value} units to ${t.args.to}`).join(', ') || 'none';
         return {
@@ -228,7 +252,7 @@ export function createUsdtLedger(opts: UsdtLedgerOptions): UsdtLedger {
       // A load-balanced RPC may answer from a node a block behind the one that gave the receipt: clamp at 0.
       const confirmations = Math.max(0, Number(latest - receipt.blockNumber + 1n));
       return confirmations >= minConfirmations && confirmations > 0
-        ? { status: 'confirmed', blockNumber: receipt.blockNumber, confirmations }
+        ? { status: 'confirmed', blockNumber: receipt.blockNumber, confirmations, logIndex: matched.logIndex }
         : { status: 'pending', confirmations };
     },
 

@@ -18,6 +18,7 @@ interface PayoutRow {
   provider_charge_id: string | null;
   blockchain_tx_id: string;
   paid_at: Date | null;
+  payment_event_id: string | null;
   confirmed_at: Date | null;
   failure_reason: PayoutRecord['failureReason'] | null;
   created_at: Date;
@@ -50,6 +51,7 @@ function toRecord(row: PayoutRow): PayoutRecord {
   };
   if (row.provider_charge_id) record.providerChargeId = row.provider_charge_id;
   if (row.paid_at) record.paidAt = row.paid_at.toISOString();
+  if (row.payment_event_id) record.paymentEventId = row.payment_event_id;
   if (row.confirmed_at) record.confirmedAt = row.confirmed_at.toISOString();
   if (row.failure_reason) record.failureReason = row.failure_reason;
   return record;
@@ -68,13 +70,14 @@ export async function upsertPayout(
   await db.query(
     `INSERT INTO payouts (id, partner_id, workflow_id, run_id, version, status, amount_centavos, min_amount_usdt_units,
        settled_amount_usdt_units, pix_key, pix_key_type, receiver_wallet, pix_copy_paste, provider_charge_id,
-       blockchain_tx_id, paid_at, confirmed_at, failure_reason, created_at, updated_at)
-     VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20)
+       blockchain_tx_id, paid_at, confirmed_at, failure_reason, created_at, updated_at, payment_event_id)
+     VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,$21)
      ON CONFLICT (id) DO UPDATE SET
        version = EXCLUDED.version, status = EXCLUDED.status,
        settled_amount_usdt_units = EXCLUDED.settled_amount_usdt_units, pix_copy_paste = EXCLUDED.pix_copy_paste,
        provider_charge_id = EXCLUDED.provider_charge_id, blockchain_tx_id = EXCLUDED.blockchain_tx_id,
-       paid_at = EXCLUDED.paid_at, confirmed_at = EXCLUDED.confirmed_at, failure_reason = EXCLUDED.failure_reason,
+       paid_at = EXCLUDED.paid_at, payment_event_id = COALESCE(EXCLUDED.payment_event_id, payouts.payment_event_id),
+       confirmed_at = EXCLUDED.confirmed_at, failure_reason = EXCLUDED.failure_reason,
        updated_at = EXCLUDED.updated_at
      WHERE payouts.version < EXCLUDED.version`,
     [
@@ -98,6 +101,7 @@ export async function upsertPayout(
       p.failureReason ?? null,
       p.createdAt,
       p.updatedAt,
+      p.paymentEventId ?? null,
     ],
   );
 }

@@ -1,7 +1,8 @@
 import { z } from 'zod';
 
 import { formatCentavos, parseDecimal } from '../../domain/money';
-import { ProviderError, type PaymentProvider, type ProviderNotification } from './types';
+import type { ProviderEvent } from '../../domain/provider-event';
+import { ProviderError, type PaymentProvider } from './types';
 
 export interface ProviderCallMetric {
   operation: string;
@@ -46,6 +47,21 @@ const chargeBody = z.object({
   pix_copy_paste: z.string().min(20).max(512),
   expires_at: isoDateTime,
 });
+
+const chargeStatusBody = z
+  .object({
+    charge_id: nonEmpty,
+    external_id: nonEmpty,
+    amount_brl: brlAmount,
+    status: z.enum(['active', 'paid', 'expired']),
+    expires_at: isoDateTime,
+    paid_at: isoDateTime.optional(),
+    paid_amount_brl: brlAmount.optional(),
+    payments: z
+      .array(z.object({ event_id: nonEmpty, amount_brl: brlAmount, paid_at: isoDateTime }))
+      .max(1000),
+  })
+  .refine((b) => (b.status === 'paid') === b.payments.length > 0, 'status paid exactly when payments exist');
 
 const settlementBody = z.object({ settlement_id: nonEmpty, status: z.string() });
 
@@ -193,6 +209,28 @@ export function createHttpProvider(opts: HttpProviderOptions): PaymentProvider {
       return { settlementId: body.settlement_id };
     },
 
+    async getChargeStatus(chargeId) {
+      const body = await call({
+        operation: 'getChargeStatus',
+        method: 'GET',
+        path: `/pix/charges/${encodeURIComponent(chargeId)}`,
+        schema: chargeStatusBody,
+      });
+      if (body.charge_id !== chargeId) throw invalid('getChargeStatus', 'charge_id differs from the request');
+      return {
+        chargeId: body.charge_id,
+        externalId: body.external_id,
+        amountBrl: body.amount_brl,
+        status: body.status,
+        expiresAt: body.expires_at,
+        payments: body.payments.map((p) => ({
+          eventId: p.event_id,
+          amountBrl: p.amount_brl,
+          paidAt: p.paid_at,
+        })),
+      };
+    },
+
     async fetchNotification(token) {
       const body = await call({
         operation: 'fetchNotification',
@@ -229,7 +267,7 @@ export function createHttpProvider(opts: HttpProviderOptions): PaymentProvider {
   };
 }
 
-function toNotification(body: z.infer<typeof notificationBody>): ProviderNotification {
+function toNotification(body: z.infer<typeof notificationBody>): ProviderEvent {
   const common = {
     eventId: body.event_id,
     chargeId: body.charge_id,

@@ -23,8 +23,13 @@ export interface PaymentProvider {
     receiverWallet: string;
     chainId: number;
   }): Promise<{ settlementId: string }>;
+  /**
+   * The charge as the provider sees it now, with every payment received on it (a static code can be
+   * paid more than once). The reconciliation path: it does not depend on any webhook arriving.
+   */
+  getChargeStatus(chargeId: string): Promise<ChargeStatus>;
   /** Throws ProviderError{ code: 'unknown_notification', retryable: false } when the provider answers 404. */
-  fetchNotification(token: string): Promise<ProviderNotification>;
+  fetchNotification(token: string): Promise<ProviderEvent>;
   /**
    * Removes an unpaid charge so that it can no longer be paid (BCB's Pix API removes a `cob`).
    * Idempotent: removing a removed charge answers its first removal. A charge paid first is not
@@ -33,8 +38,17 @@ export interface PaymentProvider {
   cancelCharge(chargeId: string): Promise<ChargeCancellation>;
 }
 
-/** A provider event as fetched back by token; the type lives in the domain, shared with the workflows. */
-export type ProviderNotification = ProviderEvent;
+export interface ChargeStatus {
+  chargeId: string;
+  externalId: string;
+  /** The charge's amount, as created. */
+  amountBrl: string;
+  /** active: payable, nothing received; paid: at least one payment received; expired: neither, and past expiry. */
+  status: 'active' | 'paid' | 'expired';
+  expiresAt: string;
+  /** Every payment on the charge, oldest first, each under the event id of its pix.received notification. */
+  payments: { eventId: string; amountBrl: string; paidAt: string }[];
+}
 
 /**
  * Codes a ProviderError carries. Callers branch on `retryable`; the code is for logs, metrics and the

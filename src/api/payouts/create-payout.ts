@@ -23,9 +23,11 @@ import {
   getPayoutQuery,
   idempotentPayoutWorkflowId,
   payoutWorkflowId,
+  payoutWorkflowType,
   type PayoutSettings,
   type PayoutWorkflowInput,
-} from '../../workflows/definitions';
+} from '../../workflows/payout.contract';
+import type { payoutWorkflow } from '../../workflows/payout.workflow';
 import { payoutSearchAttributes, payoutSummary } from '../../workflows/search-attributes';
 import { quoteMinAmount, type MinAmountDeps } from '../quotes/min-amount';
 import type { CreatePayoutBody } from './schemas';
@@ -121,7 +123,7 @@ async function startAndAwaitCharge(
   workflowId: string,
   input: PayoutWorkflowInput,
 ): Promise<PayoutRecord> {
-  const startWorkflowOperation = new WithStartWorkflowOperation('payoutWorkflow', {
+  const startWorkflowOperation = new WithStartWorkflowOperation<typeof payoutWorkflow>(payoutWorkflowType, {
     workflowId,
     taskQueue: deps.taskQueue,
     args: [input],

@@ -2,7 +2,7 @@ import type { Client } from '@temporalio/client';
 import { findPartnerPayout } from '../../adapters/db/payouts-repo';
 import type { Db } from '../../adapters/db/pool';
 import { isTerminal, type PayoutRecord } from '../../domain/payout';
-import { getPayoutQuery } from '../../workflows/definitions';
+import { getPayoutQuery } from '../../workflows/payout.contract';
 
 const QUERY_DEADLINE_MS = 2_000;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;

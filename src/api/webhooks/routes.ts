@@ -5,7 +5,8 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { Db } from '../../adapters/db/pool';
 import { isWebhookTokenRecorded, recordWebhookToken } from '../../adapters/db/webhook-tokens-repo';
 import type { Metrics } from '../../observability/metrics';
-import { providerEventWorkflowId } from '../../workflows/definitions';
+import { providerEventWorkflowId, providerEventWorkflowType } from '../../workflows/provider-event.contract';
+import type { providerEventWorkflow } from '../../workflows/provider-event.workflow';
 import { errorBodySchema } from '../payouts/schemas';
 import { HttpError } from '../errors';
 import { spendRateLimitToken } from '../throttle';
@@ -81,7 +82,7 @@ export const webhookRoutes: FastifyPluginAsyncZod<WebhookRoutesOptions> = async 
     async (request) => {
       const { provider } = request.params;
       const { token } = request.body;
-      // Only a hash of the token is kept anywhere outside the workflow's input (see definitions.ts).
+      // Only a hash of the token is kept anywhere outside the workflow's input (see provider-event.contract.ts).
       const tokenHash = createHash('sha256').update(token).digest('hex');
       if (await isWebhookTokenRecorded(opts.db, provider, tokenHash)) {
         opts.metrics.webhooks.inc({ provider, outcome: 'duplicate' });
@@ -98,7 +99,7 @@ export const webhookRoutes: FastifyPluginAsyncZod<WebhookRoutesOptions> = async 
       }
       let duplicate = false;
       try {
-        await opts.temporal.workflow.start('providerEventWorkflow', {
+        await opts.temporal.workflow.start<typeof providerEventWorkflow>(providerEventWorkflowType, {
           workflowId: providerEventWorkflowId(provider, tokenHash),
           taskQueue: opts.taskQueue,
           args: [{ provider, token }],

@@ -99,15 +99,3 @@ function toTransfer(row: {
     txHash: row.tx_hash,
   };
 }
-
-export async function recordRefundCase(
-  db: Db,
-  c: { eventId: string; payoutId: string; chargeId: string; amountBrl: string; reason: string },
-): Promise<boolean> {
-  const { rowCount } = await db.query(
-    `INSERT INTO refund_cases (event_id, payout_id, charge_id, amount_brl, reason) VALUES ($1, $2, $3, $4, $5)
-     ON CONFLICT (event_id) DO NOTHING`,
-    [c.eventId, c.payoutId, c.chargeId, c.amountBrl, c.reason],
-  );
-  return rowCount === 1;
-}

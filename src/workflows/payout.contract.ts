@@ -1,13 +1,18 @@
 /**
- * Names and message types of the payout workflows, declared once and shared by the api (client),
- * the worker, the workflows and the tests. Nothing here runs I/O, so both sides may import it.
+ * The payout workflow's contract, shared by its clients (the api, tests) and the workflow: input and
+ * result, the messages it handles, its workflow ids. Nothing here runs I/O, so both sides import it.
  */
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import type { PayoutRecord } from '../domain/payout';
 import type { PixKeyType } from '../domain/pix-key';
 import type { ProviderEvent } from '../domain/provider-event';
 
-export const TASK_QUEUE_DEFAULT = 'payouts';
+/**
+ * The workflow type the worker registers `payoutWorkflow` under. Clients that may import the workflow
+ * only as a type start it as `WithStartWorkflowOperation<typeof payoutWorkflow>(payoutWorkflowType)`,
+ * so arguments and result stay typed by the function itself.
+ */
+export const payoutWorkflowType = 'payoutWorkflow';
 
 export type SettlementMode = 'provider' | 'treasury';
 
@@ -19,6 +24,7 @@ export interface PayoutSettings {
   chainId: number;
 }
 
+/** The workflow's argument. Its result is the payout as it ended (a PayoutRecord, COMPLETED or FAILED). */
 export interface PayoutWorkflowInput {
   payoutId: string;
   partnerId: string;
@@ -55,13 +61,4 @@ export function payoutWorkflowId(payoutId: string): string {
  */
 export function idempotentPayoutWorkflowId(partnerId: string, keyHash: string): string {
   return `payout-${partnerId}-idem-${keyHash.slice(0, 32)}`;
-}
-
-/**
- * One provider-event workflow per delivered token, so a repeat cannot start a second one. Built from
- * a hash of the token (hex SHA-256, computed by the api): the token is the key to the provider's
- * event, and workflow ids are shown to every operator of the Temporal namespace.
- */
-export function providerEventWorkflowId(provider: string, tokenHash: string): string {
-  return `provider-event-${provider}-${tokenHash}`;
 }

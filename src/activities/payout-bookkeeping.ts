@@ -1,0 +1,124 @@
+import type { PayoutLocation } from '../adapters/db/payouts-repo';
+import { findPayoutLocation, upsertPayout } from '../adapters/db/payouts-repo';
+import type { Db } from '../adapters/db/pool';
+import { openRefundCase, type OpenRefundCaseResult } from '../adapters/db/refund-cases-repo';
+import type { PayoutRecord } from '../domain/payout';
+import type { ProviderEvent } from '../domain/provider-event';
+import type { Logger } from '../observability/logger';
+import type { Metrics } from '../observability/metrics';
+
+/** Why a received payment is refunded rather than settled (the refund metric's `kind` label). */
+export type RefundKind =
+  'late_payment' | 'wrong_amount' | 'wrong_charge' | 'second_payment' | 'payout_failed';
+
+/**
+ * Payout bookkeeping: the read model, refund cases and the alerts raised along a payout's life.
+ * Quick database writes and log lines, retried until they succeed.
+ */
+export function createPayoutBookkeepingActivities({
+  db,
+  logger,
+  metrics,
+}: {
+  db: Db;
+  logger: Logger;
+  metrics: Metrics;
+}) {
+  return {
+    async recordPayout(payout: PayoutRecord, workflowId: string, runId: string): Promise<void> {
+      await upsertPayout(db, payout, workflowId, runId);
+      metrics.payoutTransitions.inc({ status: payout.status });
+      if (payout.status === 'COMPLETED' && payout.paidAt && payout.confirmedAt) {
+        const seconds = (Date.parse(payout.confirmedAt) - Date.parse(payout.paidAt)) / 1000;
+        if (Number.isFinite(seconds) && seconds >= 0) metrics.paidToCompleted.observe(seconds);
+      }
+      logger.info({ payoutId: payout.id, status: payout.status, version: payout.version }, 'payout recorded');
+    },
+    async findPayoutWorkflow(payoutId: string): Promise<PayoutLocation | null> {
+      // The id column is a uuid: anything else is not ours, and would make the query itself fail.
+      if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(payoutId)) return null;
+      return findPayoutLocation(db, payoutId);
+    },
+    async alertSettlementOverdue(a: {
+      payoutId: string;
+      partnerId: string;
+      mode: string;
+      overdueSeconds: number;
+    }): Promise<void> {
+      logger.error(
+        { event: 'settlement_overdue', ...a },
+        'settlement not confirmed within the settlement timeout; still waiting, check the transfer',
+      );
+    },
+    /** The provider reports USDT delivered for a payout that already ended: reconcile by hand. */
+    async alertLateSettlement(a: { payoutId: string; status: string; event: ProviderEvent }): Promise<void> {
+      if (a.event.type !== 'settlement.completed') return;
+      logger.error(
+        {
+          event: 'settlement_after_payout_ended',
+          payoutId: a.payoutId,
+          status: a.status,
+          eventId: a.event.eventId,
+          txHash: a.event.txHash,
+          amountUsdt: a.event.amountUsdt,
+        },
+        'provider reports a completed settlement for a payout that has ended',
+      );
+    },
+    async alertSettlementBelowMinimum(a: {
+      payoutId: string;
+      partnerId: string;
+      minAmountUsdtUnits: string;
+      settledAmountUsdtUnits: string;
+    }): Promise<void> {
+      metrics.settlementBelowMinimum.inc();
+      logger.error(
+        { event: 'settlement_below_minimum', ...a },
+        'settled USDT is below the guaranteed minimum',
+      );
+    },
+    /**
+     * Opens a refund case for a received PIX payment that will not be settled (the activity keeps its
+     * first name, which running workflow histories refer to). Raises PayoutRefundDue through the
+     * metric. A redelivered event of the payment a payout settles opens nothing.
+     */
+    async recordLatePayment(req: {
+      payoutId: string;
+      event: ProviderEvent;
+      reason: string;
+      kind?: RefundKind;
+    }): Promise<OpenRefundCaseResult | 'not_a_payment'> {
+      if (req.event.type !== 'pix.received') return 'not_a_payment';
+      const kind = req.kind ?? 'late_payment';
+      const result = await openRefundCase(db, {
+        eventId: req.event.eventId,
+        payoutId: req.payoutId,
+        chargeId: req.event.chargeId,
+        amountBrl: req.event.amountBrl,
+        reason: req.reason,
+      });
+      if (result === 'opened') {
+        metrics.refundCasesOpened.inc({ kind });
+        logger.error(
+          {
+            event: 'refund_case_opened',
+            kind,
+            payoutId: req.payoutId,
+            eventId: req.event.eventId,
+            amountBrl: req.event.amountBrl,
+            reason: req.reason,
+          },
+          'PIX payment received that will not be settled: refund case opened',
+        );
+      } else if (result === 'payment_settles_its_payout') {
+        logger.info(
+          { payoutId: req.payoutId, eventId: req.event.eventId },
+          'redelivered event of the payment this payout settles: nothing to refund',
+        );
+      }
+      return result;
+    },
+  };
+}
+
+export type PayoutBookkeepingActivities = ReturnType<typeof createPayoutBookkeepingActivities>;

@@ -1,0 +1,93 @@
+/**
+ * Every activity option set of the workflows, named once: how long an attempt may take, how it is
+ * retried, and what ends the retries. Workflows pick a set per kind of step.
+ */
+import type { ActivityOptions } from '@temporalio/workflow';
+
+/** Quick bookkeeping (read model, refund cases, alerts): retried until the database answers. */
+export const BOOKKEEPING: ActivityOptions = {
+  startToCloseTimeout: '30 seconds',
+  retry: { initialInterval: '1 second', maximumInterval: '1 minute' },
+};
+
+/** The PIX charge must exist soon after POST, or the partner is better told it failed. */
+export const CHARGE_CREATION: ActivityOptions = {
+  startToCloseTimeout: '20 seconds',
+  scheduleToCloseTimeout: '2 minutes',
+  retry: {
+    initialInterval: '1 second',
+    maximumInterval: '10 seconds',
+    nonRetryableErrorTypes: ['ProviderRejected'],
+  },
+};
+
+/**
+ * The charge's status at expiry: retried as long as it takes (a payout whose payment is only known to
+ * the provider must not fail over an outage), except for a final refusal.
+ */
+export const CHARGE_RECONCILIATION: ActivityOptions = {
+  startToCloseTimeout: '30 seconds',
+  retry: {
+    initialInterval: '2 seconds',
+    maximumInterval: '1 minute',
+    nonRetryableErrorTypes: ['ProviderRejected'],
+  },
+};
+
+/**
+ * A notification behind a webhook token: a provider outage must lose nothing, so the fetch is retried
+ * for as long as it takes. Only an event the provider cannot describe within its contract ends it.
+ */
+export const NOTIFICATION_FETCH: ActivityOptions = {
+  startToCloseTimeout: '30 seconds',
+  retry: {
+    initialInterval: '1 second',
+    maximumInterval: '5 minutes',
+    nonRetryableErrorTypes: ['ProviderRejected'],
+  },
+};
+
+/**
+ * Treasury sends and confirmations retry until they succeed or are refused for good, with no time
+ * limit: once a transaction is signed it may be in a mempool, so giving up on a timeout could fail a
+ * payout whose USDT still arrives (an overdue transfer raises an alert instead). An empty treasury is
+ * retried too, until topped up. Each attempt is a few RPC calls; a short start-to-close gets a crashed
+ * worker's attempt retried soon.
+ */
+export const TREASURY_TRANSFER: ActivityOptions = {
+  startToCloseTimeout: '30 seconds',
+  retry: {
+    initialInterval: '2 seconds',
+    backoffCoefficient: 1.5,
+    maximumInterval: '1 minute',
+    nonRetryableErrorTypes: ['ChainRejected'],
+  },
+};
+
+/**
+ * Settlement steps bounded by the settlement deadline (the provider's settlement request, on-chain
+ * verification): when it passes, Temporal stops retrying them.
+ */
+export function untilDeadlineOptions(remainingMs: number): ActivityOptions {
+  return {
+    startToCloseTimeout: '30 seconds',
+    scheduleToCloseTimeout: Math.max(1000, remainingMs),
+    retry: {
+      initialInterval: '2 seconds',
+      backoffCoefficient: 1.5,
+      maximumInterval: '1 minute',
+      nonRetryableErrorTypes: ['ProviderRejected'],
+    },
+  };
+}
+
+/**
+ * One activity is one partner-callback POST. The backoff between POSTs lives in the callback workflow
+ * rather than in this retry policy, so every attempt is its own visible step and the give-up an
+ * explicit outcome; these retries only cover the worker side (a crash, an unreachable database).
+ * CALLBACK_TIMEOUT_MS is capped well under the timeout.
+ */
+export const CALLBACK_POST: ActivityOptions = {
+  startToCloseTimeout: '1 minute',
+  retry: { initialInterval: '1 second', maximumInterval: '10 seconds', maximumAttempts: 3 },
+};

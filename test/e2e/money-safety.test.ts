@@ -1,0 +1,166 @@
+import type { PayoutResponse } from '../../src/domain/payout';
+import { payoutWorkflowId } from '../../src/workflows/payout.contract';
+import { providerEventWorkflowId } from '../../src/workflows/provider-event.contract';
+import { postPayout, startStack, VALID_PAYOUT, type TestStack } from '../support/stack';
+
+// What is paid is what is settled, on real servers (dev server, PostgreSQL, anvil, sandbox, worker,
+// api): wrong amounts and repeats are refunded, a lost webhook is reconciled at expiry, a redelivered
+// event is no second payment, a reset payout still gets its payment, a paid payout that fails is
+// refunded. The charge expiry is the shortest the service accepts (60 s) for the reconciliation test.
+describe('money safety (provider mode, real servers)', () => {
+  let stack: TestStack;
+  let apiKey: string;
+
+  beforeAll(async () => {
+    stack = await startStack({ env: { PIX_CHARGE_EXPIRY_SECONDS: '60' } });
+    ({ apiKey } = await stack.createPartner());
+  }, 120_000);
+  afterAll(() => stack?.close());
+
+  async function create(): Promise<PayoutResponse> {
+    const created = await postPayout(stack.apiUrl, apiKey, VALID_PAYOUT);
+    expect(created.status).toBe(201);
+    return created.body as unknown as PayoutResponse;
+  }
+
+  interface RefundRow {
+    event_id: string;
+    reason: string;
+    amount_brl: string;
+    status: string;
+  }
+  const refundCases = async (payoutId: string) =>
+    (
+      await stack.db.query<RefundRow>(
+        'SELECT event_id, reason, amount_brl, status FROM refund_cases WHERE payout_id = $1 ORDER BY created_at',
+        [payoutId],
+      )
+    ).rows;
+
+  /** Polls PostgreSQL until the payout has `n` refund cases (the observable end of a refund). */
+  async function untilRefundCases(payoutId: string, n: number): Promise<RefundRow[]> {
+    const deadline = Date.now() + 30_000;
+    for (;;) {
+      const rows = await refundCases(payoutId);
+      if (rows.length >= n) return rows;
+      if (Date.now() > deadline)
+        throw new Error(`payout ${payoutId} has ${rows.length} refund cases, not ${n}`);
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  }
+
+  it('refunds a payment of another amount and keeps waiting; settles the exact one; refunds a repeat', async () => {
+    const payout = await create();
+    const wrong = await stack.payWith(payout.pix_copy_paste, { amountBrl: 1 });
+    const [refund] = await untilRefundCases(payout.id, 1);
+    expect(refund).toMatchObject({ event_id: wrong, amount_brl: '1.00', status: 'open' });
+    expect(refund!.reason).toMatch(/paid 1\.00 BRL on a charge of 100\.00 BRL/);
+    expect((await stack.waitForStatus(apiKey, payout.id, ['PENDING'])).status).toBe('PENDING');
+
+    const right = await stack.payWith(payout.pix_copy_paste, {});
+    const done = await stack.waitForStatus(apiKey, payout.id, ['COMPLETED', 'FAILED']);
+    expect(done.status).toBe('COMPLETED');
+
+    const again = await stack.payWith(payout.pix_copy_paste, {});
+    const rows = await untilRefundCases(payout.id, 2);
+    expect(rows.map((r) => r.event_id)).toEqual([wrong, again]);
+    expect(rows.map((r) => r.event_id)).not.toContain(right);
+    const { rows: settled } = await stack.db.query('SELECT payment_event_id FROM payouts WHERE id = $1', [
+      payout.id,
+    ]);
+    expect(settled).toEqual([{ payment_event_id: right }]);
+  }, 90_000);
+
+  it('a redelivered payment event (same event id, new token) is not taken for a second payment', async () => {
+    const payout = await create();
+    const paid = await stack.payWith(payout.pix_copy_paste, {});
+    await stack.waitForStatus(apiKey, payout.id, ['COMPLETED']);
+
+    const tokensBefore = await tokenCount();
+    const res = await fetch(`${stack.sandboxUrl}/sandbox/notifications/redeliver`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ event_id: paid }),
+    });
+    expect(res.status).toBe(202);
+    // The redelivery's own provider-event workflow is the observable end.
+    const handle = await nextWebhookWorkflow(tokensBefore);
+    await expect(handle.result()).resolves.toBe('duplicate_payment');
+    expect(await refundCases(payout.id)).toEqual([]);
+  }, 90_000);
+
+  it('a paid payout that ends FAILED opens a refund case for its payment', async () => {
+    const payout = await create();
+    const paid = await stack.payWith(payout.pix_copy_paste, { outcome: 'settlement_failed' });
+    const done = await stack.waitForStatus(apiKey, payout.id, ['COMPLETED', 'FAILED']);
+    expect(done).toMatchObject({ status: 'FAILED' });
+    const [refund] = await untilRefundCases(payout.id, 1);
+    expect(refund).toMatchObject({ event_id: paid, amount_brl: '100.00', status: 'open' });
+    expect(refund!.reason).toMatch(/payout failed \(provider_reported_failure\)/);
+  }, 90_000);
+
+  it('a payout reset by an operator still receives its payment (signals go by workflow id)', async () => {
+    const payout = await create();
+    const workflowId = payoutWorkflowId(payout.id);
+    const before = await stack.temporal.workflow.getHandle(workflowId).describe();
+    const history = await stack.temporal.workflow.getHandle(workflowId).fetchHistory();
+    const lastTaskCompleted = [...(history.events ?? [])]
+      .reverse()
+      .find((e) => e.workflowTaskCompletedEventAttributes)!;
+    const { runId } = await stack.temporal.workflowService.resetWorkflowExecution({
+      namespace: stack.testEnv.namespace ?? 'default',
+      workflowExecution: { workflowId, runId: before.runId },
+      reason: 'test: operator reset',
+      workflowTaskFinishEventId: lastTaskCompleted.eventId,
+      requestId: crypto.randomUUID(),
+    });
+    expect(runId).not.toBe(before.runId);
+    // The read model still names the first run: the payment must reach the new one all the same.
+    const { rows } = await stack.db.query('SELECT run_id FROM payouts WHERE id = $1', [payout.id]);
+    expect(rows).toEqual([{ run_id: before.runId }]);
+
+    await stack.pay(payout.pix_copy_paste);
+    const done = await stack.waitForStatus(apiKey, payout.id, ['COMPLETED', 'FAILED']);
+    expect(done.status).toBe('COMPLETED');
+    expect(await refundCases(payout.id)).toEqual([]);
+  }, 90_000);
+
+  it('a payment whose webhook was lost is found at expiry and settled', async () => {
+    const payout = await create();
+    const paid = await stack.payWith(payout.pix_copy_paste, { notify: false });
+    const status = await fetch(`${stack.sandboxUrl}/pix/charges/${await chargeIdOf(payout.id)}`);
+    expect(await status.json()).toMatchObject({
+      status: 'paid',
+      paid_amount_brl: '100.00',
+      payments: [{ event_id: paid, amount_brl: '100.00' }],
+    });
+    expect((await stack.waitForStatus(apiKey, payout.id, ['PENDING'])).status).toBe('PENDING');
+    const done = await stack.waitForStatus(apiKey, payout.id, ['COMPLETED', 'FAILED'], 150_000);
+    expect(done.status).toBe('COMPLETED');
+    expect(await refundCases(payout.id)).toEqual([]);
+  }, 180_000);
+
+  async function chargeIdOf(payoutId: string): Promise<string> {
+    const { rows } = await stack.db.query<{ provider_charge_id: string }>(
+      'SELECT provider_charge_id FROM payouts WHERE id = $1',
+      [payoutId],
+    );
+    return rows[0]!.provider_charge_id;
+  }
+
+  const tokenCount = async () =>
+    Number((await stack.db.query<{ n: string }>('SELECT count(*) AS n FROM webhook_tokens')).rows[0]!.n);
+
+  /** The provider-event workflow of the next webhook token the api records after `count` tokens. */
+  async function nextWebhookWorkflow(count: number) {
+    const deadline = Date.now() + 30_000;
+    while ((await tokenCount()) <= count) {
+      if (Date.now() > deadline) throw new Error('no new webhook token recorded');
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    const { rows } = await stack.db.query<{ token: string }>(
+      "SELECT token FROM webhook_tokens WHERE provider = 'sandbox' ORDER BY received_at DESC LIMIT 1",
+    );
+    return stack.temporal.workflow.getHandle(providerEventWorkflowId('sandbox', rows[0]!.token));
+  }
+});

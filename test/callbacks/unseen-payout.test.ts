@@ -12,7 +12,6 @@ import { endChildren, fakeActivities, payoutInput, testBundle, withWorker } from
  * worst. Today the workflow sends one; the fix is a small workflow change behind patched() (in the
  * reliability report). Turn this on when it is merged.
  */
-const NO_CALLBACK_FOR_UNSEEN_PAYOUT = true;
 
 describe('partner callbacks for a payout the partner never saw', () => {
   let env: TestWorkflowEnvironment;
@@ -22,37 +21,34 @@ describe('partner callbacks for a payout the partner never saw', () => {
   }, 60_000);
   afterAll(() => env?.teardown());
 
-  (NO_CALLBACK_FOR_UNSEEN_PAYOUT ? it : it.skip)(
-    'sends no callback when the charge could not be created',
-    async () => {
-      const fake = fakeActivities({
-        createPixCharge: async () => {
-          throw ApplicationFailure.nonRetryable('refused', 'ProviderRejected');
-        },
-      });
-      const input = payoutInput();
-      const workflowId = payoutWorkflowId(input.payoutId);
-      const history = await withWorker(
-        env,
-        fake.activities,
-        async (taskQueue) => {
-          const handle = await env.client.workflow.start(payoutWorkflow, {
-            workflowId,
-            taskQueue,
-            args: [input],
-          });
-          const done = (await handle.result()) as PayoutRecord;
-          expect(done).toMatchObject({ status: 'FAILED', failureReason: 'charge_creation_failed' });
-          // The workflow has ended: every command it would ever issue is in its history.
-          return handle.fetchHistory();
-        },
-        { children: true },
-      );
-      await endChildren(env, workflowId);
-      const children = (history.events ?? []).filter(
-        (e) => e.startChildWorkflowExecutionInitiatedEventAttributes,
-      );
-      expect(children).toEqual([]);
-    },
-  );
+  it('sends no callback when the charge could not be created', async () => {
+    const fake = fakeActivities({
+      createPixCharge: async () => {
+        throw ApplicationFailure.nonRetryable('refused', 'ProviderRejected');
+      },
+    });
+    const input = payoutInput();
+    const workflowId = payoutWorkflowId(input.payoutId);
+    const history = await withWorker(
+      env,
+      fake.activities,
+      async (taskQueue) => {
+        const handle = await env.client.workflow.start(payoutWorkflow, {
+          workflowId,
+          taskQueue,
+          args: [input],
+        });
+        const done = (await handle.result()) as PayoutRecord;
+        expect(done).toMatchObject({ status: 'FAILED', failureReason: 'charge_creation_failed' });
+        // The workflow has ended: every command it would ever issue is in its history.
+        return handle.fetchHistory();
+      },
+      { children: true },
+    );
+    await endChildren(env, workflowId);
+    const children = (history.events ?? []).filter(
+      (e) => e.startChildWorkflowExecutionInitiatedEventAttributes,
+    );
+    expect(children).toEqual([]);
+  });
 });

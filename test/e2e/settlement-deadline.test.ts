@@ -8,6 +8,7 @@ import {
   payoutWorkflowId,
   type PayoutWorkflowInput,
 } from '../../src/workflows/payout.contract';
+import { payoutWorkflow } from '../../src/workflows/payout.workflow';
 import { anvilAccount } from '../../dev/local/infra/anvil';
 import { startStack, VALID_PAYOUT, type TestStack } from '../support/stack';
 

@@ -9,7 +9,6 @@ import type { ProcessStack } from './process-stack';
  * Issue 9 makes every paid payout that ends FAILED open a refund case (today only a payment that
  * arrives after the payout ended does). Turn this on once that change is merged.
  */
-export const REFUND_CASE_FOR_EVERY_PAID_FAILURE = true;
 
 /** One payout a test created, and what it knows about it. */
 export interface TrackedPayout {
@@ -77,7 +76,7 @@ export async function expectPayoutInvariants(stack: ProcessStack, p: TrackedPayo
   }
 
   // Money received and not settled is a refund case.
-  if (p.paid && final.status === 'FAILED' && REFUND_CASE_FOR_EVERY_PAID_FAILURE) {
+  if (p.paid && final.status === 'FAILED') {
     const { rows } = await stack.db.query('SELECT 1 FROM refund_cases WHERE payout_id = $1', [p.id]);
     expect({ id: p.id, refundCases: rows.length }).toEqual({ id: p.id, refundCases: 1 });
   }

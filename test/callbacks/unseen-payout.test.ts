@@ -9,8 +9,7 @@ import { endChildren, fakeActivities, payoutInput, testBundle, withWorker } from
 /**
  * A payout whose PIX charge could not be created was answered 502 to the partner, who never saw its
  * id: a payout.failed callback about it would be noise at best (an unknown id) and a retry trigger at
- * worst. Today the workflow sends one; the fix is a small workflow change behind patched() (in the
- * reliability report). Turn this on when it is merged.
+ * worst. The workflow skips it (behind patched(), so payouts started by older code replay).
  */
 
 describe('partner callbacks for a payout the partner never saw', () => {

@@ -6,6 +6,7 @@ import type { PayoutRecord } from '../domain/payout';
 import type { ProviderEvent } from '../domain/provider-event';
 import type { Logger } from '../observability/logger';
 import type { Metrics } from '../observability/metrics';
+import { isUuid } from '../domain/ids';
 
 /** Why a received payment is refunded rather than settled (the refund metric's `kind` label). */
 export type RefundKind =
@@ -36,7 +37,7 @@ export function createPayoutBookkeepingActivities({
     },
     async findPayoutWorkflow(payoutId: string): Promise<PayoutLocation | null> {
       // The id column is a uuid: anything else is not ours, and would make the query itself fail.
-      if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(payoutId)) return null;
+      if (!isUuid(payoutId)) return null;
       return findPayoutLocation(db, payoutId);
     },
     async alertSettlementOverdue(a: {

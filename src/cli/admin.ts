@@ -16,6 +16,7 @@ import { listRefundCases, resolveRefundCase, type RefundCase } from '../adapters
 import { createPool, type Db } from '../adapters/db/pool';
 import { PAYOUT_STATUSES, toPayoutResponse } from '../domain/payout';
 import { loadConfig } from '../config';
+import { isUuid } from '../domain/ids';
 
 /**
  * Admin CLI for the operator's account managers. Prints one JSON object on stdout per command;
@@ -48,8 +49,6 @@ const str: OptionSpec = { type: 'string' };
 
 class UsageError extends Error {}
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
 function requireOption(values: Values, name: string): string {
   const value = values[name];
   if (typeof value !== 'string' || value.trim() === '') throw new UsageError(`--${name} is required`);
@@ -58,7 +57,7 @@ function requireOption(values: Values, name: string): string {
 
 function requirePartnerId(values: Values): string {
   const id = requireOption(values, 'id');
-  if (!UUID.test(id)) throw new UsageError('--id must be a partner id (a UUID)');
+  if (!isUuid(id)) throw new UsageError('--id must be a partner id (a UUID)');
   return id.toLowerCase();
 }
 
@@ -246,14 +245,14 @@ const COMMANDS: Record<string, Command> = {
     options: { partner: str, status: str, since: str, until: str, limit: str, 'starting-after': str },
     plan(values) {
       const partnerId = requireOption(values, 'partner');
-      if (!UUID.test(partnerId)) throw new UsageError('--partner must be a partner id (a UUID)');
+      if (!isUuid(partnerId)) throw new UsageError('--partner must be a partner id (a UUID)');
       const statusText = values.status === undefined ? undefined : String(values.status).trim().toUpperCase();
       const status = PAYOUT_STATUSES.find((s) => s === statusText);
       if (statusText !== undefined && !status) {
         throw new UsageError(`--status must be one of ${PAYOUT_STATUSES.join(', ')}`);
       }
       const startingAfter = values['starting-after'];
-      if (startingAfter !== undefined && !UUID.test(String(startingAfter).trim())) {
+      if (startingAfter !== undefined && !isUuid(String(startingAfter).trim())) {
         throw new UsageError('--starting-after must be a payout id (a UUID)');
       }
       const query = {
@@ -298,7 +297,7 @@ const COMMANDS: Record<string, Command> = {
     options: { id: str, note: str },
     plan(values) {
       const id = requireOption(values, 'id');
-      if (!UUID.test(id)) throw new UsageError('--id must be a refund case id (a UUID)');
+      if (!isUuid(id)) throw new UsageError('--id must be a refund case id (a UUID)');
       const note = requireOption(values, 'note');
       if (note.length > 2000) throw new UsageError('--note must be at most 2000 characters');
       return async (db) => {

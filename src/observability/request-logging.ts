@@ -1,7 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+import { isUuid } from '../domain/ids';
 
 /**
  * Puts the payout id on the api's "request completed" log line, next to the request id Fastify
@@ -23,11 +22,11 @@ export const payoutLogContext = fp(
 function payoutIdOf(request: FastifyRequest, reply: FastifyReply, payload: unknown): string | undefined {
   if (!request.routeOptions.url?.startsWith('/v1/payouts')) return undefined;
   const fromPath = (request.params as { id?: unknown } | undefined)?.id;
-  if (typeof fromPath === 'string' && UUID.test(fromPath)) return fromPath.toLowerCase();
+  if (typeof fromPath === 'string' && isUuid(fromPath)) return fromPath.toLowerCase();
   if (reply.statusCode >= 300 || typeof payload !== 'string') return undefined;
   try {
     const id = (JSON.parse(payload) as { id?: unknown }).id;
-    return typeof id === 'string' && UUID.test(id) ? id : undefined;
+    return typeof id === 'string' && isUuid(id) ? id : undefined;
   } catch {
     return undefined;
   }

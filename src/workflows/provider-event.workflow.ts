@@ -10,15 +10,13 @@ import { BOOKKEEPING, NOTIFICATION_FETCH } from './activity-options';
 import type { ProviderEvent } from '../domain/provider-event';
 import { providerEventSignal } from './payout.contract';
 import type { ProviderEventInput, ProviderEventOutcome } from './provider-event.contract';
+import { isUuid } from '../domain/ids';
 
 const fetching = proxyActivities<Pick<ProviderActivities, 'fetchProviderEvent'>>(NOTIFICATION_FETCH);
 const bookkeeping =
   proxyActivities<
     Pick<PayoutBookkeepingActivities, 'findPayoutWorkflow' | 'recordLatePayment' | 'alertLateSettlement'>
   >(BOOKKEEPING);
-
-// Provider external ids are our payout ids; anything else cannot be one of ours.
-const PAYOUT_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /**
  * How long an event for a payout id we have no read-model row for is retried before it is given up
@@ -96,7 +94,8 @@ export async function providerEventWorkflow(input: ProviderEventInput): Promise<
 }
 
 async function findPayout(externalId: string) {
-  if (!PAYOUT_ID.test(externalId)) return null;
+  // Provider external ids are our payout ids; anything else cannot be one of ours.
+  if (!isUuid(externalId)) return null;
   for (const delay of [...UNKNOWN_PAYOUT_RETRY_DELAYS, undefined]) {
     const found = await bookkeeping.findPayoutWorkflow(externalId.toLowerCase());
     if (found !== null || delay === undefined) return found;

@@ -1,5 +1,4 @@
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import {
@@ -23,6 +22,7 @@ import {
   type UsdtLedger,
 } from '../../src/adapters/chain/usdt-ledger';
 import { deployTestUsdt } from '../../dev/local/deploy-test-usdt';
+import { freePort } from '../../dev/local/infra/ports';
 import { ANVIL_DEV_ACCOUNTS, anvilAccount, startAnvil, type AnvilHandle } from '../../dev/local/infra/anvil';
 
 // Runs against a real anvil node and a real TestUSDT deployment: no mocks.
@@ -32,17 +32,6 @@ const USDT = (whole: number) => BigInt(whole) * 1_000_000n;
 const deployer = anvilAccount('deployer');
 const providerWallet = anvilAccount('provider-sandbox');
 const treasury = anvilAccount('treasury');
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 const freshAddress = (): Address => privateKeyToAccount(generatePrivateKey()).address;
 

@@ -1,20 +1,6 @@
-import net from 'node:net';
-
 import Fastify from 'fastify';
 
-/** A port that was free a moment ago (for programs such as anvil that cannot listen on port 0). */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() =>
-        typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port')),
-      );
-    });
-  });
-}
+export { freePort } from '../../dev/local/infra/ports';
 
 export interface Delivery {
   token: string;

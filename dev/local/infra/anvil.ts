@@ -1,8 +1,8 @@
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import net from 'node:net';
 import path from 'node:path';
 import type { Address, Hex } from 'viem';
+import { isListening } from './ports';
 
 // Local EVM node for tests, demos and the launcher. Production points EVM_RPC_URL at a real RPC instead.
 
@@ -142,17 +142,6 @@ export async function startAnvil(opts: StartAnvilOptions): Promise<AnvilHandle> 
   }
   log(`anvil ready on ${rpcUrl} (chain id ${opts.chainId ?? 42161})`);
   return { rpcUrl, stop };
-}
-
-function isListening(host: string, port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = net.connect({ host, port });
-    socket.once('connect', () => {
-      socket.destroy();
-      resolve(true);
-    });
-    socket.once('error', () => resolve(false));
-  });
 }
 
 async function answersChainId(rpcUrl: string): Promise<boolean> {

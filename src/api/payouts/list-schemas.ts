@@ -1,11 +1,11 @@
 import { z } from 'zod';
 import { PAYOUT_STATUSES } from '../../domain/payout';
 import { payoutResponseSchema } from './schemas';
+import { UUID_PATTERN } from '../../domain/ids';
 
 export const LIST_LIMIT_DEFAULT = 20;
 export const LIST_LIMIT_MAX = 100;
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const QUERY_PARAMETERS = ['limit', 'starting_after', 'status', 'created_at[gte]', 'created_at[lt]'];
 
 export const STARTING_AFTER_UNKNOWN = 'starting_after must be the id of one of your payouts';
@@ -53,7 +53,7 @@ export const listPayoutsQuerySchema = z.strictObject(
       .refine((n) => n >= 1 && n <= LIST_LIMIT_MAX, `limit must be an integer from 1 to ${LIST_LIMIT_MAX}`)
       .optional(),
     starting_after: param('starting_after')
-      .regex(UUID, STARTING_AFTER_UNKNOWN)
+      .regex(UUID_PATTERN, STARTING_AFTER_UNKNOWN)
       .transform((id) => id.toLowerCase())
       .optional(),
     status: param('status')

@@ -3,9 +3,9 @@ import { findPartnerPayout } from '../../adapters/db/payouts-repo';
 import type { Db } from '../../adapters/db/pool';
 import { isTerminal, type PayoutRecord } from '../../domain/payout';
 import { getPayoutQuery } from '../../workflows/payout.contract';
+import { isUuid } from '../../domain/ids';
 
 const QUERY_DEADLINE_MS = 2_000;
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /**
  * A partner's payout, or null for an unknown id, a malformed id or another partner's payout (one
@@ -23,7 +23,7 @@ export async function loadPartnerPayout(
   partnerId: string,
   payoutId: string,
 ): Promise<PayoutRecord | null> {
-  if (!UUID.test(payoutId)) return null;
+  if (!isUuid(payoutId)) return null;
   const stored = await findPartnerPayout(deps.db, partnerId, payoutId.toLowerCase());
   if (!stored) return null;
   const { workflowId, runId, ...readModel } = stored;

@@ -8,7 +8,7 @@ import { findPartnerCallback } from '../../src/adapters/db/partners-repo';
 import { createPool, type Db } from '../../src/adapters/db/pool';
 import { callbackEventId } from '../../src/domain/callback-event';
 import { testDatabaseUrl } from '../support/env';
-import { partnerWithCallback } from './fixtures';
+import { partnerWithCallback } from '../callbacks/fixtures';
 
 const ROOT = path.resolve(__dirname, '../..');
 const payloadKey = randomBytes(32).toString('base64');

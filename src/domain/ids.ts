@@ -1,0 +1,10 @@
+/**
+ * The shape of every id the service issues (payouts, partners, refund cases): a UUID, any case. One
+ * definition, so the api, the workflows, the CLI and the logs agree on what can be one of ours; a
+ * PostgreSQL `uuid` column would otherwise fail the whole query on anything else.
+ */
+export const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+export function isUuid(value: string): boolean {
+  return UUID_PATTERN.test(value);
+}

@@ -75,8 +75,6 @@ export const listPayoutsQuerySchema = z.strictObject(
   },
 );
 
-export type ListPayoutsQuery = z.output<typeof listPayoutsQuerySchema>;
-
 /** A page of payouts, newest first; each item is exactly the Payout of GET /v1/payouts/{id}. */
 export const payoutListResponseSchema = z.object({
   data: z.array(payoutResponseSchema),

@@ -41,7 +41,8 @@ describe('Temporal connection settings', () => {
     const env = { TEMPORAL_CONFIG_FILE: file, TEMPORAL_ADDRESS: 'override:7233', TEMPORAL_TLS: 'false' };
     const config = loadConfig(env);
     expect(config.TEMPORAL_ADDRESS).toBe('override:7233');
-    expect(config.TEMPORAL_NAMESPACE).toBe('default');
+    // The default profile names no namespace, so the service's own default applies.
+    expect(config.TEMPORAL_NAMESPACE).toBe('payouts');
     expect(temporalConnectionOptions(config, env)).toMatchObject({ address: 'override:7233', tls: false });
     expect(loadConfig({ TEMPORAL_CONFIG_FILE: file }).TEMPORAL_ADDRESS).toBe('default.example:7233');
   });

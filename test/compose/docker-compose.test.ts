@@ -109,9 +109,21 @@ describe('docker-compose.yml', () => {
     expect(services.temporal!.depends_on).toMatchObject({
       'temporal-schema': { condition: 'service_completed_successfully' },
     });
+    // The namespace the api and the worker connect to (the service's own, not "default") is the one
+    // the setup creates, and every search attribute the workflows upsert is registered in it.
+    const namespaces = ['api', 'worker'].map(
+      (name) => loadConfig(services[name]!.environment!).TEMPORAL_NAMESPACE,
+    );
+    expect(namespaces).toEqual([loadConfig({}).TEMPORAL_NAMESPACE, loadConfig({}).TEMPORAL_NAMESPACE]);
+    const namespace = namespaces[0]!;
+    expect(namespace).not.toBe('default');
     const setup = String(services['temporal-setup']!.command);
-    expect(setup).toContain('namespace create --namespace default');
-    for (const key of PAYOUT_SEARCH_ATTRIBUTES) expect(setup).toContain(key.name);
+    expect(setup).toContain(`namespace create --namespace ${namespace} `);
+    expect(setup).toContain(`search-attribute create --namespace ${namespace} `);
+    const registered = /for name in ([\w ]+); do/.exec(setup)?.[1]?.split(' ');
+    expect(registered?.sort()).toEqual(PAYOUT_SEARCH_ATTRIBUTES.map((key) => key.name).sort());
+    for (const key of PAYOUT_SEARCH_ATTRIBUTES) expect(key.type).toBe('KEYWORD');
+    expect(setup).toContain('--type Keyword');
   });
 
   it('has an optional observability profile: Prometheus with the alert rules, Grafana with the dashboard', () => {

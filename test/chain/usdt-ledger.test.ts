@@ -13,7 +13,7 @@ import {
   type PublicClient,
 } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
-import { compileTestUsdt } from '../../dev/local/compile-test-usdt';
+import { compileFresh, compileTestUsdt, sourceKey } from '../../dev/local/compile-test-usdt';
 import { USDT_ABI } from '../../src/adapters/chain/usdt-abi';
 import {
   ChainError,
@@ -99,20 +99,20 @@ describe('local chain setup', () => {
   });
 
   it('serves the compiled contract from the cache on later calls, and recompiles a stale one', () => {
-    const compiled = compileTestUsdt(); // fills the default cache (or reads it)
+    // The committed artefact is current (test/build/test-usdt-artifact.test.ts), so it is what
+    // compileTestUsdt deploys; a fresh compile goes through the cache, keyed by source and settings.
+    const committed = compileTestUsdt();
     const cacheDir = mkdtempSync(path.join(os.tmpdir(), 'usdt-cache-'));
     try {
       const cacheFile = path.join(cacheDir, 'TestUSDT.json');
-      const real = JSON.parse(
-        readFileSync(path.join(__dirname, '../../.data/build/TestUSDT.json'), 'utf8'),
-      ) as { key: string };
+      const key = sourceKey();
       // A marker no compiler would produce: getting it back proves the cache answered, not solc.
-      writeFileSync(cacheFile, JSON.stringify({ key: real.key, abi: [], bytecode: '0xcafe' }));
-      expect(compileTestUsdt({ cacheDir })).toEqual({ abi: [], bytecode: '0xcafe' });
+      writeFileSync(cacheFile, JSON.stringify({ key, abi: [], bytecode: '0xcafe' }));
+      expect(compileFresh({ cacheFile })).toEqual({ abi: [], bytecode: '0xcafe' });
       // Another key (source or settings changed): compiled again, and the cache rewritten.
       writeFileSync(cacheFile, JSON.stringify({ key: 'stale', abi: [], bytecode: '0xcafe' }));
-      expect(compileTestUsdt({ cacheDir }).bytecode).toBe(compiled.bytecode);
-      expect((JSON.parse(readFileSync(cacheFile, 'utf8')) as { key: string }).key).toBe(real.key);
+      expect(compileFresh({ cacheFile }).bytecode).toBe(committed.bytecode);
+      expect((JSON.parse(readFileSync(cacheFile, 'utf8')) as { key: string }).key).toBe(key);
     } finally {
       rmSync(cacheDir, { recursive: true, force: true });
     }
@@ -150,10 +150,14 @@ describe('verifyTransfer', () => {
       amountUnits: amount,
       minConfirmations: 3,
     });
+    // The log index names the matched Transfer within its block (with the hash, the transfer claim).
+    const receipt = await rpc.getTransactionReceipt({ hash: txHash });
+    const transferLog = receipt.logs.find((log) => log.address.toLowerCase() === usdt.toLowerCase());
     expect(later).toEqual({
       status: 'confirmed',
       blockNumber: first.blockNumber,
       confirmations: first.confirmations + 2,
+      logIndex: transferLog?.logIndex,
     });
   });
 

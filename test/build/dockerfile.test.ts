@@ -129,6 +129,8 @@ describe('Dockerfile', () => {
         LOG_LEVEL: 'info',
         DATABASE_URL: c.DATABASE_URL,
         TEMPORAL_ADDRESS: stack.testEnv.address,
+        // The stack's namespace (where it registered the search attributes), as compose names its own.
+        TEMPORAL_NAMESPACE: c.TEMPORAL_NAMESPACE,
         TEMPORAL_TASK_QUEUE: c.TEMPORAL_TASK_QUEUE,
         PROVIDER_API_URL: c.PROVIDER_API_URL,
         EVM_RPC_URL: c.EVM_RPC_URL,

@@ -9,8 +9,14 @@ import type { Metrics } from '../observability/metrics';
 import { isUuid } from '../domain/ids';
 
 /** Why a received payment is refunded rather than settled (the refund metric's `kind` label). */
-export type RefundKind =
-  'late_payment' | 'wrong_amount' | 'wrong_charge' | 'second_payment' | 'payout_failed';
+export const REFUND_KINDS = [
+  'late_payment',
+  'wrong_amount',
+  'wrong_charge',
+  'second_payment',
+  'payout_failed',
+] as const;
+export type RefundKind = (typeof REFUND_KINDS)[number];
 
 /**
  * Payout bookkeeping: the read model, refund cases and the alerts raised along a payout's life.
@@ -25,6 +31,9 @@ export function createPayoutBookkeepingActivities({
   logger: Logger;
   metrics: Metrics;
 }) {
+  // Every kind's series exists from the start at 0: Prometheus' increase() (the PayoutRefundDue
+  // alert) cannot see the first refund case of a series that first appears already at 1.
+  for (const kind of REFUND_KINDS) metrics.refundCasesOpened.inc({ kind }, 0);
   return {
     async recordPayout(payout: PayoutRecord, workflowId: string, runId: string): Promise<void> {
       await upsertPayout(db, payout, workflowId, runId);

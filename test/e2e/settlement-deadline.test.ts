@@ -9,7 +9,6 @@ import {
   type PayoutWorkflowInput,
 } from '../../src/workflows/payout.contract';
 import { payoutWorkflow } from '../../src/workflows/payout.workflow';
-import { anvilAccount } from '../../dev/local/infra/anvil';
 import { startStack, VALID_PAYOUT, type TestStack } from '../support/stack';
 
 // The settlement deadline on real servers (dev server, sandbox, anvil). SETTLEMENT_TIMEOUT_SECONDS
@@ -41,7 +40,6 @@ async function until<T>(what: string, probe: () => Promise<T | undefined>, timeo
 describe('settlement deadline (real servers, chain mined by the test)', () => {
   let stack: TestStack;
   let partnerId: string;
-  const sandboxWallet = anvilAccount('provider-sandbox').address.toLowerCase();
 
   beforeAll(async () => {
     stack = await startStack();
@@ -91,6 +89,7 @@ describe('settlement deadline (real servers, chain mined by the test)', () => {
         stack.rpcUrl,
         'txpool_content',
       );
+      const sandboxWallet = stack.sandboxWallet.toLowerCase();
       const mine = Object.entries(pool.pending).find(([from]) => from.toLowerCase() === sandboxWallet);
       return mine ? Object.values(mine[1])[0]!.hash : undefined;
     });

@@ -48,6 +48,8 @@ export interface TestStack {
   usdtAddress: Address;
   /** This stack's own funded treasury (treasury mode): stacks share PostgreSQL, never a nonce sequence. */
   treasury: { address: Address; privateKey: `0x${string}` };
+  /** The wallet the sandbox settles from: this stack's own, so its transfers are this stack's alone. */
+  sandboxWallet: Address;
   db: Db;
   temporal: Client;
   testEnv: TestWorkflowEnvironment;
@@ -284,6 +286,7 @@ export async function startStack(opts: StackOptions = {}): Promise<TestStack> {
       rpcUrl: anvil.rpcUrl,
       usdtAddress,
       treasury,
+      sandboxWallet: privateKeyToAddress(sandboxWalletKey),
       db,
       temporal,
       testEnv,

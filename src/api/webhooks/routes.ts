@@ -55,6 +55,12 @@ export const webhookAckSchema = z.object({
  * late redelivery from starting a second workflow once the first one has been purged.
  */
 export const webhookRoutes: FastifyPluginAsyncZod<WebhookRoutesOptions> = async (app, opts) => {
+  // Every outcome's series exists from the start at 0: Prometheus' increase() (the webhook alerts)
+  // cannot see the first failure of a series that first appears already at 1.
+  for (const outcome of ['received', 'duplicate', 'throttled', 'failed'] as const) {
+    opts.metrics.webhooks.inc({ provider: opts.providerName, outcome }, 0);
+  }
+  opts.metrics.webhooks.inc({ provider: 'unknown', outcome: 'rejected' }, 0);
   app.post(
     '/webhooks/:provider',
     {

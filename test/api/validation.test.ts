@@ -388,17 +388,30 @@ describe('POST /v1/payouts validation', () => {
       );
     });
 
+    // Allow lists exactly the methods the path declares, HEAD included where Fastify serves it
+    // for a GET route (GET /v1/payouts is the list, so the collection allows GET, HEAD and POST).
     it.each([
-      ['GET', '/v1/payouts', 'POST'],
-      ['PUT', '/v1/payouts', 'POST'],
+      ['PUT', '/v1/payouts', 'GET, HEAD, POST'],
+      ['DELETE', '/v1/payouts', 'GET, HEAD, POST'],
       ['DELETE', '/v1/payouts/123e4567-e89b-42d3-a456-426614174000', 'GET, HEAD'],
       ['PATCH', '/v1/payouts/123e4567-e89b-42d3-a456-426614174000', 'GET, HEAD'],
       ['QUERY', '/v1/payouts/123e4567-e89b-42d3-a456-426614174000', 'GET, HEAD'],
       ['GET', '/webhooks/sandbox', 'POST'],
+      ['POST', '/v1/quotes', 'GET, HEAD'],
+      ['POST', '/v1/payouts/123e4567-e89b-42d3-a456-426614174000/qr.svg', 'GET, HEAD'],
     ])('undeclared method %s %s -> 405 with Allow: %s', async (method, path, allow) => {
       const res = await call(stack.apiUrl, path, { method, headers: { 'x-api-key': apiKey } });
       expectError(res, 405, 'method not allowed');
       expect(res.headers.get('allow')).toBe(allow);
+    });
+
+    it.each([
+      ['HEAD', '/v1/payouts', 200],
+      ['HEAD', '/v1/quotes?amount_brl=10', 200],
+      ['HEAD', '/v1/payouts/123e4567-e89b-42d3-a456-426614174000', 404],
+    ])('a method that Allow lists is served: %s %s -> %s', async (method, path, status) => {
+      const res = await call(stack.apiUrl, path, { method, headers: { 'x-api-key': apiKey } });
+      expect(res.status).toBe(status);
     });
 
     it('an undecodable percent-escape in the path -> 400 with the error shape', async () => {

@@ -3,20 +3,27 @@ import Ajv2020, { type ValidateFunction } from 'ajv/dist/2020';
 import addFormats from 'ajv-formats';
 import fc from 'fast-check';
 import { startStack, type TestStack } from '../support/stack';
-import { call, type ApiResponse } from './helpers';
+import type { ApiResponse } from './helpers';
 
 // A contract fuzzer, as a new user would point one at the api: every operation of the served
 // /openapi.json, requests generated from its schemas (valid ones, and invalid ones made by breaking
 // a valid one), sent to the running api on real servers. Required: no 5xx, every status documented
 // for its operation, every response body valid against the documented schema of its status, no
 // schema-invalid request accepted, and a schema-valid request refused only for a rule the document
-// describes beyond its schema (PIX key format for its type, wallet checksum, minimum quote).
+// describes beyond its schema (PIX key format for its type, wallet checksum, minimum quote, a list
+// cursor that is not one of the caller's payouts, a timestamp that is not a real instant). Query
+// parameters are generated from their schemas too (valid, broken, missing, repeated, unknown), and
+// an image answer must be the documented media type and really be one.
 
 type Json = Record<string, unknown>;
 interface Operation {
   parameters?: { name: string; in: string; required?: boolean; schema?: Json }[];
   requestBody?: { content: Record<string, { schema: Json; example?: Json }> };
   responses: Record<string, { content?: Record<string, { schema: Json }> }>;
+}
+/** An answer with its raw bytes, for the images. */
+interface FuzzResponse extends ApiResponse {
+  bytes: Buffer;
 }
 interface GeneratedRequest {
   path: string;
@@ -33,7 +40,12 @@ const DESCRIBED_REFUSALS = [
   /^pix_key is not a valid (CPF|CNPJ|EMAIL|PHONE|RANDOM) key$/,
   /^receiver_wallet /,
   /^amount_brl is too small: /,
+  /^starting_after must be the id of one of your payouts$/,
+  /^created_at\[(gte|lt)\] must be an ISO 8601 date-time with a time zone /,
 ];
+// The grammar of a JSON number: how a numeric query parameter is written.
+const JSON_NUMBER = /^-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?$/;
+const PNG_SIGNATURE = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
 // One valid key per PIX key type, for bodies that should be created.
 const VALID_PIX_KEYS: Record<string, string> = {
   CPF: '12345678909',
@@ -51,6 +63,7 @@ describe('OpenAPI contract fuzzing against the running api', () => {
   const ajv = new Ajv2020({ strict: false, allErrors: true, multipleOfPrecision: 9 });
   addFormats(ajv);
   const createdIds: string[] = [];
+  const seenEtags: string[] = [];
   const problems: string[] = [];
 
   beforeAll(async () => {
@@ -72,11 +85,23 @@ describe('OpenAPI contract fuzzing against the running api', () => {
   }
 
   /** The checks every answer must pass, whatever was sent. */
-  function checkResponse(method: string, op: Operation, req: GeneratedRequest, res: ApiResponse) {
-    const where = `${method.toUpperCase()} ${req.path} -> ${res.status} ${res.text.slice(0, 200)}`;
+  function checkResponse(method: string, op: Operation, req: GeneratedRequest, res: FuzzResponse) {
+    const shown = res.json === undefined ? `(${res.bytes.length} bytes)` : res.text.slice(0, 200);
+    const where = `${method.toUpperCase()} ${req.path} -> ${res.status} ${shown}`;
     if (res.status >= 500) problems.push(`5xx: ${where}`);
     const documented = op.responses[String(res.status)];
     if (!documented) return void problems.push(`undocumented status: ${where}`);
+    const mediaTypes = Object.keys(documented.content ?? {});
+    const contentType = (res.headers.get('content-type') ?? '').split(';')[0]!.trim();
+    if (mediaTypes.length === 0 && res.bytes.length > 0)
+      problems.push(`body where none is documented: ${where}`);
+    if (mediaTypes.length > 0 && !mediaTypes.includes(contentType)) {
+      problems.push(`content-type ${contentType} where ${mediaTypes.join(', ')} is documented: ${where}`);
+    }
+    if (contentType === 'image/png' && !res.bytes.subarray(0, 8).equals(PNG_SIGNATURE))
+      problems.push(`not a PNG: ${where}`);
+    if (contentType === 'image/svg+xml' && !/^(<\?xml[^>]*>\s*)?<svg[\s>]/.test(res.text))
+      problems.push(`not an SVG: ${where}`);
     const schema = documented.content?.['application/json']?.schema;
     if (schema) {
       const validate = validator(schema);
@@ -87,6 +112,8 @@ describe('OpenAPI contract fuzzing against the running api', () => {
     if (!res.headers.get('x-request-id')) problems.push(`no X-Request-Id: ${where}`);
     if (res.status === 429 && res.headers.get('retry-after') !== '60')
       problems.push(`429 without Retry-After: ${where}`);
+    const etag = res.headers.get('etag');
+    if (etag && !seenEtags.includes(etag)) seenEtags.push(etag);
     if (!req.authenticated || res.status === 429) return;
     const accepted = res.status >= 200 && res.status < 300;
     if (!req.schemaValid && accepted) problems.push(`schema-invalid request accepted: ${where} ${req.body}`);
@@ -256,6 +283,102 @@ describe('OpenAPI contract fuzzing against the running api', () => {
     return fc.string().map((value) => ({ value, valid: true }));
   }
 
+  /** Whether a query value (always text) is what its schema wants; numbers are written as JSON numbers. */
+  function queryValueValid(schema: Json, text: string): boolean {
+    if (schema.type === 'number' || schema.type === 'integer') {
+      return JSON_NUMBER.test(text) && validator(schema)(Number(text)) === true;
+    }
+    return validator(schema)(text) === true;
+  }
+
+  /** A query value its schema wants, as text: from the schema, or (for a cursor) one of the caller's ids. */
+  function validQueryValue(name: string, schema: Json): fc.Arbitrary<string> {
+    const fromDoc = fromSchema(schema).map(String);
+    if (name !== 'starting_after') return fromDoc;
+    return fc.oneof(
+      fc.constantFrom(...(createdIds.length > 0 ? createdIds : [randomUUID()])),
+      fc.constantFrom(...(createdIds.length > 0 ? createdIds : [randomUUID()])).map((id) => id.toUpperCase()),
+      fromDoc,
+    );
+  }
+
+  /**
+   * A query string: each parameter absent or valid, or one thing broken (a value of another shape, a
+   * required parameter missing, one given twice, one the operation does not have). Returns the
+   * encoded string (with its `?`) and whether the document allows it.
+   */
+  function queryArbitrary(op: Operation): fc.Arbitrary<{ query: string; valid: boolean }> {
+    const parameters = (op.parameters ?? []).filter((p) => p.in === 'query');
+    if (parameters.length === 0) return fc.constant({ query: '', valid: true });
+    const schemaOf = (p: (typeof parameters)[number]) => p.schema ?? { type: 'string' };
+    const valid = fc.tuple(
+      ...parameters.map((p) =>
+        p.required
+          ? validQueryValue(p.name, schemaOf(p)).map((v): string | undefined => v)
+          : fc.option(validQueryValue(p.name, schemaOf(p)), { nil: undefined }),
+      ),
+    );
+    const pairsOf = (values: (string | undefined)[]) =>
+      parameters.flatMap((p, i) =>
+        values[i] === undefined ? [] : [[p.name, values[i]!] as [string, string]],
+      );
+    const judged = (pairs: [string, string][], brokenBeyondValues = false) => ({
+      query:
+        pairs.length === 0
+          ? ''
+          : `?${pairs.map(([n, v]) => `${encodeURIComponent(n)}=${encodeURIComponent(v)}`).join('&')}`,
+      valid:
+        !brokenBeyondValues &&
+        parameters.every((p) => {
+          const given = pairs.filter(([n]) => n === p.name);
+          if (given.length === 0) return !p.required;
+          return given.length === 1 && queryValueValid(schemaOf(p), given[0]![1]);
+        }),
+    });
+    const index = fc.integer({ min: 0, max: parameters.length - 1 });
+    const junk = fc.oneof(
+      fc.string({ maxLength: 16 }),
+      fc.constantFrom('', '0', '-1', '1.5', '101', '1e400', '0x10', 'null', '2026-02-30T00:00:00Z', ' 1'),
+      fc.integer({ min: -1_000_000, max: 1_000_000 }).map(String),
+    );
+    return fc.oneof(
+      { weight: 4, arbitrary: valid.map((values) => judged(pairsOf(values))) },
+      {
+        weight: 3,
+        arbitrary: fc.tuple(valid, index, junk).map(([values, i, value]) => {
+          const copy = [...values];
+          copy[i] = value;
+          return judged(pairsOf(copy));
+        }),
+      },
+      {
+        weight: 1,
+        arbitrary: fc.tuple(valid, index).map(([values, i]) => {
+          const copy = [...values];
+          copy[i] = undefined;
+          return judged(pairsOf(copy));
+        }),
+      },
+      {
+        weight: 1,
+        arbitrary: fc
+          .tuple(valid, index, validQueryValue('', { type: 'string' }))
+          .map(([values, i, other]) => {
+            const p = parameters[i]!;
+            return judged([...pairsOf(values), [p.name, values[i] ?? other]]);
+          }),
+      },
+      {
+        weight: 1,
+        arbitrary: fc
+          .tuple(valid, fc.constantFrom('offset', 'page', 'created_at[lte]', 'state', 'Limit', 'amount'))
+          .map(([values, name]) =>
+            judged([...pairsOf(values), [name, '1']], !parameters.some((p) => p.name === name)),
+          ),
+      },
+    );
+  }
+
   function requestArbitrary(path: string, op: Operation): fc.Arbitrary<GeneratedRequest> {
     const pathParameters = (op.parameters ?? []).filter((p) => p.in === 'path');
     const headerParameters = (op.parameters ?? []).filter((p) => p.in === 'header');
@@ -278,57 +401,77 @@ describe('OpenAPI contract fuzzing against the running api', () => {
           const value =
             p.name === 'Idempotency-Key'
               ? fc.oneof(fc.uuid(), printableHeader, fc.constant('k'.repeat(256)))
-              : fc.oneof(fromDoc.map(String), printableHeader);
+              : p.name === 'If-None-Match'
+                ? // An ETag this api gave (304 while still current), a list of them, '*', or a stranger's.
+                  fc.oneof(
+                    fc.constant(0).map(() => (seenEtags.length > 0 ? seenEtags.join(', ') : '*')),
+                    fc.constant('*'),
+                    fc.nat().map((n) => seenEtags[n % Math.max(seenEtags.length, 1)] ?? '"x"'),
+                    printableHeader,
+                  )
+                : fc.oneof(fromDoc.map(String), printableHeader);
           return [p.name, fc.option(value, { nil: undefined })];
         }),
       ),
     );
     const params = fc.tuple(...pathParameters.map(parameterArbitrary));
     const body = op.requestBody ? bodyArbitrary(op) : fc.constant(undefined);
-    return fc.tuple(auth, headers, params, body).map(([key, headerValues, paramValues, generated]) => {
-      let concretePath = path;
-      pathParameters.forEach(
-        (p, i) => (concretePath = concretePath.replace(`{${p.name}}`, paramValues[i]!.value)),
-      );
-      const sent: Record<string, string> = {};
-      let headersValid = true;
-      for (const p of headerParameters) {
-        const value = headerValues[p.name];
-        if (value === undefined) continue;
-        sent[p.name] = value;
-        if (p.schema && !validator(p.schema)(value)) headersValid = false;
-      }
-      if (key !== undefined) sent['X-Api-Key'] = key;
-      if (generated) sent['content-type'] = generated.contentType;
-      // A payout replayed by its key answers with the original whatever the body: keys stay unique.
-      if (sent['Idempotency-Key'] !== undefined && headersValid)
-        sent['Idempotency-Key'] += `-${randomUUID()}`;
-      if (
-        sent['Idempotency-Key'] !== undefined &&
-        !validator({ type: 'string', pattern: '^[\\x20-\\x7e]{1,255}$' })(sent['Idempotency-Key'])
-      ) {
-        headersValid = false;
-      }
-      return {
-        path: concretePath,
-        headers: sent,
-        body: generated?.body,
-        schemaValid: headersValid && (generated?.valid ?? true),
-        authenticated: !secured || key === apiKey,
-      };
-    });
+    const query = queryArbitrary(op);
+    return fc
+      .tuple(auth, headers, params, body, query)
+      .map(([key, headerValues, paramValues, generated, q]) => {
+        let concretePath = path;
+        pathParameters.forEach(
+          (p, i) => (concretePath = concretePath.replace(`{${p.name}}`, paramValues[i]!.value)),
+        );
+        const sent: Record<string, string> = {};
+        let headersValid = true;
+        for (const p of headerParameters) {
+          const value = headerValues[p.name];
+          if (value === undefined) continue;
+          sent[p.name] = value;
+          if (p.schema && !validator(p.schema)(value)) headersValid = false;
+        }
+        if (key !== undefined) sent['X-Api-Key'] = key;
+        if (generated) sent['content-type'] = generated.contentType;
+        // A payout replayed by its key answers with the original whatever the body: keys stay unique.
+        if (sent['Idempotency-Key'] !== undefined && headersValid)
+          sent['Idempotency-Key'] += `-${randomUUID()}`;
+        if (
+          sent['Idempotency-Key'] !== undefined &&
+          !validator({ type: 'string', pattern: '^[\\x20-\\x7e]{1,255}$' })(sent['Idempotency-Key'])
+        ) {
+          headersValid = false;
+        }
+        return {
+          path: concretePath + q.query,
+          headers: sent,
+          body: generated?.body,
+          schemaValid: headersValid && q.valid && (generated?.valid ?? true),
+          authenticated: !secured || key === apiKey,
+        };
+      });
   }
 
   // What each operation must have answered at least once, so that no check passes vacuously.
+  // POST runs first: the payouts it creates are what the reads, the list cursor and the QR codes use.
   const MUST_SEE: Record<string, number[]> = {
     'post /v1/payouts': [201, 400, 401, 415],
     'get /v1/payouts/{id}': [200, 401, 404],
+    'get /v1/payouts': [200, 400, 401],
+    'get /v1/quotes': [200, 400, 401],
+    'get /v1/payouts/{id}/qr.svg': [200, 304, 401, 404],
+    'get /v1/payouts/{id}/qr.png': [200, 304, 401, 404],
     'post /webhooks/{provider}': [200, 400, 404],
   };
   const RUNS: Record<string, number> = {
     'post /v1/payouts': 120,
-    'get /v1/payouts/{id}': 120,
-    'post /webhooks/{provider}': 120,
+    'get /v1/payouts/{id}': 100,
+    'get /v1/payouts': 120,
+    'get /v1/quotes': 100,
+    'get /v1/payouts/{id}/qr.svg': 80,
+    'get /v1/payouts/{id}/qr.png': 80,
+    'post /webhooks/{provider}': 100,
   };
 
   it('covers every operation of the document', () => {
@@ -346,7 +489,7 @@ describe('OpenAPI contract fuzzing against the running api', () => {
       const seen = new Set<number>();
       await fc.assert(
         fc.asyncProperty(requestArbitrary(path, op), async (req) => {
-          const res = await call(stack.apiUrl, req.path, {
+          const res = await send(stack.apiUrl, req.path, {
             method: method.toUpperCase(),
             headers: req.headers,
             body: req.body,
@@ -364,3 +507,20 @@ describe('OpenAPI contract fuzzing against the running api', () => {
     120_000,
   );
 });
+
+async function send(
+  baseUrl: string,
+  path: string,
+  init: { method: string; headers: Record<string, string>; body?: string },
+): Promise<FuzzResponse> {
+  const res = await fetch(`${baseUrl}${path}`, init);
+  const bytes = Buffer.from(await res.arrayBuffer());
+  const text = bytes.toString('utf8');
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    json = undefined;
+  }
+  return { status: res.status, headers: res.headers, text, json, bytes };
+}

@@ -179,7 +179,8 @@ const OPERATIONS: Record<string, OperationDoc> = {
       '200': 'A page of payouts',
       '400':
         'A query parameter is invalid or unknown; the message names it (e.g. `limit must be an integer from 1 to 100`, ' +
-        '`starting_after must be the id of one of your payouts`)',
+        '`starting_after must be the id of one of your payouts`, or `created_at[gte] must be an ISO 8601 date-time ' +
+        'with a time zone (e.g. 2026-01-31T00:00:00Z) or Unix seconds` for a value that is not a real instant)',
     },
   },
   'get /v1/quotes': {
@@ -244,6 +245,12 @@ export function describeOperations<D>(generated: D): D {
       for (const parameter of parameters) {
         if (parameter.in === 'path') parameter.description ??= PATH_PARAMETERS[parameter.name];
         if (parameter.in === 'query') parameter.description ??= QUERY_PARAMETERS[parameter.name];
+        // The route reads amount_brl as the text of a JSON number and then applies POST's own amount
+        // schema: the document gives it that schema (the value, not its text's grammar).
+        if (parameter.in === 'query' && parameter.name === 'amount_brl') {
+          const bodyAmount = postBodyAmountSchema(doc);
+          if (bodyAmount) parameter.schema = bodyAmount;
+        }
       }
       const hasHeader = (name: string) =>
         parameters.some((p) => p.in === 'header' && p.name.toLowerCase() === name.toLowerCase());
@@ -256,6 +263,16 @@ export function describeOperations<D>(generated: D): D {
             'Your opaque id for this payout (e.g. your order id), scoped to your partner account and ' +
             'valid 24 h: a repeat returns the original payout instead of creating another.',
           schema: jsonSchema(idempotencyKeySchema, 'input'),
+        });
+      }
+      if (known?.image && !hasHeader('If-None-Match')) {
+        parameters.push({
+          name: 'If-None-Match',
+          in: 'header',
+          required: false,
+          description:
+            'The ETag of the image you hold: 304 without a body while it is still current and the payout still PENDING',
+          schema: { type: 'string' },
         });
       }
       if (!hasHeader('X-Request-Id')) {
@@ -312,6 +329,16 @@ export function describeOperations<D>(generated: D): D {
   }
   tidyComponents(doc);
   return generated;
+}
+
+/** The JSON Schema of `amount_brl` in the body of POST /v1/payouts, as generated from its zod schema. */
+function postBodyAmountSchema(doc: Document): JsonSchema | undefined {
+  const body = (
+    doc.paths?.['/v1/payouts']?.post?.requestBody as
+      { content?: Record<string, { schema?: { properties?: Record<string, JsonSchema> } }> } | undefined
+  )?.content?.['application/json']?.schema;
+  const amount = body?.properties?.amount_brl;
+  return amount ? { ...amount } : undefined;
 }
 
 /**

@@ -1,10 +1,13 @@
 import { z } from 'zod';
 import { PAYOUT_STATUSES } from '../../domain/payout';
-import { payoutResponseSchema } from './schemas';
+import { anyCase, payoutResponseSchema } from './schemas';
 import { UUID_PATTERN } from '../../domain/ids';
 
 export const LIST_LIMIT_DEFAULT = 20;
 export const LIST_LIMIT_MAX = 100;
+
+const LIMIT_PATTERN = new RegExp(`^(?:[1-9][0-9]?|${LIST_LIMIT_MAX})$`);
+const UUID_ANY_CASE = '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$';
 
 const QUERY_PARAMETERS = ['limit', 'starting_after', 'status', 'created_at[gte]', 'created_at[lt]'];
 
@@ -39,6 +42,7 @@ const timestamp = (name: string) =>
       });
       return z.NEVER;
     })
+    .meta({ examples: ['2026-01-31T00:00:00Z', '2026-01-31T00:00:00.000-03:00', '1769817600'] })
     .optional();
 
 /**
@@ -47,14 +51,16 @@ const timestamp = (name: string) =>
  */
 export const listPayoutsQuerySchema = z.strictObject(
   {
+    // The pattern is the whole rule (1 to 100, written plainly), so the document states it exactly.
     limit: param('limit')
-      .regex(/^[0-9]{1,3}$/, `limit must be an integer from 1 to ${LIST_LIMIT_MAX}`)
+      .regex(LIMIT_PATTERN, `limit must be an integer from 1 to ${LIST_LIMIT_MAX}`)
       .transform(Number)
-      .refine((n) => n >= 1 && n <= LIST_LIMIT_MAX, `limit must be an integer from 1 to ${LIST_LIMIT_MAX}`)
       .optional(),
     starting_after: param('starting_after')
       .regex(UUID_PATTERN, STARTING_AFTER_UNKNOWN)
       .transform((id) => id.toLowerCase())
+      // JSON Schema patterns have no /i flag: the document spells out the any-case UUID.
+      .meta({ pattern: UUID_ANY_CASE })
       .optional(),
     status: param('status')
       .transform((value, ctx) => {
@@ -63,6 +69,7 @@ export const listPayoutsQuerySchema = z.strictObject(
         ctx.addIssue({ code: 'custom', message: `status must be one of ${PAYOUT_STATUSES.join(', ')}` });
         return z.NEVER;
       })
+      .meta({ pattern: `^(${PAYOUT_STATUSES.map(anyCase).join('|')})$`, examples: ['COMPLETED'] })
       .optional(),
     'created_at[gte]': timestamp('created_at[gte]'),
     'created_at[lt]': timestamp('created_at[lt]'),

@@ -132,7 +132,7 @@ export function createPayoutBodySchema(maxCentavos: bigint) {
 }
 
 /** A pattern matching `word` in any letter case ("cpf" -> "[Cc][Pp][Ff]"); JSON Schema has no /i flag. */
-function anyCase(word: string): string {
+export function anyCase(word: string): string {
   return [...word].map((c) => `[${c.toUpperCase()}${c.toLowerCase()}]`).join('');
 }
 

@@ -183,6 +183,11 @@ describe('OpenAPI document', () => {
       'created_at[lt]',
     ]);
     for (const p of query) expect(p).toMatchObject({ required: false, description: expect.any(String) });
+    // Each schema says exactly what the server takes (JSON Schema has no /i flag: any case is spelt out).
+    const schemaOf = (name: string) => query.find((p) => p.name === name)!.schema!;
+    expect(schemaOf('limit')).toEqual({ type: 'string', pattern: '^(?:[1-9][0-9]?|100)$' });
+    expect(schemaOf('status').pattern).toContain('[Cc][Oo][Mm][Pp][Ll][Ee][Tt][Ee][Dd]');
+    expect(schemaOf('starting_after').pattern).toContain('[0-9a-fA-F]{8}');
     const page = resolve(list.responses['200']!.content!['application/json']!.schema);
     expect(page).toMatchObject({
       required: ['data', 'has_more'],
@@ -194,6 +199,11 @@ describe('OpenAPI document', () => {
     const quote = op('/v1/quotes', 'get');
     expect(quote.parameters).toContainEqual(
       expect.objectContaining({ name: 'amount_brl', in: 'query', required: true }),
+    );
+    // The amount of the quote is the amount of the payout: the same schema.
+    const postBody = op('/v1/payouts', 'post').requestBody!.content['application/json']!.schema;
+    expect(quote.parameters!.find((p) => p.name === 'amount_brl')!.schema).toEqual(
+      (postBody.properties as Json).amount_brl,
     );
     expect(resolve(quote.responses['200']!.content!['application/json']!.schema)).toMatchObject({
       required: ['amount_brl', 'min_amount_usdt', 'expires_at'],
@@ -207,6 +217,9 @@ describe('OpenAPI document', () => {
       expect(Object.keys(qr.responses['200']!.content!)).toEqual([mediaType]);
       expect(qr.responses['200']!.headers).toHaveProperty('ETag');
       expect(qr.responses['410']!.description).toContain('can no longer be paid');
+      expect(qr.parameters).toContainEqual(
+        expect.objectContaining({ name: 'If-None-Match', in: 'header', required: false }),
+      );
     }
   });
 

@@ -233,6 +233,7 @@ describe('GET /v1/payouts', () => {
     ['?limit=ten', 'limit must be an integer from 1 to 100'],
     ['?limit=1.5', 'limit must be an integer from 1 to 100'],
     ['?limit=-1', 'limit must be an integer from 1 to 100'],
+    ['?limit=007', 'limit must be an integer from 1 to 100'],
     ['?limit=', 'limit must be an integer from 1 to 100'],
     ['?limit=5&limit=6', 'limit must be given once'],
     ['?status=DONE', 'status must be one of PENDING, PROCESSING, COMPLETED, FAILED'],

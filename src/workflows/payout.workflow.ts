@@ -58,9 +58,8 @@ const bookkeeping =
     >
   >(BOOKKEEPING);
 const charging = proxyActivities<Pick<ProviderActivities, 'createPixCharge'>>(CHARGE_CREATION);
-const reconciling = proxyActivities<Pick<ProviderActivities, 'fetchChargeStatus' | 'cancelPixCharge'>>(
-  CHARGE_RECONCILIATION,
-);
+const reconciling =
+  proxyActivities<Pick<ProviderActivities, 'fetchChargeStatus' | 'cancelPixCharge'>>(CHARGE_RECONCILIATION);
 const treasury =
   proxyActivities<Pick<ChainActivities, 'sendTreasuryTransfer' | 'confirmTreasuryTransfer'>>(
     TREASURY_TRANSFER,

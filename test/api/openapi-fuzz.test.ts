@@ -323,11 +323,13 @@ describe('OpenAPI contract fuzzing against the running api', () => {
   const MUST_SEE: Record<string, number[]> = {
     'post /v1/payouts': [201, 400, 401, 415],
     'get /v1/payouts/{id}': [200, 401, 404],
+    'post /v1/payouts/{id}/cancel': [401, 404],
     'post /webhooks/{provider}': [200, 400, 404],
   };
   const RUNS: Record<string, number> = {
     'post /v1/payouts': 120,
     'get /v1/payouts/{id}': 120,
+    'post /v1/payouts/{id}/cancel': 60,
     'post /webhooks/{provider}': 120,
   };
 

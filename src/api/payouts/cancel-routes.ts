@@ -39,7 +39,7 @@ function idempotencyKeyOf(request: FastifyRequest): string | undefined {
  * Idempotency: a successful cancel leaves its own record, the payout FAILED `cancelled`, which never
  * changes again. A request with an Idempotency-Key that finds its payout so answers that payout again
  * (200, `Idempotent-Replayed: true`) instead of 409; a refused cancel changed nothing, so asking again
- * is safe with or without a key (docs/decisions.md D23).
+ * is safe with or without a key (docs/decisions.md D12).
  */
 export const payoutCancelRoutes: FastifyPluginAsyncZod<PayoutCancelRoutesOptions> = async (app, opts) => {
   const authenticate = authenticatePartner(opts.db, { failuresPerMinute: opts.authFailuresPerMinute });

@@ -125,6 +125,8 @@ class PayoutProcess {
   private refundDesk: Promise<void> = Promise.resolve();
   /** A cancel is being decided with the provider: payments are held and the expiry waits for it. */
   private cancelling = false;
+  /** The charge's expiry passed: the payout's fate is being settled by reconciliation, not by a cancel. */
+  private expiryReached = false;
 
   constructor(input: PayoutWorkflowInput) {
     this.settings = input.settings;
@@ -201,6 +203,7 @@ class PayoutProcess {
       this.settings.chargeExpirySeconds * 1000,
     );
     // A cancel under way is decided before the expiry is: it may fail the payout or find its payment.
+    this.expiryReached = true;
     await condition(() => !this.cancelling);
     if (isTerminal(this.record.status)) return false;
     if (this.payment === undefined && patched(RECONCILE_AT_EXPIRY)) await this.reconcileAtExpiry();
@@ -256,7 +259,9 @@ class PayoutProcess {
   /** Throws the partner's 409 unless a cancel can still win: PENDING and no payment applied. */
   private refuseCancelUnlessPending(): void {
     if (isTerminal(this.record.status)) throw notCancellable(`payout is already ${this.record.status}`);
-    if (this.record.status !== 'PENDING' || this.payment !== undefined) {
+    // Past the expiry (and no cancel under way) reconciliation decides: paid in time, or expired.
+    const expiring = this.expiryReached && !this.cancelling;
+    if (this.record.status !== 'PENDING' || this.payment !== undefined || expiring) {
       throw notCancellable('payout is already being processed');
     }
   }

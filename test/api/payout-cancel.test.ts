@@ -1,4 +1,8 @@
 import { createHttpProvider } from '../../src/adapters/provider/http-provider';
+import { createSecretBox } from '../../src/adapters/secrets/secret-box';
+import { generateCallbackSecret } from '../../src/adapters/callbacks/signature';
+import { setPartnerCallback } from '../../src/adapters/db/partners-repo';
+import { startReceiver, type Receiver } from '../callbacks/receiver';
 import { startStack, VALID_PAYOUT, type TestStack } from '../support/stack';
 import { call, expectError, post, type ApiResponse } from './helpers';
 
@@ -9,11 +13,18 @@ type Payout = { id: string; status: string; pix_copy_paste: string };
 
 describe('POST /v1/payouts/{id}/cancel', () => {
   let stack: TestStack;
+  let receiver: Receiver;
 
   beforeAll(async () => {
-    stack = await startStack();
+    [stack, receiver] = await Promise.all([
+      startStack({ env: { CALLBACK_ALLOW_PRIVATE_NETWORKS: 'true' } }),
+      startReceiver(),
+    ]);
   }, 120_000);
-  afterAll(() => stack?.close());
+  afterAll(async () => {
+    await receiver?.close();
+    await stack?.close();
+  });
 
   const cancel = (apiKey: string, id: string, headers: Record<string, string> = {}): Promise<ApiResponse> =>
     call(stack.apiUrl, `/v1/payouts/${id}/cancel`, {
@@ -101,6 +112,28 @@ describe('POST /v1/payouts/{id}/cancel', () => {
     const { payout } = await createPayout();
     const res = await call(stack.apiUrl, `/v1/payouts/${payout.id}/cancel`, { method: 'POST' });
     expectError(res, 401, 'missing X-API-Key header');
+  });
+
+  it('the partner is called back with payout.failed and the cancelled payout as GET shows it', async () => {
+    const { partnerId, apiKey } = await stack.createPartner();
+    await setPartnerCallback(
+      stack.db,
+      partnerId,
+      { url: receiver.url, secret: generateCallbackSecret() },
+      createSecretBox(stack.config),
+    );
+    const created = await post(stack.apiUrl, apiKey, JSON.stringify(VALID_PAYOUT));
+    const payout = created.json as Payout;
+    const cancelled = await cancel(apiKey, payout.id);
+    expect(cancelled.status).toBe(200);
+    const [got] = await receiver.waitFor(
+      1,
+      (r) => (JSON.parse(r.rawBody.toString('utf8')) as { payout: { id: string } }).payout.id === payout.id,
+    );
+    expect(JSON.parse(got!.rawBody.toString('utf8'))).toEqual({
+      event: 'payout.failed',
+      payout: cancelled.json,
+    });
   });
 
   async function chargeIdOf(payoutId: string): Promise<string | undefined> {

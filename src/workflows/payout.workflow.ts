@@ -125,7 +125,7 @@ class PayoutProcess {
   private refundDesk: Promise<void> = Promise.resolve();
   /** A cancel is being decided with the provider: payments are held and the expiry waits for it. */
   private cancelling = false;
-  /** The charge's expiry passed: the payout's fate is being settled by reconciliation, not by a cancel. */
+  /** The wait for the payment is over (paid, or expired and being reconciled): no cancel can win any more. */
   private expiryReached = false;
 
   constructor(input: PayoutWorkflowInput) {

@@ -241,7 +241,13 @@ export function buildSandboxApp(config: SandboxConfig, deps: SandboxDeps = {}): 
     const charge = state.chargeById(request.params.chargeId);
     if (!charge) throw new HttpError(404, 'unknown charge');
     const first = charge.payments[0];
-    const status = first ? 'paid' : now().getTime() > charge.expiresAt.getTime() ? 'expired' : 'active';
+    const status = first
+      ? 'paid'
+      : charge.removedAt
+        ? 'removed'
+        : now().getTime() > charge.expiresAt.getTime()
+          ? 'expired'
+          : 'active';
     return {
       charge_id: charge.chargeId,
       external_id: charge.externalId,

@@ -1,5 +1,5 @@
 import { ApplicationFailure } from '@temporalio/activity';
-import { ProviderError, type PaymentProvider } from '../adapters/provider/types';
+import { ProviderError, type ChargeCancellation, type PaymentProvider } from '../adapters/provider/types';
 import type { ProviderEvent } from '../domain/provider-event';
 import type { Logger } from '../observability/logger';
 
@@ -7,7 +7,7 @@ import type { Logger } from '../observability/logger';
 export type ChargeReconciliation =
   | { status: 'unknown_charge' }
   | {
-      status: 'active' | 'paid' | 'expired';
+      status: 'active' | 'paid' | 'expired' | 'removed';
       expiresAt: string;
       payments: Extract<ProviderEvent, { type: 'pix.received' }>[];
     };
@@ -85,6 +85,15 @@ export function createProviderActivities({
         }
         throw ApplicationFailure.retryable(err.message, 'ProviderUnavailable');
       }
+    },
+    /**
+     * Removes the charge so it can no longer be paid (the partner cancelled the payout). `already_paid`
+     * when a payment reached the provider first. An unknown charge is final: nothing can be removed.
+     */
+    async cancelPixCharge(req: { payoutId: string; chargeId: string }): Promise<ChargeCancellation> {
+      const result = await provider.cancelCharge(req.chargeId).catch(fromProviderError);
+      logger.info({ payoutId: req.payoutId, chargeId: req.chargeId, result: result.kind }, 'charge cancel');
+      return result;
     },
     /**
      * Reconciliation: the charge's status and every payment on it, from the provider's charge-status

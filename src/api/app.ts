@@ -14,6 +14,7 @@ import { healthRoutes } from './health/routes';
 import { trackDeclaredMethods } from './method-not-allowed';
 import { payoutListRoutes } from './payouts/list-routes';
 import { payoutQrRoutes } from './payouts/qr-routes';
+import { payoutCancelRoutes } from './payouts/cancel-routes';
 import { payoutRoutes } from './payouts/routes';
 import { quoteRoutes } from './quotes/routes';
 import type { RateQuote } from './quotes/min-amount';
@@ -102,6 +103,12 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
       settlementConfirmations: config.SETTLEMENT_CONFIRMATIONS,
       chainId: config.EVM_CHAIN_ID,
     },
+  });
+  await app.register(payoutCancelRoutes, {
+    db: deps.db,
+    temporal: deps.temporal,
+    postRateLimitPerMinute: config.POST_RATE_LIMIT_PER_MINUTE,
+    authFailuresPerMinute: config.AUTH_FAILURE_LIMIT_PER_MINUTE,
   });
   await app.register(payoutListRoutes, {
     db: deps.db,

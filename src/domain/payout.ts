@@ -13,6 +13,8 @@ export const SETTLEMENT_NETWORK = {
 export type FailureReason =
   | 'charge_creation_failed'
   | 'charge_expired'
+  /** The partner cancelled the payout while it was PENDING; its charge was removed at the provider. */
+  | 'cancelled'
   | 'settlement_request_failed'
   | 'provider_reported_failure'
   | 'transfer_reverted'

@@ -47,6 +47,17 @@ export const getPayoutQuery = defineQuery<PayoutRecord>('getPayout');
  */
 export const awaitChargeUpdate = defineUpdate<PayoutRecord>('awaitCharge');
 
+/**
+ * The partner's cancel (POST /v1/payouts/{id}/cancel). The workflow decides once between it and the
+ * payment: accepted only while PENDING with no payment applied, it removes the charge at the provider
+ * and answers the payout FAILED (`cancelled`). Otherwise it fails with an ApplicationFailure of type
+ * `PayoutNotCancellable` whose message is the partner's answer (409).
+ */
+export const cancelPayoutUpdate = defineUpdate<PayoutRecord>('cancelPayout');
+
+/** The failure type of a refused cancel; its message is meant for the partner. */
+export const PAYOUT_NOT_CANCELLABLE = 'PayoutNotCancellable';
+
 /** A provider event, fetched back from the provider by the provider-event workflow. */
 export const providerEventSignal = defineSignal<[ProviderEvent]>('providerEvent');
 

@@ -38,7 +38,9 @@ import { startPartnerCallback } from './callback.workflow';
 import { upsertPayoutSearchAttributes } from './search-attributes';
 import {
   awaitChargeUpdate,
+  cancelPayoutUpdate,
   getPayoutQuery,
+  PAYOUT_NOT_CANCELLABLE,
   providerEventSignal,
   type PayoutSettings,
   type PayoutWorkflowInput,
@@ -56,7 +58,8 @@ const bookkeeping =
     >
   >(BOOKKEEPING);
 const charging = proxyActivities<Pick<ProviderActivities, 'createPixCharge'>>(CHARGE_CREATION);
-const reconciling = proxyActivities<Pick<ProviderActivities, 'fetchChargeStatus'>>(CHARGE_RECONCILIATION);
+const reconciling =
+  proxyActivities<Pick<ProviderActivities, 'fetchChargeStatus' | 'cancelPixCharge'>>(CHARGE_RECONCILIATION);
 const treasury =
   proxyActivities<Pick<ChainActivities, 'sendTreasuryTransfer' | 'confirmTreasuryTransfer'>>(
     TREASURY_TRANSFER,
@@ -120,6 +123,10 @@ class PayoutProcess {
   private ended = false;
   private refundsWhileRunning = false;
   private refundDesk: Promise<void> = Promise.resolve();
+  /** A cancel is being decided with the provider: payments are held and the expiry waits for it. */
+  private cancelling = false;
+  /** The wait for the payment is over (paid, or expired and being reconciled): no cancel can win any more. */
+  private expiryReached = false;
 
   constructor(input: PayoutWorkflowInput) {
     this.settings = input.settings;
@@ -152,6 +159,9 @@ class PayoutProcess {
     // activation, so an event that arrives together with the last activity result is still seen
     // before the workflow returns, and is refunded or alerted rather than lost.
     setHandler(providerEventSignal, (event) => this.onProviderEvent(event));
+    setHandler(cancelPayoutUpdate, () => this.cancel(), {
+      validator: () => this.refuseCancelUnlessPending(),
+    });
     // Runs from before the desk opened refund cases only once the payout had ended.
     this.refundsWhileRunning = patched(REFUNDS_WHILE_RUNNING);
     this.refundDesk = this.runRefundDesk();
@@ -188,7 +198,14 @@ class PayoutProcess {
   async awaitPayment(): Promise<boolean> {
     // The state, not the condition's result, decides: a payment applied in the same activation as
     // the expiry timer fired was received in time and must be settled, not dropped.
-    await condition(() => this.payment !== undefined, this.settings.chargeExpirySeconds * 1000);
+    await condition(
+      () => this.payment !== undefined || isTerminal(this.record.status),
+      this.settings.chargeExpirySeconds * 1000,
+    );
+    // A cancel under way is decided before the expiry is: it may fail the payout or find its payment.
+    this.expiryReached = true;
+    await condition(() => !this.cancelling);
+    if (isTerminal(this.record.status)) return false;
     if (this.payment === undefined && patched(RECONCILE_AT_EXPIRY)) await this.reconcileAtExpiry();
     if (this.payment === undefined) {
       await this.fail('charge_expired');
@@ -196,6 +213,57 @@ class PayoutProcess {
     }
     await this.moveTo('PROCESSING', { paidAt: this.payment.paidAt, paymentEventId: this.payment.eventId });
     return true;
+  }
+
+  /**
+   * The partner's cancel, decided once against the payment. Payments are held while the provider
+   * removes the charge: `removed` means none reached it first, so the payout fails `cancelled` and
+   * any payment still in flight is refunded; `already_paid` means the payment wins, it is fetched
+   * from the charge's status (its webhook may be late or lost) and the cancel is refused.
+   */
+  private async cancel(): Promise<PayoutRecord> {
+    // A second cancel while one is being decided waits for that decision, then is judged on it.
+    await condition(() => !this.cancelling);
+    this.refuseCancelUnlessPending();
+    // The charge exists before POST answers, so a cancel from the partner finds it; wait in case.
+    await condition(() => this.record.providerChargeId !== undefined || isTerminal(this.record.status));
+    this.refuseCancelUnlessPending();
+    this.cancelling = true;
+    this.holdPayments = true;
+    try {
+      const chargeId = this.record.providerChargeId!;
+      const outcome = await reconciling.cancelPixCharge({ payoutId: this.record.id, chargeId });
+      if (outcome.kind === 'removed') {
+        this.holdPayments = false;
+        await this.fail('cancelled');
+        // Terminal now: a held payment is refunded as a late one.
+        for (const held of this.heldPayments.splice(0)) this.receivePayment(held);
+        return this.record;
+      }
+      const status = await reconciling.fetchChargeStatus({ payoutId: this.record.id, chargeId });
+      this.holdPayments = false;
+      for (const p of status.status === 'unknown_charge' ? [] : status.payments) {
+        if (this.appliedEventIds.has(p.eventId)) continue;
+        this.appliedEventIds.add(p.eventId);
+        this.heldPayments.push(p);
+      }
+      for (const held of this.heldPayments.splice(0)) this.receivePayment(held);
+      throw notCancellable('payout is already being processed');
+    } finally {
+      this.holdPayments = false;
+      for (const held of this.heldPayments.splice(0)) this.receivePayment(held);
+      this.cancelling = false;
+    }
+  }
+
+  /** Throws the partner's 409 unless a cancel can still win: PENDING and no payment applied. */
+  private refuseCancelUnlessPending(): void {
+    if (isTerminal(this.record.status)) throw notCancellable(`payout is already ${this.record.status}`);
+    // Past the expiry (and no cancel under way) reconciliation decides: paid in time, or expired.
+    const expiring = this.expiryReached && !this.cancelling;
+    if (this.record.status !== 'PENDING' || this.payment !== undefined || expiring) {
+      throw notCancellable('payout is already being processed');
+    }
   }
 
   /**
@@ -529,6 +597,10 @@ class PayoutProcess {
     // Partner callback, started once the read model agrees, so a partner who GETs on receipt sees it.
     if (!unseen) await startPartnerCallback(this.record);
   }
+}
+
+function notCancellable(message: string): ApplicationFailure {
+  return ApplicationFailure.create({ type: PAYOUT_NOT_CANCELLABLE, message, nonRetryable: true });
 }
 
 /** Workflow time: deterministic on replay. */

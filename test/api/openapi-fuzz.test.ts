@@ -462,6 +462,7 @@ describe('OpenAPI contract fuzzing against the running api', () => {
     'get /v1/quotes': [200, 400, 401],
     'get /v1/payouts/{id}/qr.svg': [200, 304, 401, 404],
     'get /v1/payouts/{id}/qr.png': [200, 304, 401, 404],
+    'post /v1/payouts/{id}/cancel': [401, 404],
     'post /webhooks/{provider}': [200, 400, 404],
   };
   const RUNS: Record<string, number> = {
@@ -472,6 +473,7 @@ describe('OpenAPI contract fuzzing against the running api', () => {
     'get /v1/payouts/{id}/qr.svg': 80,
     'get /v1/payouts/{id}/qr.png': 80,
     'post /webhooks/{provider}': 100,
+    'post /v1/payouts/{id}/cancel': 60,
   };
 
   it('covers every operation of the document', () => {

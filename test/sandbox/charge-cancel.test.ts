@@ -127,3 +127,15 @@ test('the contract: API key required, body must be {"status": "removed"}', async
   // Nothing was removed by the refused requests.
   expect((await pay(charge.pixCopyPaste)).status).toBe(202);
 });
+
+test('the charge-status endpoint reports a removed charge as removed, and a paid one stays paid', async () => {
+  const removed = await newCharge();
+  expect((await provider.getChargeStatus(removed.chargeId)).status).toBe('active');
+  await provider.cancelCharge(removed.chargeId);
+  expect(await provider.getChargeStatus(removed.chargeId)).toMatchObject({ status: 'removed', payments: [] });
+
+  const paid = await newCharge();
+  expect((await pay(paid.pixCopyPaste)).status).toBe(202);
+  expect(await provider.cancelCharge(paid.chargeId)).toEqual({ kind: 'already_paid' });
+  expect((await provider.getChargeStatus(paid.chargeId)).status).toBe('paid');
+});

@@ -110,6 +110,7 @@ export function fakeActivities(overrides: Partial<Fakes> = {}) {
     alertLateSettlement: async () => {},
     alertSettlementBelowMinimum: async () => {},
     recordLatePayment: async () => 'opened' as const,
+    cancelPixCharge: async () => ({ kind: 'removed' as const, removedAt: '2026-11-21T22:30:00.000Z' }),
     fetchChargeStatus: async () => ({
       status: 'expired' as const,
       expiresAt: '2026-11-21T23:00:00.000Z',

@@ -53,7 +53,7 @@ const chargeStatusBody = z
     charge_id: nonEmpty,
     external_id: nonEmpty,
     amount_brl: brlAmount,
-    status: z.enum(['active', 'paid', 'expired']),
+    status: z.enum(['active', 'paid', 'expired', 'removed']),
     expires_at: isoDateTime,
     paid_at: isoDateTime.optional(),
     paid_amount_brl: brlAmount.optional(),

@@ -43,8 +43,11 @@ export interface ChargeStatus {
   externalId: string;
   /** The charge's amount, as created. */
   amountBrl: string;
-  /** active: payable, nothing received; paid: at least one payment received; expired: neither, and past expiry. */
-  status: 'active' | 'paid' | 'expired';
+  /**
+   * active: payable, nothing received; paid: at least one payment received; removed: cancelled by us
+   * before any payment (no longer payable); expired: none of these, and past expiry.
+   */
+  status: 'active' | 'paid' | 'expired' | 'removed';
   expiresAt: string;
   /** Every payment on the charge, oldest first, each under the event id of its pix.received notification. */
   payments: { eventId: string; amountBrl: string; paidAt: string }[];

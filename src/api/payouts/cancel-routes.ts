@@ -1,0 +1,115 @@
+import { WorkflowNotFoundError, WorkflowUpdateFailedError, type Client } from '@temporalio/client';
+import { ApplicationFailure } from '@temporalio/common';
+import type { FastifyRequest } from 'fastify';
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { findPartnerPayout } from '../../adapters/db/payouts-repo';
+import type { Db } from '../../adapters/db/pool';
+import { isTerminal, toPayoutResponse, type PayoutRecord } from '../../domain/payout';
+import { cancelPayoutUpdate, PAYOUT_NOT_CANCELLABLE } from '../../workflows/payout.contract';
+import { authenticatePartner, partnerOf } from '../auth';
+import { HttpError } from '../errors';
+import { CREATE_BUCKET, rateLimit } from '../rate-limit';
+import { cancelPayoutParamsSchema } from './cancel-schemas';
+import { errorBodySchema, idempotencyKeySchema, payoutResponseSchema } from './schemas';
+
+export interface PayoutCancelRoutesOptions {
+  db: Db;
+  temporal: Client;
+  postRateLimitPerMinute: number;
+  authFailuresPerMinute: number;
+  /** How long the api waits for the workflow's decision (it includes the provider's removal). */
+  decisionWaitMs?: number;
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const PROVIDER_UNAVAILABLE = 'payment provider unavailable, retry later';
+
+function idempotencyKeyOf(request: FastifyRequest): string | undefined {
+  const raw = request.headers['idempotency-key'];
+  if (raw === undefined) return undefined;
+  const key = idempotencyKeySchema.safeParse(Array.isArray(raw) ? raw[0] : raw);
+  if (!key.success) throw new HttpError(400, key.error.issues[0]!.message);
+  return key.data;
+}
+
+/**
+ * POST /v1/payouts/{id}/cancel (docs/api.md "Cancel a payout"). The payout's workflow decides between
+ * the cancel and the payment (the cancelPayout update); the api only asks and words the answer.
+ *
+ * Idempotency: a successful cancel leaves its own record, the payout FAILED `cancelled`, which never
+ * changes again. A request with an Idempotency-Key that finds its payout so answers that payout again
+ * (200, `Idempotent-Replayed: true`) instead of 409; a refused cancel changed nothing, so asking again
+ * is safe with or without a key (docs/decisions.md D12).
+ */
+export const payoutCancelRoutes: FastifyPluginAsyncZod<PayoutCancelRoutesOptions> = async (app, opts) => {
+  const authenticate = authenticatePartner(opts.db, { failuresPerMinute: opts.authFailuresPerMinute });
+  const decisionWaitMs = opts.decisionWaitMs ?? 20_000;
+
+  app.post(
+    '/v1/payouts/:id/cancel',
+    {
+      onRequest: [authenticate, rateLimit(opts.db, CREATE_BUCKET, opts.postRateLimitPerMinute)],
+      schema: {
+        summary: 'Cancel a PENDING payout',
+        params: cancelPayoutParamsSchema,
+        response: {
+          200: payoutResponseSchema,
+          400: errorBodySchema,
+          401: errorBodySchema,
+          404: errorBodySchema,
+          409: errorBodySchema,
+          429: errorBodySchema,
+          503: errorBodySchema,
+        },
+      },
+    },
+    async (request, reply) => {
+      const key = idempotencyKeyOf(request);
+      const partnerId = partnerOf(request).id;
+      const payoutId = request.params.id;
+      const stored = UUID.test(payoutId)
+        ? await findPartnerPayout(opts.db, partnerId, payoutId.toLowerCase())
+        : null;
+      if (!stored) throw new HttpError(404, 'payout not found');
+      const { workflowId, runId, ...readModel } = stored;
+
+      const answer = (payout: PayoutRecord) => {
+        if (key !== undefined && wasCancelled(payout)) {
+          return reply.code(200).header('idempotent-replayed', 'true').send(toPayoutResponse(payout));
+        }
+        throw new HttpError(409, `payout is already ${payout.status}`);
+      };
+      if (isTerminal(readModel.status)) return answer(readModel);
+
+      const handle = opts.temporal.workflow.getHandle(workflowId, runId);
+      let cancelled: PayoutRecord;
+      try {
+        cancelled = await opts.temporal.withDeadline(Date.now() + decisionWaitMs, () =>
+          handle.executeUpdate(cancelPayoutUpdate),
+        );
+      } catch (err) {
+        const refusal = err instanceof WorkflowUpdateFailedError ? err.cause : undefined;
+        if (refusal instanceof ApplicationFailure && refusal.type === PAYOUT_NOT_CANCELLABLE) {
+          // A second cancel that waited on a first one finds the payout cancelled: same answer.
+          if (refusal.message === 'payout is already FAILED') {
+            const now = await findPartnerPayout(opts.db, partnerId, readModel.id);
+            if (now && isTerminal(now.status)) return answer(now);
+          }
+          throw new HttpError(409, refusal.message);
+        }
+        if (err instanceof WorkflowNotFoundError) {
+          // The workflow closed since the read: it is final, and the read model says how.
+          const now = await findPartnerPayout(opts.db, partnerId, readModel.id);
+          if (now && isTerminal(now.status)) return answer(now);
+        }
+        request.log.warn({ err, payoutId: readModel.id }, 'cancel not decided in time');
+        throw new HttpError(503, PROVIDER_UNAVAILABLE);
+      }
+      return reply.code(200).send(toPayoutResponse(cancelled));
+    },
+  );
+};
+
+function wasCancelled(payout: PayoutRecord): boolean {
+  return payout.status === 'FAILED' && payout.failureReason === 'cancelled';
+}

@@ -147,7 +147,25 @@ async function main(): Promise<void> {
     `all payouts   ${TEMPORAL_UI_URL}/namespaces/${TEMPORAL_NAMESPACE}/workflows?query=${encodeURIComponent(`PartnerId="${final.partner_id}"`)}`,
   );
 
-  step('6. Partner lists its latest payouts (GET /v1/payouts; page on with starting_after=<last id>)');
+  step('6. A second payout the payer will not pay: the partner cancels it (POST /v1/payouts/{id}/cancel)');
+  const second = await call(`${API_URL}/v1/payouts`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-api-key': key },
+    body: JSON.stringify(body),
+  });
+  const unwanted = (await second.json()) as Payout & { error?: string };
+  if (second.status !== 201)
+    throw new DemoError(`POST answered ${second.status}: ${unwanted.error ?? JSON.stringify(unwanted)}`);
+  const cancel = await call(`${API_URL}/v1/payouts/${unwanted.id}/cancel`, {
+    method: 'POST',
+    headers: { 'x-api-key': key },
+  });
+  const cancelled = (await cancel.json()) as Payout & { error?: string };
+  if (cancel.status !== 200)
+    throw new DemoError(`cancel answered ${cancel.status}: ${cancelled.error ?? JSON.stringify(cancelled)}`);
+  line(`payout ${cancelled.id}: ${cancelled.status}; its PIX charge was removed at the provider`);
+
+  step('7. Partner lists its latest payouts (GET /v1/payouts; page on with starting_after=<last id>)');
   const listed = await call(`${API_URL}/v1/payouts?limit=5`, { headers: { 'x-api-key': key } });
   const page = (await listed.json()) as { data: Payout[]; has_more: boolean };
   if (listed.status !== 200) throw new DemoError(`GET /v1/payouts answered ${listed.status}`);

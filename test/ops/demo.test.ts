@@ -36,5 +36,9 @@ describe('demo', () => {
     expect(text).toMatch(/Done: USDT settled/);
     const id = /payout ([0-9a-f-]{36}): PENDING/.exec(text)?.[1];
     expect(text).toMatch(new RegExp(`${id}\\s+COMPLETED\\s+100\\.00 BRL`));
+    // The second payout, cancelled, shows up FAILED in the list next to the completed one.
+    const cancelled = /payout ([0-9a-f-]{36}): FAILED; its PIX charge was removed/.exec(text)?.[1];
+    expect(cancelled).toBeDefined();
+    expect(text).toMatch(new RegExp(`${cancelled}\\s+FAILED\\s+100\\.00 BRL`));
   }, 120_000);
 });

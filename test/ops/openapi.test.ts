@@ -82,6 +82,7 @@ describe('OpenAPI document', () => {
     expect(Object.keys(doc.paths).sort()).toEqual([
       '/v1/payouts',
       '/v1/payouts/{id}',
+      '/v1/payouts/{id}/cancel',
       '/v1/payouts/{id}/qr.png',
       '/v1/payouts/{id}/qr.svg',
       '/v1/quotes',
@@ -89,6 +90,7 @@ describe('OpenAPI document', () => {
     ]);
     expect(Object.keys(doc.paths['/v1/payouts']!).sort()).toEqual(['get', 'post']);
     expect(Object.keys(doc.paths['/v1/payouts/{id}']!)).toEqual(['get']);
+    expect(Object.keys(doc.paths['/v1/payouts/{id}/cancel']!)).toEqual(['post']);
     expect(Object.keys(doc.paths['/webhooks/{provider}']!)).toEqual(['post']);
   });
 
@@ -96,6 +98,7 @@ describe('OpenAPI document', () => {
     ['/v1/payouts', 'post', ['201', '400', '401', '409', '413', '415', '429', '500', '502', '503']],
     ['/v1/payouts/{id}', 'get', ['200', '401', '404', '429', '500']],
     ['/v1/payouts', 'get', ['200', '400', '401', '429', '500']],
+    ['/v1/payouts/{id}/cancel', 'post', ['200', '401', '404', '409', '429', '500', '503']],
     ['/v1/quotes', 'get', ['200', '400', '401', '429', '500', '503']],
     ['/v1/payouts/{id}/qr.svg', 'get', ['200', '304', '401', '404', '410', '429', '500']],
     ['/v1/payouts/{id}/qr.png', 'get', ['200', '304', '401', '404', '410', '429', '500']],

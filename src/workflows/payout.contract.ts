@@ -7,13 +7,6 @@ import type { PayoutRecord } from '../domain/payout';
 import type { PixKeyType } from '../domain/pix-key';
 import type { ProviderEvent } from '../domain/provider-event';
 
-/**
- * The workflow type the worker registers `payoutWorkflow` under. Clients that may import the workflow
- * only as a type start it as `WithStartWorkflowOperation<typeof payoutWorkflow>(payoutWorkflowType)`,
- * so arguments and result stay typed by the function itself.
- */
-export const payoutWorkflowType = 'payoutWorkflow';
-
 export type SettlementMode = 'provider' | 'treasury';
 
 export interface PayoutSettings {

@@ -3,9 +3,6 @@
  * from the provider and signals the payout it names.
  */
 
-/** The workflow type the worker registers `providerEventWorkflow` under (see payoutWorkflowType). */
-export const providerEventWorkflowType = 'providerEventWorkflow';
-
 export interface ProviderEventInput {
   provider: string;
   token: string;

@@ -23,11 +23,10 @@ import {
   getPayoutQuery,
   idempotentPayoutWorkflowId,
   payoutWorkflowId,
-  payoutWorkflowType,
   type PayoutSettings,
   type PayoutWorkflowInput,
 } from '../../workflows/payout.contract';
-import type { payoutWorkflow } from '../../workflows/payout.workflow';
+import { payoutWorkflow } from '../../workflows/payout.workflow';
 import { payoutSearchAttributes, payoutSummary } from '../../workflows/search-attributes';
 import { quoteMinAmount, type MinAmountDeps } from '../quotes/min-amount';
 import type { CreatePayoutBody } from './schemas';
@@ -123,7 +122,7 @@ async function startAndAwaitCharge(
   workflowId: string,
   input: PayoutWorkflowInput,
 ): Promise<PayoutRecord> {
-  const startWorkflowOperation = new WithStartWorkflowOperation<typeof payoutWorkflow>(payoutWorkflowType, {
+  const startWorkflowOperation = new WithStartWorkflowOperation(payoutWorkflow, {
     workflowId,
     taskQueue: deps.taskQueue,
     args: [input],

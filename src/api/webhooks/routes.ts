@@ -5,8 +5,8 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { Db } from '../../adapters/db/pool';
 import { isWebhookTokenRecorded, recordWebhookToken } from '../../adapters/db/webhook-tokens-repo';
 import type { Metrics } from '../../observability/metrics';
-import { providerEventWorkflowId, providerEventWorkflowType } from '../../workflows/provider-event.contract';
-import type { providerEventWorkflow } from '../../workflows/provider-event.workflow';
+import { providerEventWorkflowId } from '../../workflows/provider-event.contract';
+import { providerEventWorkflow } from '../../workflows/provider-event.workflow';
 import { errorBodySchema } from '../payouts/schemas';
 import { HttpError } from '../errors';
 import { spendRateLimitToken } from '../throttle';
@@ -105,7 +105,7 @@ export const webhookRoutes: FastifyPluginAsyncZod<WebhookRoutesOptions> = async 
       }
       let duplicate = false;
       try {
-        await opts.temporal.workflow.start<typeof providerEventWorkflow>(providerEventWorkflowType, {
+        await opts.temporal.workflow.start(providerEventWorkflow, {
           workflowId: providerEventWorkflowId(provider, tokenHash),
           taskQueue: opts.taskQueue,
           args: [{ provider, token }],

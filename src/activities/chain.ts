@@ -112,6 +112,15 @@ export function createChainActivities({
     return 'mismatch';
   };
 
+  /** A transfer that is not the payout's (wrong token, recipient or amount): logged, and final. */
+  const mismatch = (kind: 'settlement' | 'treasury', txHash: string, reason: string): 'mismatch' => {
+    logger.error({ txHash, reason }, `${kind} transfer does not match the payout`);
+    return 'mismatch';
+  };
+  /** Mined but short of its confirmations: Temporal retries the check. */
+  const notYetConfirmed = (confirmations: number) =>
+    ApplicationFailure.retryable(`transfer has ${confirmations} confirmation(s)`, 'NotYetConfirmed');
+
   return {
     /**
      * Confirmed, reverted or mismatch; a transfer not yet mined or short of confirmations throws so
@@ -144,16 +153,9 @@ export function createChainActivities({
         case 'reverted':
           return 'reverted';
         case 'mismatch':
-          logger.error(
-            { txHash: req.txHash, reason: check.reason },
-            'settlement transfer does not match the payout',
-          );
-          return 'mismatch';
+          return mismatch('settlement', req.txHash, check.reason);
         case 'pending':
-          throw ApplicationFailure.retryable(
-            `transfer has ${check.confirmations} confirmation(s)`,
-            'NotYetConfirmed',
-          );
+          throw notYetConfirmed(check.confirmations);
         case 'not_found':
           throw ApplicationFailure.retryable('transfer not yet known to the node', 'NotYetConfirmed');
       }
@@ -221,16 +223,9 @@ export function createChainActivities({
         case 'reverted':
           return check.status;
         case 'mismatch':
-          logger.error(
-            { txHash: transfer.txHash, reason: check.reason },
-            'treasury transfer does not match the payout',
-          );
-          return 'mismatch';
+          return mismatch('treasury', transfer.txHash, check.reason);
         case 'pending':
-          throw ApplicationFailure.retryable(
-            `transfer has ${check.confirmations} confirmation(s)`,
-            'NotYetConfirmed',
-          );
+          throw notYetConfirmed(check.confirmations);
         case 'not_found':
           await broadcastTreasuryTransfer(transfer);
           throw ApplicationFailure.retryable('treasury transfer broadcast again', 'NotYetConfirmed');

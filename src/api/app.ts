@@ -19,6 +19,7 @@ import { payoutRoutes } from './payouts/routes';
 import { quoteRoutes } from './quotes/routes';
 import type { RateQuote } from './quotes/min-amount';
 import { webhookRoutes } from './webhooks/routes';
+import { authenticatePartner } from './auth';
 
 export interface ApiDeps {
   config: Config;
@@ -82,6 +83,10 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
     );
   });
 
+  // One API-key check for every partner route: one failure bucket per client address, whatever the route.
+  const authenticate = authenticatePartner(deps.db, {
+    failuresPerMinute: config.AUTH_FAILURE_LIMIT_PER_MINUTE,
+  });
   await app.register(apiDocs, { publicBaseUrl: config.PUBLIC_BASE_URL });
   await app.register(payoutLogContext);
   await app.register(healthRoutes, { db: deps.db, temporal: deps.temporal });
@@ -94,7 +99,7 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
     maxAmountCentavos: parseDecimal(config.MAX_AMOUNT_BRL, 2),
     postRateLimitPerMinute: config.POST_RATE_LIMIT_PER_MINUTE,
     readRateLimitPerMinute: config.READ_RATE_LIMIT_PER_MINUTE,
-    authFailuresPerMinute: config.AUTH_FAILURE_LIMIT_PER_MINUTE,
+    authenticate,
     chargeWaitMs: 20_000,
     settings: {
       chargeExpirySeconds: config.PIX_CHARGE_EXPIRY_SECONDS,
@@ -108,18 +113,18 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
     db: deps.db,
     temporal: deps.temporal,
     postRateLimitPerMinute: config.POST_RATE_LIMIT_PER_MINUTE,
-    authFailuresPerMinute: config.AUTH_FAILURE_LIMIT_PER_MINUTE,
+    authenticate,
   });
   await app.register(payoutListRoutes, {
     db: deps.db,
     readRateLimitPerMinute: config.READ_RATE_LIMIT_PER_MINUTE,
-    authFailuresPerMinute: config.AUTH_FAILURE_LIMIT_PER_MINUTE,
+    authenticate,
   });
   await app.register(payoutQrRoutes, {
     db: deps.db,
     temporal: deps.temporal,
     readRateLimitPerMinute: config.READ_RATE_LIMIT_PER_MINUTE,
-    authFailuresPerMinute: config.AUTH_FAILURE_LIMIT_PER_MINUTE,
+    authenticate,
   });
   await app.register(quoteRoutes, {
     db: deps.db,
@@ -127,7 +132,7 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
     minAmountBuffer: config.MIN_AMOUNT_BUFFER,
     maxAmountCentavos: parseDecimal(config.MAX_AMOUNT_BRL, 2),
     readRateLimitPerMinute: config.READ_RATE_LIMIT_PER_MINUTE,
-    authFailuresPerMinute: config.AUTH_FAILURE_LIMIT_PER_MINUTE,
+    authenticate,
   });
   await app.register(webhookRoutes, {
     db: deps.db,

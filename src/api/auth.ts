@@ -39,6 +39,9 @@ export interface AuthOptions {
  *   with Retry-After, shows up in the logs, and its failures no longer get the 401 a working
  *   integration would act on.
  */
+/** The X-Api-Key check as an onRequest hook. */
+export type Authenticate = ReturnType<typeof authenticatePartner>;
+
 export function authenticatePartner(db: Db, opts: AuthOptions) {
   const refuse = async (request: FastifyRequest, message: string): Promise<never> => {
     try {

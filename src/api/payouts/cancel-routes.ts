@@ -6,7 +6,7 @@ import { findPartnerPayout } from '../../adapters/db/payouts-repo';
 import type { Db } from '../../adapters/db/pool';
 import { isTerminal, toPayoutResponse, type PayoutRecord } from '../../domain/payout';
 import { cancelPayoutUpdate, PAYOUT_NOT_CANCELLABLE } from '../../workflows/payout.contract';
-import { authenticatePartner, partnerOf } from '../auth';
+import { partnerOf, type Authenticate } from '../auth';
 import { HttpError } from '../errors';
 import { CREATE_BUCKET, rateLimit } from '../rate-limit';
 import { cancelPayoutParamsSchema } from './cancel-schemas';
@@ -16,7 +16,8 @@ export interface PayoutCancelRoutesOptions {
   db: Db;
   temporal: Client;
   postRateLimitPerMinute: number;
-  authFailuresPerMinute: number;
+  /** The one X-Api-Key check of the api (built once in app.ts). */
+  authenticate: Authenticate;
   /** How long the api waits for the workflow's decision (it includes the provider's removal). */
   decisionWaitMs?: number;
 }
@@ -42,7 +43,7 @@ function idempotencyKeyOf(request: FastifyRequest): string | undefined {
  * is safe with or without a key (docs/decisions.md D12).
  */
 export const payoutCancelRoutes: FastifyPluginAsyncZod<PayoutCancelRoutesOptions> = async (app, opts) => {
-  const authenticate = authenticatePartner(opts.db, { failuresPerMinute: opts.authFailuresPerMinute });
+  const authenticate = opts.authenticate;
   const decisionWaitMs = opts.decisionWaitMs ?? 20_000;
 
   app.post(

@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { listPartnerPayouts } from '../../adapters/db/payouts-repo';
 import type { Db } from '../../adapters/db/pool';
 import { toPayoutResponse } from '../../domain/payout';
-import { authenticatePartner, partnerOf } from '../auth';
+import { partnerOf, type Authenticate } from '../auth';
 import { HttpError } from '../errors';
 import { rateLimit, READ_BUCKET } from '../rate-limit';
 import {
@@ -16,7 +16,8 @@ import { errorBodySchema } from './schemas';
 export interface PayoutListRoutesOptions {
   db: Db;
   readRateLimitPerMinute: number;
-  authFailuresPerMinute: number;
+  /** The one X-Api-Key check of the api (built once in app.ts). */
+  authenticate: Authenticate;
 }
 
 /**
@@ -28,10 +29,7 @@ export const payoutListRoutes: FastifyPluginAsyncZod<PayoutListRoutesOptions> = 
   app.get(
     '/v1/payouts',
     {
-      onRequest: [
-        authenticatePartner(opts.db, { failuresPerMinute: opts.authFailuresPerMinute }),
-        rateLimit(opts.db, READ_BUCKET, opts.readRateLimitPerMinute),
-      ],
+      onRequest: [opts.authenticate, rateLimit(opts.db, READ_BUCKET, opts.readRateLimitPerMinute)],
       schema: {
         summary: 'List payouts',
         querystring: listPayoutsQuerySchema,

@@ -2,7 +2,7 @@ import type { Client } from '@temporalio/client';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { Db } from '../../adapters/db/pool';
-import { authenticatePartner, partnerOf } from '../auth';
+import { partnerOf, type Authenticate } from '../auth';
 import { HttpError } from '../errors';
 import { rateLimit, READ_BUCKET } from '../rate-limit';
 import { loadPartnerPayout } from './load-payout';
@@ -13,7 +13,8 @@ export interface PayoutQrRoutesOptions {
   db: Db;
   temporal: Client;
   readRateLimitPerMinute: number;
-  authFailuresPerMinute: number;
+  /** The one X-Api-Key check of the api (built once in app.ts). */
+  authenticate: Authenticate;
 }
 
 /**
@@ -39,7 +40,7 @@ function ifNoneMatch(request: FastifyRequest, etag: string): boolean {
  * a refund case).
  */
 export const payoutQrRoutes: FastifyPluginAsyncZod<PayoutQrRoutesOptions> = async (app, opts) => {
-  const authenticate = authenticatePartner(opts.db, { failuresPerMinute: opts.authFailuresPerMinute });
+  const authenticate = opts.authenticate;
   const limit = rateLimit(opts.db, READ_BUCKET, opts.readRateLimitPerMinute);
   const render = cachedQrRenderer();
 

@@ -3,7 +3,7 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { Db } from '../../adapters/db/pool';
 import { findRecordedKey } from '../../adapters/db/idempotency-repo';
 import { toPayoutResponse } from '../../domain/payout';
-import { authenticatePartner, partnerOf } from '../auth';
+import { partnerOf, type Authenticate } from '../auth';
 import { HttpError } from '../errors';
 import { CREATE_BUCKET, rateLimit, READ_BUCKET } from '../rate-limit';
 import { createPayout, type CreatePayoutDeps } from './create-payout';
@@ -22,7 +22,8 @@ export interface PayoutRoutesOptions extends CreatePayoutDeps {
   maxAmountCentavos: bigint;
   postRateLimitPerMinute: number;
   readRateLimitPerMinute: number;
-  authFailuresPerMinute: number;
+  /** The one X-Api-Key check of the api (built once in app.ts). */
+  authenticate: Authenticate;
 }
 
 const errorResponses = {
@@ -45,7 +46,7 @@ function idempotencyKeyOf(request: FastifyRequest): string | undefined {
 
 /** POST /v1/payouts and GET /v1/payouts/{id} (docs/api.md). */
 export const payoutRoutes: FastifyPluginAsyncZod<PayoutRoutesOptions> = async (app, opts) => {
-  const authenticate = authenticatePartner(opts.db, { failuresPerMinute: opts.authFailuresPerMinute });
+  const authenticate = opts.authenticate;
   const loadDeps = { db: opts.db, temporal: opts.temporal };
   parseJsonWithExactAmount(app);
 

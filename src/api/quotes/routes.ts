@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { Db } from '../../adapters/db/pool';
 import { centavosToNumber, usdtUnitsToNumber } from '../../domain/money';
-import { authenticatePartner } from '../auth';
+import type { Authenticate } from '../auth';
 import { errorBodySchema } from '../payouts/schemas';
 import { rateLimit, READ_BUCKET } from '../rate-limit';
 import { quoteMinAmount, type MinAmountDeps } from './min-amount';
@@ -11,7 +11,8 @@ export interface QuoteRoutesOptions extends MinAmountDeps {
   db: Db;
   maxAmountCentavos: bigint;
   readRateLimitPerMinute: number;
-  authFailuresPerMinute: number;
+  /** The one X-Api-Key check of the api (built once in app.ts). */
+  authenticate: Authenticate;
 }
 
 /**
@@ -23,10 +24,7 @@ export const quoteRoutes: FastifyPluginAsyncZod<QuoteRoutesOptions> = async (app
   app.get(
     '/v1/quotes',
     {
-      onRequest: [
-        authenticatePartner(opts.db, { failuresPerMinute: opts.authFailuresPerMinute }),
-        rateLimit(opts.db, READ_BUCKET, opts.readRateLimitPerMinute),
-      ],
+      onRequest: [opts.authenticate, rateLimit(opts.db, READ_BUCKET, opts.readRateLimitPerMinute)],
       schema: {
         summary: 'Preview a quote',
         querystring: quoteQuerySchema(opts.maxAmountCentavos),

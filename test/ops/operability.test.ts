@@ -284,7 +284,9 @@ describe('api and worker processes: metrics, alert rules, logs, encrypted payloa
       /http_request_duration_seconds_bucket\{le="[^"]+",method="GET",route="\/v1\/payouts\/:id",status_code="200"\}/,
     );
     expect(apiText).toMatch(/webhook_deliveries_total\{provider="sandbox",outcome="received"\} 1/);
-    expect(apiText).toMatch(/payouts_open\{status="PROCESSING"\} 0/);
+    // The gauge reads the read model, which every test file shares: the series must be there, its
+    // value depends on what other files have in flight.
+    expect(apiText).toMatch(/payouts_open\{status="PROCESSING"\} \d+/);
     expect(apiText).toMatch(/provider_call_duration_seconds_count\{operation="getQuote",outcome="ok"\}/);
     expect(workerText).toMatch(/payout_transitions_total\{status="COMPLETED"\} 1/);
     expect(workerText).toMatch(

@@ -501,7 +501,8 @@ describe('OpenAPI contract fuzzing against the running api', () => {
             createdIds.push((res.json as { id: string }).id);
           checkResponse(method, op, req, res);
         }),
-        { numRuns: RUNS[name], seed: Number(process.env.FUZZ_SEED ?? Date.now() % 2 ** 31) },
+        // A fixed seed by default, so CI is repeatable: FUZZ_SEED explores others.
+        { numRuns: RUNS[name], seed: Number(process.env.FUZZ_SEED ?? 1) },
       );
       expect([...seen].sort()).toEqual(expect.arrayContaining(MUST_SEE[name]!));
       expect(problems).toEqual([]);

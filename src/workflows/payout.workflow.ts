@@ -6,8 +6,10 @@ import {
   log,
   patched,
   proxyActivities,
+  proxyLocalActivities,
   setHandler,
   sleep,
+  TimeoutFailure,
   workflowInfo,
 } from '@temporalio/workflow';
 import type {
@@ -58,6 +60,20 @@ const bookkeeping =
     >
   >(BOOKKEEPING);
 const charging = proxyActivities<Pick<ProviderActivities, 'createPixCharge'>>(CHARGE_CREATION);
+/**
+ * The steps POST waits for, as local activities: they run in the worker within the workflow task
+ * that asks for them, so the PENDING writes and the charge cost their own round trip each instead of
+ * a trip through the server (schedule, dispatch to a poller, complete, new workflow task), and the
+ * first workflow task answers the update. Only PENDING writes go this way: a local activity's write
+ * happens before the workflow task that decided it is recorded, and a task that runs again (its
+ * worker died) may decide otherwise with what arrived meanwhile. A PENDING row is superseded by
+ * whatever comes next; COMPLETED and FAILED never change and are answered from the read model alone,
+ * so they stay remote activities, written only once decided. The charge is idempotent by external
+ * id at the provider: a repeated attempt returns the same charge.
+ */
+const pendingBookkeeping =
+  proxyLocalActivities<Pick<PayoutBookkeepingActivities, 'recordPayout'>>(BOOKKEEPING);
+const localCharging = proxyLocalActivities<Pick<ProviderActivities, 'createPixCharge'>>(CHARGE_CREATION);
 const reconciling =
   proxyActivities<Pick<ProviderActivities, 'fetchChargeStatus' | 'cancelPixCharge'>>(CHARGE_RECONCILIATION);
 const treasury =
@@ -73,6 +89,7 @@ const RECONCILE_AT_EXPIRY = 'reconcile-charge-at-expiry';
 const REFUND_FAILED_PAID_PAYOUT = 'refund-failed-paid-payout';
 const REFUNDS_WHILE_RUNNING = 'refunds-while-running';
 const NO_CALLBACK_FOR_UNSEEN_PAYOUT = 'no-callback-for-unseen-payout';
+const LOCAL_BOOKKEEPING_AND_CHARGE = 'local-bookkeeping-and-charge';
 
 /**
  * A settlement the provider reported as completed gets at least this long to reach its
@@ -127,6 +144,8 @@ class PayoutProcess {
   private cancelling = false;
   /** The wait for the payment is over (paid, or expired and being reconciled): no cancel can win any more. */
   private expiryReached = false;
+  /** PENDING writes and the charge run as local activities (runs started before keep remote ones). */
+  private localPendingSteps = false;
 
   constructor(input: PayoutWorkflowInput) {
     this.settings = input.settings;
@@ -165,13 +184,16 @@ class PayoutProcess {
     // Runs from before the desk opened refund cases only once the payout had ended.
     this.refundsWhileRunning = patched(REFUNDS_WHILE_RUNNING);
     this.refundDesk = this.runRefundDesk();
+    this.localPendingSteps = patched(LOCAL_BOOKKEEPING_AND_CHARGE);
+    // As a local activity this write costs POST one database round trip, not a workflow task.
     await this.save(this.record);
   }
 
   /** The PIX charge the payer pays; false when the provider could not create it (FAILED). */
   async createCharge(): Promise<boolean> {
     try {
-      const charge = await charging.createPixCharge({
+      const charger = this.localPendingSteps ? localCharging : charging;
+      const charge = await charger.createPixCharge({
         payoutId: this.record.id,
         amountCentavos: this.record.amountCentavos,
         pixKey: this.record.pixKey,
@@ -182,7 +204,7 @@ class PayoutProcess {
         amend(this.record, now(), { pixCopyPaste: charge.pixCopyPaste, providerChargeId: charge.chargeId }),
       );
     } catch (err) {
-      if (!(err instanceof ActivityFailure)) throw err;
+      if (!isActivityError(err)) throw err;
       await this.fail('charge_creation_failed');
       return false;
     }
@@ -588,7 +610,8 @@ class PayoutProcess {
     const ended = isTerminal(next.status) && !isTerminal(this.record.status);
     this.record = next;
     upsertPayoutSearchAttributes(this.record);
-    await bookkeeping.recordPayout(this.record, workflowInfo().workflowId, workflowInfo().runId);
+    const writer = this.localPendingSteps && next.status === 'PENDING' ? pendingBookkeeping : bookkeeping;
+    await writer.recordPayout(this.record, workflowInfo().workflowId, workflowInfo().runId);
     if (!ended) return;
     // A payout whose charge could not be created was answered 502: the partner never saw its id, so
     // it gets no callback either.
@@ -621,6 +644,14 @@ function untilDeadline(deadline: number) {
   return proxyActivities<
     Pick<ProviderActivities, 'requestSettlement'> & Pick<ChainActivities, 'verifyUsdtTransfer'>
   >(untilDeadlineOptions(deadline - Date.now()));
+}
+
+/**
+ * An activity gave up: a remote one's failure arrives wrapped in ActivityFailure, a local one's as
+ * its cause (ApplicationFailure, or TimeoutFailure when it ran out of time).
+ */
+function isActivityError(err: unknown): boolean {
+  return err instanceof ActivityFailure || err instanceof ApplicationFailure || err instanceof TimeoutFailure;
 }
 
 /** A refusal the activity marked as final, as opposed to running out of time or attempts. */

@@ -6,7 +6,8 @@ import type { PayoutActivities } from '../../src/activities';
 import type { PayoutRecord } from '../../src/domain/payout';
 import type { ProviderEvent } from '../../src/domain/provider-event';
 import type { PayoutSettings, PayoutWorkflowInput } from '../../src/workflows/payout.contract';
-import { getPayoutQuery } from '../../src/workflows/payout.contract';
+import { getPayoutQuery, payoutWorkflowId } from '../../src/workflows/payout.contract';
+import { payoutWorkflow } from '../../src/workflows/payout.workflow';
 
 /**
  * Workflow unit tests run the real workflow code on Temporal's time-skipping test server; only the
@@ -167,6 +168,27 @@ export function isolatedBundle(): Promise<WorkflowBundleWithSourceMap> {
   return isolated;
 }
 
+type PayoutHandle = Awaited<ReturnType<TestWorkflowEnvironment['client']['workflow']['start']>>;
+const startedOn = new Map<string, PayoutHandle[]>();
+
+/**
+ * Starts a payout workflow on `taskQueue` (a withWorker queue); withWorker ends it if the test left
+ * it running.
+ */
+export async function startPayout(
+  env: TestWorkflowEnvironment,
+  taskQueue: string,
+  input: PayoutWorkflowInput,
+): Promise<PayoutHandle> {
+  const handle = await env.client.workflow.start(payoutWorkflow, {
+    workflowId: payoutWorkflowId(input.payoutId),
+    taskQueue,
+    args: [input],
+  });
+  startedOn.get(taskQueue)?.push(handle);
+  return handle;
+}
+
 /** Runs `fn` with a worker on a fresh task queue, serving the real workflows and `activities`. */
 export async function withWorker<T>(
   env: TestWorkflowEnvironment,
@@ -182,7 +204,29 @@ export async function withWorker<T>(
     workflowBundle: await (opts.children ? testBundle() : isolatedBundle()),
     activities,
   });
-  return worker.runUntil(fn(taskQueue));
+  startedOn.set(taskQueue, []);
+  return worker.runUntil(async () => {
+    try {
+      return await fn(taskQueue);
+    } finally {
+      await terminateLeftRunning(startedOn.get(taskQueue) ?? []);
+      startedOn.delete(taskQueue);
+    }
+  });
+}
+
+/**
+ * Ends the payouts a test left running, while their worker still polls. Left alone, a payout whose
+ * worker is gone holds the time-skipping test server's clock for every later test: when a query
+ * arrives while a workflow task runs (local activities keep one open), the server schedules another
+ * workflow task to answer it; with no worker, that task times out and is rescheduled forever, and
+ * the server does not skip time while a workflow task is outstanding.
+ */
+async function terminateLeftRunning(handles: PayoutHandle[]): Promise<void> {
+  for (const handle of handles) {
+    const { status } = await handle.describe();
+    if (status.name === 'RUNNING') await handle.terminate('test over');
+  }
 }
 
 /**

@@ -4,10 +4,8 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import {
   cancelPayoutUpdate,
   PAYOUT_NOT_CANCELLABLE,
-  payoutWorkflowId,
   providerEventSignal,
 } from '../../src/workflows/payout.contract';
-import { payoutWorkflow } from '../../src/workflows/payout.workflow';
 import { createTimeSkippingEnv } from '../support/temporal';
 import {
   fakeActivities,
@@ -17,6 +15,7 @@ import {
   pixReceived,
   settlementCompleted,
   waitForPayout,
+  startPayout,
   withWorker,
 } from './harness';
 
@@ -33,11 +32,7 @@ describe('payoutWorkflow cancelPayout update', () => {
 
   async function start(taskQueue: string) {
     const input = payoutInput();
-    const handle = await env.client.workflow.start(payoutWorkflow, {
-      workflowId: payoutWorkflowId(input.payoutId),
-      taskQueue,
-      args: [input],
-    });
+    const handle = await startPayout(env, taskQueue, input);
     await waitForPayout(handle, (p) => p.providerChargeId !== undefined);
     return { handle, input };
   }

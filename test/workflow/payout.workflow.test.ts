@@ -4,12 +4,10 @@ import { toPayoutResponse, type PayoutRecord } from '../../src/domain/payout';
 import type { ProviderEvent } from '../../src/domain/provider-event';
 import {
   getPayoutQuery,
-  payoutWorkflowId,
   providerEventSignal,
   type PayoutSettings,
   type PayoutWorkflowInput,
 } from '../../src/workflows/payout.contract';
-import { payoutWorkflow } from '../../src/workflows/payout.workflow';
 import { createTimeSkippingEnv } from '../support/temporal';
 import {
   fakeActivities,
@@ -23,6 +21,7 @@ import {
   TREASURY_TX_HASH,
   TX_HASH,
   waitForPayout,
+  startPayout,
   withWorker,
 } from './harness';
 
@@ -47,12 +46,7 @@ describe('payoutWorkflow (time-skipping)', () => {
   ): Promise<T> {
     return withWorker(env, fake.activities, async (taskQueue) => {
       const input = payoutInput(settings);
-      const handle = await env.client.workflow.start(payoutWorkflow, {
-        workflowId: payoutWorkflowId(input.payoutId),
-        taskQueue,
-        args: [input],
-      });
-      return fn(handle, input);
+      return fn(await startPayout(env, taskQueue, input), input);
     });
   }
   type Handle = Awaited<ReturnType<TestWorkflowEnvironment['client']['workflow']['start']>>;
@@ -96,6 +90,44 @@ describe('payoutWorkflow (time-skipping)', () => {
     });
     const done = await run(fake, {}, (h) => result(h));
     expect(done).toMatchObject({ status: 'FAILED', failureReason: 'charge_creation_failed' });
+  });
+
+  it('answers POST from its first workflow task: the PENDING writes and the charge are local activities', async () => {
+    const fake = fakeActivities();
+    // Waits on the history, not by polling the query as the other tests do: on this test server a
+    // query that arrives while a workflow task runs makes the server schedule another one.
+    const events = await run(fake, {}, async (h) => {
+      const deadline = Date.now() + 10_000;
+      for (;;) {
+        const history = (await h.fetchHistory()).events ?? [];
+        if (history.some((e) => e.timerStartedEventAttributes)) return history;
+        if (Date.now() > deadline) throw new Error('the expiry timer never started');
+        await new Promise((r) => setTimeout(r, 25));
+      }
+    });
+    // No trip through the server for a step before the charge is known: the first workflow task's
+    // completion records all three steps (PENDING, charge, PENDING with the charge) as local-activity
+    // markers and starts the expiry timer; no activity task at all.
+    const firstDone = events.findIndex((e) => e.workflowTaskCompletedEventAttributes);
+    const nextTask = events.findIndex((e, i) => i > firstDone && e.workflowTaskScheduledEventAttributes);
+    const decided = events.slice(firstDone + 1, nextTask === -1 ? undefined : nextTask);
+    const markers = decided.flatMap((e) => e.markerRecordedEventAttributes?.markerName ?? []);
+    expect(markers.filter((m) => m === 'core_local_activity')).toHaveLength(3);
+    expect(decided.filter((e) => e.timerStartedEventAttributes)).toHaveLength(1);
+    expect(events.filter((e) => e.activityTaskScheduledEventAttributes)).toHaveLength(0);
+    expect(fake.savedStatuses()).toEqual(['PENDING', 'PENDING']);
+    expect(fake.callsOf('createPixCharge')).toHaveLength(1);
+  });
+
+  it('fails the payout when the charge (a local activity) is refused, with PENDING written before FAILED', async () => {
+    const fake = fakeActivities({
+      createPixCharge: async () => {
+        throw ApplicationFailure.nonRetryable('invalid pix key', 'ProviderRejected');
+      },
+    });
+    const done = await run(fake, {}, (h) => result(h));
+    expect(done).toMatchObject({ status: 'FAILED', failureReason: 'charge_creation_failed' });
+    expect(fake.savedStatuses()).toEqual(['PENDING', 'FAILED']);
   });
 
   it('moves PENDING -> PROCESSING on pix.received, keeping paid_at for later', async () => {

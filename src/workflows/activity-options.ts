@@ -2,7 +2,7 @@
  * Every activity option set of the workflows, named once: how long an attempt may take, how it is
  * retried, and what ends the retries. Workflows pick a set per kind of step.
  */
-import type { ActivityOptions } from '@temporalio/workflow';
+import type { ActivityOptions, LocalActivityOptions } from '@temporalio/workflow';
 
 /** Quick bookkeeping (read model, refund cases, alerts): retried until the database answers. */
 export const BOOKKEEPING: ActivityOptions = {
@@ -64,6 +64,12 @@ export const TREASURY_TRANSFER: ActivityOptions = {
   },
 };
 
+/** One try, no retry: the caller decides what follows a failure. */
+export const SINGLE_LOCAL_ATTEMPT: ActivityOptions = {
+  startToCloseTimeout: '30 seconds',
+  retry: { maximumAttempts: 1 },
+};
+
 /**
  * Settlement steps bounded by the settlement deadline (the provider's settlement request, on-chain
  * verification): when it passes, Temporal stops retrying them.
@@ -91,3 +97,15 @@ export const CALLBACK_POST: ActivityOptions = {
   startToCloseTimeout: '1 minute',
   retry: { initialInterval: '1 second', maximumInterval: '10 seconds', maximumAttempts: 3 },
 };
+
+/**
+ * The same options for a step run as a local activity. Its first attempt runs at once in the worker;
+ * every retry after a backoff longer than a second waits on a durable timer instead of in the
+ * worker's memory (the SDK's default keeps backoffs up to a minute in memory), so a retried step is
+ * visible in the history, survives a worker restart, and passes in time-skipping tests like a remote
+ * activity's retry.
+ */
+export function asLocal(options: ActivityOptions): LocalActivityOptions {
+  const { startToCloseTimeout, scheduleToCloseTimeout, retry } = options;
+  return { startToCloseTimeout, scheduleToCloseTimeout, retry, localRetryThreshold: '1 second' };
+}

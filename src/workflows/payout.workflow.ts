@@ -9,7 +9,6 @@ import {
   proxyLocalActivities,
   setHandler,
   sleep,
-  TimeoutFailure,
   workflowInfo,
 } from '@temporalio/workflow';
 import type {
@@ -20,9 +19,11 @@ import type {
   RefundKind,
 } from '../activities';
 import {
+  asLocal,
   BOOKKEEPING,
   CHARGE_CREATION,
   CHARGE_RECONCILIATION,
+  SINGLE_LOCAL_ATTEMPT,
   TREASURY_TRANSFER,
   untilDeadlineOptions,
 } from './activity-options';
@@ -47,6 +48,7 @@ import {
   type PayoutSettings,
   type PayoutWorkflowInput,
 } from './payout.contract';
+import { isActivityError, isRefusal } from './activity-errors';
 
 const bookkeeping =
   proxyActivities<
@@ -61,19 +63,26 @@ const bookkeeping =
   >(BOOKKEEPING);
 const charging = proxyActivities<Pick<ProviderActivities, 'createPixCharge'>>(CHARGE_CREATION);
 /**
- * The steps POST waits for, as local activities: they run in the worker within the workflow task
- * that asks for them, so the PENDING writes and the charge cost their own round trip each instead of
- * a trip through the server (schedule, dispatch to a poller, complete, new workflow task), and the
- * first workflow task answers the update. Only PENDING writes go this way: a local activity's write
- * happens before the workflow task that decided it is recorded, and a task that runs again (its
- * worker died) may decide otherwise with what arrived meanwhile. A PENDING row is superseded by
- * whatever comes next; COMPLETED and FAILED never change and are answered from the read model alone,
- * so they stay remote activities, written only once decided. The charge is idempotent by external
- * id at the provider: a repeated attempt returns the same charge.
+ * The quick steps on the payout's critical path, as local activities: they run in the worker within
+ * the workflow task that asks for them, so each costs its own round trip instead of a trip through
+ * the server (schedule, dispatch to a poller, complete, new workflow task). POST is answered from the
+ * first workflow task (PENDING writes, the charge), and a payment is turned into a settlement request
+ * in one (PROCESSING write, the request), and a settlement report into COMPLETED in one.
+ *
+ * Only interim writes (PENDING, PROCESSING) go this way: a local activity's write happens before the
+ * workflow task that decided it is recorded, and a task that runs again (its worker died) may decide
+ * otherwise with what arrived meanwhile. An interim row is superseded by whatever comes next;
+ * COMPLETED and FAILED never change and are answered from the read model alone, so they stay remote
+ * activities, written only once decided. The provider calls are idempotent by external id (a
+ * repeated charge or settlement request returns the first one), and the on-chain check is a read
+ * whose transfer claim is keyed by the payout.
  */
-const pendingBookkeeping =
-  proxyLocalActivities<Pick<PayoutBookkeepingActivities, 'recordPayout'>>(BOOKKEEPING);
-const localCharging = proxyLocalActivities<Pick<ProviderActivities, 'createPixCharge'>>(CHARGE_CREATION);
+const localBookkeeping = proxyLocalActivities<Pick<PayoutBookkeepingActivities, 'recordPayout'>>(
+  asLocal(BOOKKEEPING),
+);
+const localCharging = proxyLocalActivities<Pick<ProviderActivities, 'createPixCharge'>>(
+  asLocal(CHARGE_CREATION),
+);
 const reconciling =
   proxyActivities<Pick<ProviderActivities, 'fetchChargeStatus' | 'cancelPixCharge'>>(CHARGE_RECONCILIATION);
 const treasury =
@@ -90,6 +99,7 @@ const REFUND_FAILED_PAID_PAYOUT = 'refund-failed-paid-payout';
 const REFUNDS_WHILE_RUNNING = 'refunds-while-running';
 const NO_CALLBACK_FOR_UNSEEN_PAYOUT = 'no-callback-for-unseen-payout';
 const LOCAL_BOOKKEEPING_AND_CHARGE = 'local-bookkeeping-and-charge';
+const LOCAL_SETTLEMENT_STEPS = 'local-settlement-steps';
 
 /**
  * A settlement the provider reported as completed gets at least this long to reach its
@@ -146,6 +156,8 @@ class PayoutProcess {
   private expiryReached = false;
   /** PENDING writes and the charge run as local activities (runs started before keep remote ones). */
   private localPendingSteps = false;
+  /** So do the PROCESSING write, the settlement request and the on-chain check. */
+  private localSettlementSteps = false;
 
   constructor(input: PayoutWorkflowInput) {
     this.settings = input.settings;
@@ -185,6 +197,7 @@ class PayoutProcess {
     this.refundsWhileRunning = patched(REFUNDS_WHILE_RUNNING);
     this.refundDesk = this.runRefundDesk();
     this.localPendingSteps = patched(LOCAL_BOOKKEEPING_AND_CHARGE);
+    this.localSettlementSteps = patched(LOCAL_SETTLEMENT_STEPS);
     // As a local activity this write costs POST one database round trip, not a workflow task.
     await this.save(this.record);
   }
@@ -336,14 +349,16 @@ class PayoutProcess {
     const { record: payout, settings } = this;
     const deadline = Date.now() + settings.settlementTimeoutSeconds * 1000;
     try {
-      await untilDeadline(deadline).requestSettlement({
-        payoutId: payout.id,
-        chargeId: payout.providerChargeId!,
-        receiverWallet: payout.receiverWallet,
-        chainId: settings.chainId,
-      });
+      await locallyFirst(this.localSettlementSteps, deadline, (a) =>
+        a.requestSettlement({
+          payoutId: payout.id,
+          chargeId: payout.providerChargeId!,
+          receiverWallet: payout.receiverWallet,
+          chainId: settings.chainId,
+        }),
+      );
     } catch (err) {
-      if (!(err instanceof ActivityFailure)) throw err;
+      if (!isActivityError(err)) throw err;
       // The provider refused: it will send nothing. Merely running out of time is different: an
       // attempt whose answer was lost may have been accepted, so a settlement event may still come.
       if (isRefusal(err)) return this.fail('settlement_request_failed');
@@ -378,17 +393,19 @@ class PayoutProcess {
     deadline: number,
   ): Promise<'confirmed' | 'transfer_reverted' | 'transfer_mismatch' | 'settlement_timeout'> {
     try {
-      const check = await untilDeadline(deadline).verifyUsdtTransfer({
-        payoutId: this.record.id,
-        txHash,
-        to: this.record.receiverWallet,
-        amountUnits,
-        minConfirmations: this.settings.settlementConfirmations,
-      });
+      const check = await locallyFirst(this.localSettlementSteps, deadline, (a) =>
+        a.verifyUsdtTransfer({
+          payoutId: this.record.id,
+          txHash,
+          to: this.record.receiverWallet,
+          amountUnits,
+          minConfirmations: this.settings.settlementConfirmations,
+        }),
+      );
       return check === 'confirmed' ? check : toFailure(check);
     } catch (err) {
       // Not mined, or not deep enough, by the deadline (the activity retries everything else).
-      if (err instanceof ActivityFailure) return 'settlement_timeout';
+      if (isActivityError(err)) return 'settlement_timeout';
       throw err;
     }
   }
@@ -610,7 +627,10 @@ class PayoutProcess {
     const ended = isTerminal(next.status) && !isTerminal(this.record.status);
     this.record = next;
     upsertPayoutSearchAttributes(this.record);
-    const writer = this.localPendingSteps && next.status === 'PENDING' ? pendingBookkeeping : bookkeeping;
+    const interim =
+      (this.localPendingSteps && next.status === 'PENDING') ||
+      (this.localSettlementSteps && next.status === 'PROCESSING');
+    const writer = interim ? localBookkeeping : bookkeeping;
     await writer.recordPayout(this.record, workflowInfo().workflowId, workflowInfo().runId);
     if (!ended) return;
     // A payout whose charge could not be created was answered 502: the partner never saw its id, so
@@ -639,28 +659,35 @@ function isAmountOf(payout: PayoutRecord, amountBrl: string): boolean {
   }
 }
 
+type DeadlineBoundActivities = Pick<ProviderActivities, 'requestSettlement'> &
+  Pick<ChainActivities, 'verifyUsdtTransfer'>;
+
 /** Activities bounded by the settlement deadline: when it passes, Temporal stops retrying them. */
 function untilDeadline(deadline: number) {
-  return proxyActivities<
-    Pick<ProviderActivities, 'requestSettlement'> & Pick<ChainActivities, 'verifyUsdtTransfer'>
-  >(untilDeadlineOptions(deadline - Date.now()));
+  return proxyActivities<DeadlineBoundActivities>(untilDeadlineOptions(deadline - Date.now()));
 }
 
 /**
- * An activity gave up: a remote one's failure arrives wrapped in ActivityFailure, a local one's as
- * its cause (ApplicationFailure, or TimeoutFailure when it ran out of time).
+ * One attempt as a local activity, the fast path when the provider or the chain answers at once.
+ * Its retries are remote activities: the server keeps their deadline on workflow time, where a local
+ * activity's schedule-to-close runs on the worker's clock.
  */
-function isActivityError(err: unknown): boolean {
-  return err instanceof ActivityFailure || err instanceof ApplicationFailure || err instanceof TimeoutFailure;
-}
+const onceLocally = proxyLocalActivities<DeadlineBoundActivities>(asLocal(SINGLE_LOCAL_ATTEMPT));
 
-/** A refusal the activity marked as final, as opposed to running out of time or attempts. */
-function isRefusal(err: ActivityFailure): boolean {
-  const cause = err.cause;
-  return (
-    cause instanceof ApplicationFailure &&
-    (cause.nonRetryable || cause.type === 'ProviderRejected' || cause.type === 'ChainRejected')
-  );
+/** `step` once locally (when this run does so), then remotely until the deadline unless refused. */
+async function locallyFirst<T>(
+  local: boolean,
+  deadline: number,
+  step: (activities: DeadlineBoundActivities) => Promise<T>,
+): Promise<T> {
+  if (local) {
+    try {
+      return await step(onceLocally);
+    } catch (err) {
+      if (!isActivityError(err) || isRefusal(err)) throw err;
+    }
+  }
+  return step(untilDeadline(deadline));
 }
 
 type Settlement = Extract<ProviderEvent, { type: 'settlement.completed' | 'settlement.failed' }>;

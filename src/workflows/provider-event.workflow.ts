@@ -1,22 +1,44 @@
 import {
-  ActivityFailure,
   getExternalWorkflowHandle,
   log,
+  patched,
   proxyActivities,
+  proxyLocalActivities,
   sleep,
 } from '@temporalio/workflow';
+import { isActivityError } from './activity-errors';
 import type { PayoutBookkeepingActivities, ProviderActivities } from '../activities';
-import { BOOKKEEPING, NOTIFICATION_FETCH } from './activity-options';
+import { asLocal, BOOKKEEPING, NOTIFICATION_FETCH } from './activity-options';
 import type { ProviderEvent } from '../domain/provider-event';
 import { providerEventSignal } from './payout.contract';
 import type { ProviderEventInput, ProviderEventOutcome } from './provider-event.contract';
 import { isUuid } from '../domain/ids';
 
-const fetching = proxyActivities<Pick<ProviderActivities, 'fetchProviderEvent'>>(NOTIFICATION_FETCH);
+type Lookups = Pick<ProviderActivities, 'fetchProviderEvent'> &
+  Pick<PayoutBookkeepingActivities, 'findPayoutWorkflow'>;
+
+/**
+ * The two reads between a webhook and its signal (the event from the provider, the payout's workflow
+ * from the read model), as local activities: they run in the worker within the workflow task, so a
+ * webhook reaches its payout in one workflow task instead of three. Both are reads; running one again
+ * changes nothing. Runs started before keep the remote activities they were started with.
+ */
+function lookups(local: boolean): Lookups {
+  if (!local) {
+    const { fetchProviderEvent } = proxyActivities<Lookups>(NOTIFICATION_FETCH);
+    const { findPayoutWorkflow } = proxyActivities<Lookups>(BOOKKEEPING);
+    return { fetchProviderEvent, findPayoutWorkflow };
+  }
+  const { fetchProviderEvent } = proxyLocalActivities<Lookups>(asLocal(NOTIFICATION_FETCH));
+  const { findPayoutWorkflow } = proxyLocalActivities<Lookups>(asLocal(BOOKKEEPING));
+  return { fetchProviderEvent, findPayoutWorkflow };
+}
 const bookkeeping =
   proxyActivities<
     Pick<PayoutBookkeepingActivities, 'findPayoutWorkflow' | 'recordLatePayment' | 'alertLateSettlement'>
   >(BOOKKEEPING);
+/** Patch id: the lookups became local activities. */
+const LOCAL_LOOKUPS = 'local-event-lookups';
 
 /**
  * How long an event for a payout id we have no read-model row for is retried before it is given up
@@ -40,12 +62,13 @@ const UNKNOWN_TOKEN_RETRY_DELAYS = ['5 seconds', '10 seconds', '15 seconds', '30
  * applies it at most once (it de-duplicates on the event id as well).
  */
 export async function providerEventWorkflow(input: ProviderEventInput): Promise<ProviderEventOutcome> {
+  const read = lookups(patched(LOCAL_LOOKUPS));
   let event: ProviderEvent | null = null;
   for (const delay of [...UNKNOWN_TOKEN_RETRY_DELAYS, undefined]) {
     try {
-      event = await fetching.fetchProviderEvent(input.token);
+      event = await read.fetchProviderEvent(input.token);
     } catch (err) {
-      if (!(err instanceof ActivityFailure)) throw err;
+      if (!isActivityError(err)) throw err;
       log.error('provider event could not be read; it breaks the provider contract', {
         provider: input.provider,
       });
@@ -61,7 +84,7 @@ export async function providerEventWorkflow(input: ProviderEventInput): Promise<
     return 'unknown_token';
   }
 
-  const target = await findPayout(event.externalId);
+  const target = await findPayout(read, event.externalId);
   if (target === null) {
     log.warn('provider event names no payout of ours', { eventId: event.eventId, type: event.type });
     return 'unknown_payout';
@@ -93,11 +116,11 @@ export async function providerEventWorkflow(input: ProviderEventInput): Promise<
   }
 }
 
-async function findPayout(externalId: string) {
+async function findPayout(read: Lookups, externalId: string) {
   // Provider external ids are our payout ids; anything else cannot be one of ours.
   if (!isUuid(externalId)) return null;
   for (const delay of [...UNKNOWN_PAYOUT_RETRY_DELAYS, undefined]) {
-    const found = await bookkeeping.findPayoutWorkflow(externalId.toLowerCase());
+    const found = await read.findPayoutWorkflow(externalId.toLowerCase());
     if (found !== null || delay === undefined) return found;
     await sleep(delay);
   }

@@ -75,6 +75,8 @@ describe('money safety (provider mode, real servers)', () => {
     const payout = await create();
     const paid = await stack.payWith(payout.pix_copy_paste, {});
     await stack.waitForStatus(apiKey, payout.id, ['COMPLETED']);
+    // Redelivered once the payout's workflow has closed: the event then meets the read model alone.
+    await stack.temporal.workflow.getHandle(payoutWorkflowId(payout.id)).result();
 
     const tokensBefore = await tokenCount();
     const res = await fetch(`${stack.sandboxUrl}/sandbox/notifications/redeliver`, {

@@ -140,9 +140,28 @@ export function fakeActivities(overrides: Partial<Fakes> = {}) {
     calls,
     /** Arguments of every call to `name`, in order. */
     callsOf: (name: keyof PayoutActivities) => calls.filter((c) => c.name === name).map((c) => c.args),
-    /** The status of each read-model write, in order. */
-    savedStatuses: () =>
-      calls.filter((c) => c.name === 'recordPayout').map((c) => (c.args[0] as PayoutRecord).status),
+    /**
+     * The same, once per distinct argument list. A step run as a local activity may run again, with
+     * the same arguments, when its workflow task is redone (on this test server, a query arriving
+     * while the task runs can cause that); the provider and the chain answer a repeated identical
+     * call as the first, so a repeat is not a second request.
+     */
+    distinctCallsOf: (name: keyof PayoutActivities) =>
+      calls
+        .filter((c) => c.name === name)
+        .map((c) => c.args)
+        .filter((args, i, all) => all.findIndex((a) => JSON.stringify(a) === JSON.stringify(args)) === i),
+    /**
+     * The status of each version the read model was given, in order. A local activity (the interim
+     * writes) may run again with the same version, when its workflow task is redone; the read model
+     * ignores a version it already has, so a repeat is no second write.
+     */
+    savedStatuses: () => {
+      const saved = calls.filter((c) => c.name === 'recordPayout').map((c) => c.args[0] as PayoutRecord);
+      return saved
+        .filter((p, i) => saved.findIndex((q) => q.version === p.version) === i)
+        .map((p) => p.status);
+    },
   };
 }
 

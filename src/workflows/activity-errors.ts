@@ -1,0 +1,18 @@
+import { ActivityFailure, ApplicationFailure, TimeoutFailure } from '@temporalio/workflow';
+
+/**
+ * An activity gave up: a remote one's failure arrives wrapped in ActivityFailure, a local one's as
+ * its cause (ApplicationFailure, or TimeoutFailure when it ran out of time).
+ */
+export function isActivityError(err: unknown): boolean {
+  return err instanceof ActivityFailure || err instanceof ApplicationFailure || err instanceof TimeoutFailure;
+}
+
+/** A refusal the activity marked as final, as opposed to running out of time or attempts. */
+export function isRefusal(err: unknown): boolean {
+  const cause = err instanceof ActivityFailure ? err.cause : err;
+  return (
+    cause instanceof ApplicationFailure &&
+    (cause.nonRetryable || cause.type === 'ProviderRejected' || cause.type === 'ChainRejected')
+  );
+}

@@ -5,8 +5,8 @@ import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import * as prettier from 'prettier';
-import { createPublicClient, erc20Abi, http, type Address } from 'viem';
 import { generatePrivateKey, privateKeyToAddress } from 'viem/accounts';
+import { startProviderFloor } from './provider-floor';
 import { closedLoop, sleep, type Summary } from './stats';
 import { renderMarkdown, renderTable, type BenchResult } from './report';
 import {
@@ -204,31 +204,28 @@ async function main(): Promise<void> {
     }
 
     if (PHASES.has('payment')) {
-      for (const c of [1, PAYMENT_CLIENTS]) {
-        // Each payout takes seconds: a bounded number of them, no warm-up (the GET phases warmed up).
-        const s = await closedLoop(
-          { concurrency: c, durationMs: SECONDS * 4000, maxOperations: c * PAYMENTS_PER_CLIENT },
-          async () => {
-            const payout = service.pending.shift() ?? (await service.post());
-            const began = performance.now();
-            await service.pay(payout.pixCopyPaste);
-            for (;;) {
-              const { status } = await service.get(payout.id);
-              if (status === 'COMPLETED') break;
-              if (status === 'FAILED') throw new Error(`payout ${payout.id} FAILED`);
-              await sleep(POLL_MS);
-            }
-            service.completed.push(payout.id);
-            return performance.now() - began;
-          },
-        );
-        log(`payment->COMPLETED C=${c}: ${fmt(s)}${s.firstError ? ` first error: ${s.firstError}` : ''}`);
-        result.payment.push({ concurrency: c, summary: s });
+      // The provider floor and the service alternate at each concurrency, as the Temporal floor and
+      // POST do; the floor's own sandbox and webhook listener live only for this phase.
+      const providerFloor = await startProviderFloor({ rpcUrl: EVM_RPC_URL });
+      try {
+        for (const c of [1, PAYMENT_CLIENTS]) {
+          const f = await providerFloor.measure({
+            concurrency: c,
+            durationMs: SECONDS * 4000,
+            maxOperations: Math.max(20, c * PAYMENTS_PER_CLIENT),
+          });
+          log(
+            `provider floor (payment to settlement.completed webhook) C=${c}: ${fmt(f)}${f.firstError ? ` first error: ${f.firstError}` : ''}`,
+          );
+          (result.providerFloors ??= []).push({ concurrency: c, summary: f });
+          if (c === 1) result.providerFloor = f;
+          const s = await measurePaymentToCompleted(service, c);
+          log(`payment->COMPLETED C=${c}: ${fmt(s)}${s.firstError ? ` first error: ${s.firstError}` : ''}`);
+          result.payment.push({ concurrency: c, summary: s });
+        }
+      } finally {
+        await providerFloor.close();
       }
-      // After the service's own payments: each of these sends the service two webhooks for a payout it
-      // does not know, work that must not queue in front of the payouts measured above.
-      result.providerFloor = await measureProviderFloor(stack);
-      log(`provider floor (payment + settlement + 1 confirmation): ${fmt(result.providerFloor)}`);
     }
 
     if (PHASES.has('get') && service.completed.length > 0) {
@@ -289,57 +286,25 @@ function readNotes(file: string): string {
   }
 }
 
-/**
- * What the provider itself needs from a PIX payment to USDT on chain, with no payout service in
- * between: charge, payment, settlement request at once, then the transfer's first confirmation,
- * seen by polling the chain. The service cannot finish a payout faster than this.
- */
-async function measureProviderFloor(stack: Stack): Promise<Summary> {
-  const chain = JSON.parse(readFileSync(path.join(ROOT, '.data', 'local-chain.json'), 'utf8')) as {
-    usdtAddress: Address;
-  };
-  const reader = createPublicClient({ transport: http(EVM_RPC_URL) });
-  const call = async (route: string, body: unknown) => {
-    const res = await fetch(`${stack.sandboxUrl}${route}`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify(body),
-    });
-    const json = (await res.json()) as Record<string, string>;
-    if (res.status >= 300)
-      throw new Error(`sandbox ${route} answered ${res.status}: ${JSON.stringify(json)}`);
-    return json;
-  };
-  return closedLoop({ concurrency: 1, durationMs: SECONDS * 1000, maxOperations: 20 }, async () => {
-    // An external id no payout has: the service's provider-event workflow finds nothing to signal.
-    const externalId = `bench-floor-${randomUUID()}`;
-    const charge = await call('/pix/charges', {
-      external_id: externalId,
-      amount_brl: '100.00',
-      payer_pix_key: 'payer@example.com',
-      payer_pix_key_type: 'EMAIL',
-      expires_in_seconds: 600,
-    });
-    const receiver = privateKeyToAddress(generatePrivateKey());
-    const began = performance.now();
-    await call('/sandbox/payments', { pix_copy_paste: charge.pix_copy_paste });
-    await call('/settlements', {
-      external_id: externalId,
-      charge_id: charge.charge_id,
-      receiver_wallet: receiver,
-      chain_id: 42161,
-    });
-    for (;;) {
-      const balance = await reader.readContract({
-        address: chain.usdtAddress,
-        abi: erc20Abi,
-        functionName: 'balanceOf',
-        args: [receiver],
-      });
-      if (balance > 0n) return performance.now() - began;
-      await sleep(10);
-    }
-  });
+/** The sandbox's bank pays a PENDING payout; the client polls GET until COMPLETED. */
+function measurePaymentToCompleted(service: Service, concurrency: number) {
+  // Each payout takes seconds: a bounded number of them, no warm-up (the GET phases warmed up).
+  return closedLoop(
+    { concurrency, durationMs: SECONDS * 4000, maxOperations: concurrency * PAYMENTS_PER_CLIENT },
+    async () => {
+      const payout = service.pending.shift() ?? (await service.post());
+      const began = performance.now();
+      await service.pay(payout.pixCopyPaste);
+      for (;;) {
+        const { status } = await service.get(payout.id);
+        if (status === 'COMPLETED') break;
+        if (status === 'FAILED') throw new Error(`payout ${payout.id} FAILED`);
+        await sleep(POLL_MS);
+      }
+      service.completed.push(payout.id);
+      return performance.now() - began;
+    },
+  );
 }
 
 async function workerFacts(stack: Stack) {

@@ -75,7 +75,7 @@ const charging = proxyActivities<Pick<ProviderActivities, 'createPixCharge'>>(CH
  * COMPLETED and FAILED never change and are answered from the read model alone, so they stay remote
  * activities, written only once decided. The provider calls are idempotent by external id (a
  * repeated charge or settlement request returns the first one), and the on-chain check is a read
- * whose transfer claim is keyed by the payout.
+ * whose transfer claim is keyed by the payout (docs/decisions.md D32).
  */
 const localBookkeeping = proxyLocalActivities<Pick<PayoutBookkeepingActivities, 'recordPayout'>>(
   asLocal(BOOKKEEPING),

@@ -26,6 +26,12 @@ describe('workflow replay', () => {
         'payout-charge-expired.json',
         'payout-treasury-overdue-completed.json',
         'provider-event-late-payment.json',
+        // Recorded with the quick steps as local activities (docs/decisions.md D32).
+        'payout-provider-completed.local-steps.json',
+        'payout-provider-failed.local-steps.json',
+        'payout-charge-expired.local-steps.json',
+        'payout-treasury-overdue-completed.local-steps.json',
+        'provider-event-late-payment.local-steps.json',
       ]),
     );
   });

@@ -1,9 +1,12 @@
 /**
- * Regenerates the replay fixtures in ./histories: `npx tsx test/replay/record-histories.ts`.
+ * Records replay fixtures in ./histories: `npx tsx test/replay/record-histories.ts [label]`.
  *
- * Run it only when a workflow change is MEANT to be incompatible with running workflows (and ships
- * behind a new workflow type or a patch): the point of the fixtures is that they were recorded by
- * older code. Each one is a full run on the time-skipping test server with stand-in activities.
+ * With a label (say, the patch id of a change just shipped) it adds `<name>.<label>.json` next to
+ * the fixtures already there, so the histories of every generation of the code keep replaying
+ * against the code as it is now. Without one it overwrites the original fixtures, which is only
+ * right when a change is MEANT to be incompatible with running workflows (a new workflow type):
+ * the point of the fixtures is that they were recorded by older code. Each one is a full run on the
+ * time-skipping test server with stand-in activities.
  */
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -36,11 +39,12 @@ import {
 } from '../workflow/harness';
 
 const DIR = path.join(__dirname, 'histories');
+const LABEL = process.argv[2] ? `.${process.argv[2]}` : '';
 
 async function save(env: TestWorkflowEnvironment, name: string, workflowId: string): Promise<void> {
   const history = await env.client.workflow.getHandle(workflowId).fetchHistory();
   const json = await format(JSON.stringify(historyToObject(history)), { parser: 'json' });
-  writeFileSync(path.join(DIR, `${name}.json`), json);
+  writeFileSync(path.join(DIR, `${name}${LABEL}.json`), json);
   console.log(`recorded ${name} (${history.events?.length ?? 0} events)`);
 }
 

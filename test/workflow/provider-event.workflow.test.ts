@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { ApplicationFailure } from '@temporalio/common';
+import { WorkflowClient } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { PayoutLocation } from '../../src/adapters/db/payouts-repo';
 import type { PayoutRecord } from '../../src/domain/payout';
@@ -36,12 +37,17 @@ describe('providerEventWorkflow (time-skipping)', () => {
   type Fake = ReturnType<typeof fakeActivities>;
 
   const token = () => randomUUID().replace(/-/g, '');
-  const runEvent = (taskQueue: string, t = token()) =>
-    env.client.workflow.execute(providerEventWorkflow, {
+  const runEvent = (taskQueue: string, t = token(), client: WorkflowClient = env.client.workflow) =>
+    client.execute(providerEventWorkflow, {
       workflowId: providerEventWorkflowId('sandbox', t),
       taskQueue,
       args: [{ provider: 'sandbox', token: t }],
     });
+  /**
+   * Waits for results without letting the test server skip time meanwhile (the test environment's
+   * client unlocks time skipping while it waits): for events whose payout sits on a deadline timer.
+   */
+  const inRealTime = () => new WorkflowClient({ connection: env.connection, namespace: env.namespace });
 
   /**
    * Lets a payout run to its end (paid, settled, COMPLETED) rather than terminating it: the test
@@ -294,7 +300,10 @@ describe('providerEventWorkflow (time-skipping)', () => {
       const payout = await pendingPayout(taskQueue);
       location = payout.location;
       event = pixReceived(payout.input.payoutId);
-      const outcomes = await Promise.all([runEvent(taskQueue), runEvent(taskQueue), runEvent(taskQueue)]);
+      // In real time: while their results are awaited, the payout (PROCESSING) must not see its
+      // settlement deadline pass.
+      const client = inRealTime();
+      const outcomes = await Promise.all([1, 2, 3].map(() => runEvent(taskQueue, token(), client)));
       expect(outcomes).toEqual(['delivered', 'delivered', 'delivered']);
       await waitForPayout(payout.handle, (p) => p.status === 'PROCESSING');
       await finish(payout);

@@ -127,7 +127,6 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
     authenticate,
   });
   await app.register(quoteRoutes, {
-    db: deps.db,
     quote: deps.quote,
     minAmountBuffer: config.MIN_AMOUNT_BUFFER,
     maxAmountCentavos: parseDecimal(config.MAX_AMOUNT_BRL, 2),

@@ -1,9 +1,9 @@
 import { timingSafeEqual } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
-import { findPartnerByKeyHash, hashApiKey } from '../adapters/db/partners-repo';
+import { findPartnerByKeyHashTakingToken, hashApiKey } from '../adapters/db/partners-repo';
 import type { Db } from '../adapters/db/pool';
 import { HttpError } from './errors';
-import { spendRateLimitToken } from './throttle';
+import { rateLimitExceeded, spendRateLimitToken } from './throttle';
 
 export interface AuthenticatedPartner {
   id: string;
@@ -39,10 +39,16 @@ export interface AuthOptions {
  *   with Retry-After, shows up in the logs, and its failures no longer get the 401 a working
  *   integration would act on.
  */
-/** The X-Api-Key check as an onRequest hook. */
-export type Authenticate = ReturnType<typeof authenticatePartner>;
+/**
+ * The X-Api-Key check of every partner route, with its rate limit: `spending(bucket, perMinute)` is
+ * the route's onRequest hook. The key is looked up and one token of its bucket taken in one database
+ * round trip; a valid key past its limit answers 429 (docs/decisions.md D15).
+ */
+export interface Authenticate {
+  spending(bucket: string, perMinute: number): (request: FastifyRequest) => Promise<void>;
+}
 
-export function authenticatePartner(db: Db, opts: AuthOptions) {
+export function authenticatePartner(db: Db, opts: AuthOptions): Authenticate {
   const refuse = async (request: FastifyRequest, message: string): Promise<never> => {
     try {
       await spendRateLimitToken(db, `auth-failure:${request.ip}`, opts.failuresPerMinute);
@@ -52,14 +58,22 @@ export function authenticatePartner(db: Db, opts: AuthOptions) {
     }
     throw new HttpError(401, message);
   };
-  return async (request: FastifyRequest): Promise<void> => {
-    const raw = request.headers['x-api-key'];
-    const key = Array.isArray(raw) ? raw[0] : raw;
-    if (!key) return refuse(request, 'missing X-API-Key header');
-    const presented = hashApiKey(key);
-    const found = await findPartnerByKeyHash(db, presented);
-    if (!found || !timingSafeEqual(found.keyHash, presented)) return refuse(request, 'invalid API key');
-    request.partner = { id: found.partnerId, keyId: presented.toString('hex') };
+  return {
+    spending: (bucket, perMinute) => async (request) => {
+      const raw = request.headers['x-api-key'];
+      const key = Array.isArray(raw) ? raw[0] : raw;
+      if (!key) return refuse(request, 'missing X-API-Key header');
+      const presented = hashApiKey(key);
+      const keyId = presented.toString('hex');
+      // Buckets are named per key (by its hash): the limit is on what each key asks.
+      const found = await findPartnerByKeyHashTakingToken(db, presented, {
+        name: `${bucket}:${keyId}`,
+        perMinute,
+      });
+      if (!found || !timingSafeEqual(found.keyHash, presented)) return refuse(request, 'invalid API key');
+      request.partner = { id: found.partnerId, keyId };
+      if (!found.withinRateLimit) throw rateLimitExceeded();
+    },
   };
 }
 

@@ -10,7 +10,12 @@ const RETRY_AFTER_SECONDS = 60;
  */
 export async function spendRateLimitToken(db: Db, bucket: string, perMinute: number): Promise<void> {
   if (await takeRateLimitToken(db, bucket, perMinute)) return;
-  throw new HttpError(429, `rate limit exceeded, retry after ${RETRY_AFTER_SECONDS} seconds`, {
+  throw rateLimitExceeded();
+}
+
+/** The 429 of an empty bucket, however the token was taken. */
+export function rateLimitExceeded(): HttpError {
+  return new HttpError(429, `rate limit exceeded, retry after ${RETRY_AFTER_SECONDS} seconds`, {
     'retry-after': String(RETRY_AFTER_SECONDS),
   });
 }

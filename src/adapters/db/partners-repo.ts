@@ -43,6 +43,26 @@ export async function findPartnerByKeyHash(
   return row ? { partnerId: row.partner_id, keyHash: row.key_hash } : null;
 }
 
+/**
+ * The same lookup, taking one token of the key's rate-limit `bucket` in the same statement: the
+ * token function is evaluated only for a row the WHERE clause kept, so an unknown or revoked key
+ * spends nothing and creates no bucket. One round trip for what a partner request checks first.
+ */
+export async function findPartnerByKeyHashTakingToken(
+  db: Db,
+  keyHash: Buffer,
+  bucket: { name: string; perMinute: number },
+): Promise<{ partnerId: string; keyHash: Buffer; withinRateLimit: boolean } | null> {
+  const { rows } = await db.query<{ partner_id: string; key_hash: Buffer; allowed: boolean }>(
+    `SELECT k.partner_id, k.key_hash, take_rate_limit_token($2, $3, $4) AS allowed
+       FROM api_keys k JOIN partners p ON p.id = k.partner_id
+      WHERE k.key_hash = $1 AND k.revoked_at IS NULL AND p.status = 'active'`,
+    [keyHash, bucket.name, bucket.perMinute, bucket.perMinute / 60],
+  );
+  const row = rows[0];
+  return row ? { partnerId: row.partner_id, keyHash: row.key_hash, withinRateLimit: row.allowed } : null;
+}
+
 export async function createPartner(db: Db, name: string): Promise<{ partner: Partner; apiKey: string }> {
   const id = randomUUID();
   const apiKey = newApiKey();

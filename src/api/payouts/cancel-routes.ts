@@ -8,7 +8,7 @@ import { isTerminal, toPayoutResponse, type PayoutRecord } from '../../domain/pa
 import { cancelPayoutUpdate, PAYOUT_NOT_CANCELLABLE } from '../../workflows/payout.contract';
 import { partnerOf, type Authenticate } from '../auth';
 import { HttpError } from '../errors';
-import { CREATE_BUCKET, rateLimit } from '../rate-limit';
+import { CREATE_BUCKET } from '../rate-limit';
 import { cancelPayoutParamsSchema } from './cancel-schemas';
 import { errorBodySchema, idempotencyKeySchema, payoutResponseSchema } from './schemas';
 
@@ -43,13 +43,12 @@ function idempotencyKeyOf(request: FastifyRequest): string | undefined {
  * is safe with or without a key (docs/decisions.md D12).
  */
 export const payoutCancelRoutes: FastifyPluginAsyncZod<PayoutCancelRoutesOptions> = async (app, opts) => {
-  const authenticate = opts.authenticate;
   const decisionWaitMs = opts.decisionWaitMs ?? 20_000;
 
   app.post(
     '/v1/payouts/:id/cancel',
     {
-      onRequest: [authenticate, rateLimit(opts.db, CREATE_BUCKET, opts.postRateLimitPerMinute)],
+      onRequest: opts.authenticate.spending(CREATE_BUCKET, opts.postRateLimitPerMinute),
       schema: {
         summary: 'Cancel a PENDING payout',
         params: cancelPayoutParamsSchema,

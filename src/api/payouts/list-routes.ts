@@ -4,7 +4,7 @@ import type { Db } from '../../adapters/db/pool';
 import { toPayoutResponse } from '../../domain/payout';
 import { partnerOf, type Authenticate } from '../auth';
 import { HttpError } from '../errors';
-import { rateLimit, READ_BUCKET } from '../rate-limit';
+import { READ_BUCKET } from '../rate-limit';
 import {
   LIST_LIMIT_DEFAULT,
   listPayoutsQuerySchema,
@@ -29,7 +29,7 @@ export const payoutListRoutes: FastifyPluginAsyncZod<PayoutListRoutesOptions> = 
   app.get(
     '/v1/payouts',
     {
-      onRequest: [opts.authenticate, rateLimit(opts.db, READ_BUCKET, opts.readRateLimitPerMinute)],
+      onRequest: opts.authenticate.spending(READ_BUCKET, opts.readRateLimitPerMinute),
       schema: {
         summary: 'List payouts',
         querystring: listPayoutsQuerySchema,

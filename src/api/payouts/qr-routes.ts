@@ -4,7 +4,7 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { Db } from '../../adapters/db/pool';
 import { partnerOf, type Authenticate } from '../auth';
 import { HttpError } from '../errors';
-import { rateLimit, READ_BUCKET } from '../rate-limit';
+import { READ_BUCKET } from '../rate-limit';
 import { loadPartnerPayout } from './load-payout';
 import { cachedQrRenderer, QR_FORMATS, qrCodeEtag, type QrFormat } from './qr-code';
 import { errorBodySchema, payoutIdParamsSchema } from './schemas';
@@ -40,15 +40,14 @@ function ifNoneMatch(request: FastifyRequest, etag: string): boolean {
  * a refund case).
  */
 export const payoutQrRoutes: FastifyPluginAsyncZod<PayoutQrRoutesOptions> = async (app, opts) => {
-  const authenticate = opts.authenticate;
-  const limit = rateLimit(opts.db, READ_BUCKET, opts.readRateLimitPerMinute);
+  const authorized = opts.authenticate.spending(READ_BUCKET, opts.readRateLimitPerMinute);
   const render = cachedQrRenderer();
 
   for (const format of Object.keys(QR_FORMATS) as QrFormat[]) {
     app.get(
       `/v1/payouts/:id/qr.${format}`,
       {
-        onRequest: [authenticate, limit],
+        onRequest: authorized,
         schema: {
           summary: `The payout's PIX charge as a QR code (${format.toUpperCase()})`,
           params: payoutIdParamsSchema,

@@ -5,7 +5,7 @@ import { findRecordedKey } from '../../adapters/db/idempotency-repo';
 import { toPayoutResponse } from '../../domain/payout';
 import { partnerOf, type Authenticate } from '../auth';
 import { HttpError } from '../errors';
-import { CREATE_BUCKET, rateLimit, READ_BUCKET } from '../rate-limit';
+import { CREATE_BUCKET, READ_BUCKET } from '../rate-limit';
 import { createPayout, type CreatePayoutDeps } from './create-payout';
 import { parseJsonWithExactAmount } from './exact-json-body';
 import { loadPartnerPayout } from './load-payout';
@@ -46,7 +46,6 @@ function idempotencyKeyOf(request: FastifyRequest): string | undefined {
 
 /** POST /v1/payouts and GET /v1/payouts/{id} (docs/api.md). */
 export const payoutRoutes: FastifyPluginAsyncZod<PayoutRoutesOptions> = async (app, opts) => {
-  const authenticate = opts.authenticate;
   const loadDeps = { db: opts.db, temporal: opts.temporal };
   parseJsonWithExactAmount(app);
 
@@ -60,7 +59,7 @@ export const payoutRoutes: FastifyPluginAsyncZod<PayoutRoutesOptions> = async (a
   app.post(
     '/v1/payouts',
     {
-      onRequest: [authenticate, rateLimit(opts.db, CREATE_BUCKET, opts.postRateLimitPerMinute)],
+      onRequest: opts.authenticate.spending(CREATE_BUCKET, opts.postRateLimitPerMinute),
       // A replayed key returns the original payout whatever the new body says (docs/api.md "Idempotency"
       // rule 2): answered before the body is even parsed, so malformed JSON, a wrong content-type or
       // an oversized body do not turn a replay into an error.
@@ -94,7 +93,7 @@ export const payoutRoutes: FastifyPluginAsyncZod<PayoutRoutesOptions> = async (a
   app.get(
     '/v1/payouts/:id',
     {
-      onRequest: [authenticate, rateLimit(opts.db, READ_BUCKET, opts.readRateLimitPerMinute)],
+      onRequest: opts.authenticate.spending(READ_BUCKET, opts.readRateLimitPerMinute),
       schema: {
         summary: 'Read a payout',
         params: payoutIdParamsSchema,

@@ -1,14 +1,12 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import type { Db } from '../../adapters/db/pool';
 import { centavosToNumber, usdtUnitsToNumber } from '../../domain/money';
 import type { Authenticate } from '../auth';
 import { errorBodySchema } from '../payouts/schemas';
-import { rateLimit, READ_BUCKET } from '../rate-limit';
+import { READ_BUCKET } from '../rate-limit';
 import { quoteMinAmount, type MinAmountDeps } from './min-amount';
 import { quoteQuerySchema, quoteResponseSchema } from './schemas';
 
 export interface QuoteRoutesOptions extends MinAmountDeps {
-  db: Db;
   maxAmountCentavos: bigint;
   readRateLimitPerMinute: number;
   /** The one X-Api-Key check of the api (built once in app.ts). */
@@ -24,7 +22,7 @@ export const quoteRoutes: FastifyPluginAsyncZod<QuoteRoutesOptions> = async (app
   app.get(
     '/v1/quotes',
     {
-      onRequest: [opts.authenticate, rateLimit(opts.db, READ_BUCKET, opts.readRateLimitPerMinute)],
+      onRequest: opts.authenticate.spending(READ_BUCKET, opts.readRateLimitPerMinute),
       schema: {
         summary: 'Preview a quote',
         querystring: quoteQuerySchema(opts.maxAmountCentavos),

@@ -124,12 +124,20 @@ describe('fault matrix (api and worker as processes; Temporal, PostgreSQL, provi
 
   it('worker SIGKILLed after the PIX payment is applied (PROCESSING): settled once', async () => {
     const p = await create();
-    await stack.pay(p.payout.pix_copy_paste);
-    await until('the payment applied (PROCESSING in the read model)', async () =>
-      (await readModelStatus(p.payout.id)) !== 'PENDING' ? true : undefined,
-    );
-    expect(await readModelStatus(p.payout.id)).toBe('PROCESSING');
-    await replaceWorker();
+    // The provider's transfer stays in the node's pool until the kill: the payout cannot get past
+    // PROCESSING before it, however fast the rest of the path is.
+    await rpc(stack.rpcUrl, 'evm_setAutomine', [false]);
+    try {
+      await stack.pay(p.payout.pix_copy_paste);
+      await until('the payment applied (PROCESSING in the read model)', async () =>
+        (await readModelStatus(p.payout.id)) !== 'PENDING' ? true : undefined,
+      );
+      expect(await readModelStatus(p.payout.id)).toBe('PROCESSING');
+      await replaceWorker();
+    } finally {
+      await rpc(stack.rpcUrl, 'evm_setAutomine', [true]);
+      await rpc(stack.rpcUrl, 'evm_mine');
+    }
     await expectPayoutInvariants(stack, track(p, true));
   }, 120_000);
 

@@ -90,6 +90,8 @@ describe('payoutWorkflow (time-skipping)', () => {
     });
     const done = await run(fake, {}, (h) => result(h));
     expect(done).toMatchObject({ status: 'FAILED', failureReason: 'charge_creation_failed' });
+    // The charge is a local activity: its refusal fails the payout, with PENDING written before FAILED.
+    expect(fake.savedStatuses()).toEqual(['PENDING', 'FAILED']);
   });
 
   it('answers POST from its first workflow task: the PENDING writes and the charge are local activities', async () => {
@@ -117,17 +119,6 @@ describe('payoutWorkflow (time-skipping)', () => {
     expect(events.filter((e) => e.activityTaskScheduledEventAttributes)).toHaveLength(0);
     expect(fake.savedStatuses()).toEqual(['PENDING', 'PENDING']);
     expect(fake.distinctCallsOf('createPixCharge')).toHaveLength(1);
-  });
-
-  it('fails the payout when the charge (a local activity) is refused, with PENDING written before FAILED', async () => {
-    const fake = fakeActivities({
-      createPixCharge: async () => {
-        throw ApplicationFailure.nonRetryable('invalid pix key', 'ProviderRejected');
-      },
-    });
-    const done = await run(fake, {}, (h) => result(h));
-    expect(done).toMatchObject({ status: 'FAILED', failureReason: 'charge_creation_failed' });
-    expect(fake.savedStatuses()).toEqual(['PENDING', 'FAILED']);
   });
 
   it('moves PENDING -> PROCESSING on pix.received, keeping paid_at for later', async () => {

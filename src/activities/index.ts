@@ -9,7 +9,8 @@ import { createProviderActivities } from './provider';
 
 export type { ChainActivities } from './chain';
 export type { PayoutBookkeepingActivities, RefundKind } from './payout-bookkeeping';
-export type { ChargeReconciliation, ProviderActivities } from './provider';
+export type { ChargeReconciliation, ProviderActivities, SettlementStatus } from './provider';
+export type { AttentionKind } from '../adapters/db/attention-repo';
 
 export interface ActivityDeps {
   db: Db;

@@ -7,6 +7,13 @@ import type { ProviderEvent } from '../domain/provider-event';
 import type { Logger } from '../observability/logger';
 import type { Metrics } from '../observability/metrics';
 import { isUuid } from '../domain/ids';
+import {
+  clearAttention,
+  raiseAttention,
+  recordOperatorDecision,
+  type AttentionKind,
+  type OperatorDecision,
+} from '../adapters/db/attention-repo';
 
 /** Why a received payment is refunded rather than settled (the refund metric's `kind` label). */
 export const REFUND_KINDS = [
@@ -35,8 +42,13 @@ export function createPayoutBookkeepingActivities({
   // alert) cannot see the first refund case of a series that first appears already at 1.
   for (const kind of REFUND_KINDS) metrics.refundCasesOpened.inc({ kind }, 0);
   return {
-    async recordPayout(payout: PayoutRecord, workflowId: string, runId: string): Promise<void> {
-      await upsertPayout(db, payout, workflowId, runId);
+    async recordPayout(
+      payout: PayoutRecord,
+      workflowId: string,
+      runId: string,
+      runStartedAt?: string,
+    ): Promise<void> {
+      await upsertPayout(db, payout, workflowId, runId, runStartedAt ?? null);
       metrics.payoutTransitions.inc({ status: payout.status });
       if (payout.status === 'COMPLETED' && payout.paidAt && payout.confirmedAt) {
         const seconds = (Date.parse(payout.confirmedAt) - Date.parse(payout.paidAt)) / 1000;
@@ -59,6 +71,25 @@ export function createPayoutBookkeepingActivities({
         { event: 'settlement_overdue', ...a },
         'settlement not confirmed within the settlement timeout; still waiting, check the transfer',
       );
+    },
+    /**
+     * The payout waits on an unknown (or is flagged for review): one open item per payout and kind,
+     * logged at error level with the payout's id once, when it opens.
+     */
+    async raiseAttention(a: { payoutId: string; kind: AttentionKind; detail: string }): Promise<void> {
+      if (!(await raiseAttention(db, a))) return;
+      metrics.attentionRaised.inc({ kind: a.kind });
+      logger.error({ event: 'payout_attention', ...a }, 'payout needs attention: waiting without proof');
+    },
+    /** Proof arrived, or an operator decided: the payout's waiting items of these kinds are closed. */
+    async clearAttention(a: { payoutId: string; kinds: AttentionKind[]; by: string }): Promise<void> {
+      const cleared = await clearAttention(db, a);
+      if (cleared > 0) logger.info({ event: 'payout_attention_cleared', ...a }, 'payout attention cleared');
+    },
+    /** The decision a payout's workflow accepted from an operator: who, what and why, kept for the record. */
+    async recordOperatorDecision(d: OperatorDecision): Promise<void> {
+      await recordOperatorDecision(db, d);
+      logger.warn({ event: 'operator_decision', ...d }, 'operator decided a payout');
     },
     /** The provider reports USDT delivered for a payout that already ended: reconcile by hand. */
     async alertLateSettlement(a: { payoutId: string; status: string; event: ProviderEvent }): Promise<void> {

@@ -4,12 +4,21 @@ import type { ProviderEvent } from '../domain/provider-event';
 import type { Logger } from '../observability/logger';
 
 /** A payment as the charge-status endpoint reports it, shaped as the pix.received event it stands for. */
-export type ChargeReconciliation =
-  | { status: 'unknown_charge' }
+export interface ChargeReconciliation {
+  status: 'active' | 'paid' | 'expired' | 'removed';
+  expiresAt: string;
+  payments: Extract<ProviderEvent, { type: 'pix.received' }>[];
+}
+
+/** The provider's settlement as its status endpoint reports it; `unknown` when it does not know it. */
+export type SettlementStatus =
+  | { status: 'unknown' }
   | {
-      status: 'active' | 'paid' | 'expired' | 'removed';
-      expiresAt: string;
-      payments: Extract<ProviderEvent, { type: 'pix.received' }>[];
+      status: 'pending' | 'broadcast' | 'completed' | 'failed';
+      txHash?: `0x${string}`;
+      amountUsdt?: string;
+      chainId: number;
+      failureReason?: string;
     };
 
 /**
@@ -38,7 +47,7 @@ export function createProviderActivities({
       pixKey: string;
       pixKeyType: string;
       expiresInSeconds: number;
-    }): Promise<{ chargeId: string; pixCopyPaste: string }> {
+    }): Promise<{ chargeId: string; pixCopyPaste: string; expiresAt: string }> {
       const charge = await provider
         .createCharge({
           externalId: req.payoutId,
@@ -48,15 +57,15 @@ export function createProviderActivities({
           expiresInSeconds: req.expiresInSeconds,
         })
         .catch(fromProviderError);
-      return { chargeId: charge.chargeId, pixCopyPaste: charge.pixCopyPaste };
+      return { chargeId: charge.chargeId, pixCopyPaste: charge.pixCopyPaste, expiresAt: charge.expiresAt };
     },
     async requestSettlement(req: {
       payoutId: string;
       chargeId: string;
       receiverWallet: string;
       chainId: number;
-    }): Promise<void> {
-      await provider
+    }): Promise<{ settlementId: string; status: string; txHash?: `0x${string}` }> {
+      const accepted = await provider
         .requestSettlement({
           externalId: req.payoutId,
           chargeId: req.chargeId,
@@ -64,6 +73,10 @@ export function createProviderActivities({
           chainId: req.chainId,
         })
         .catch(fromProviderError);
+      return { settlementId: accepted.settlementId, status: 'pending' };
+    },
+    async fetchSettlementStatus(req: { payoutId: string; settlementId: string }): Promise<SettlementStatus> {
+      throw ApplicationFailure.retryable(`not yet built (${req.settlementId})`, 'ProviderUnavailable');
     },
     /**
      * The event behind a webhook token; null when the provider does not know the token. Every other
@@ -109,7 +122,7 @@ export function createProviderActivities({
             { payoutId: req.payoutId, chargeId: req.chargeId },
             'provider does not know the charge',
           );
-          return { status: 'unknown_charge' };
+          throw ApplicationFailure.retryable('provider does not know the charge', 'ChargeStatusUnreadable');
         }
         return fromProviderError(err);
       }

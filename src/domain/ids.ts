@@ -8,3 +8,12 @@ export const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0
 export function isUuid(value: string): boolean {
   return UUID_PATTERN.test(value);
 }
+
+/**
+ * Whether a provider's `external_id` names this payout. Payout ids are UUIDs, which are the same id in
+ * any case, and PostgreSQL's `uuid` type compares them so: every comparison of an external id goes
+ * through here so that the read model, the workflows and the provider client agree.
+ */
+export function sameExternalId(externalId: string, payoutId: string): boolean {
+  return externalId.toLowerCase() === payoutId.toLowerCase();
+}

@@ -15,9 +15,16 @@ export type FailureReason =
   | 'charge_expired'
   /** The partner cancelled the payout while it was PENDING; its charge was removed at the provider. */
   | 'cancelled'
+  /** The provider refused the settlement request, or the treasury transfer was refused before signing. */
   | 'settlement_request_failed'
+  /** The provider reported the settlement failed and its status shows nothing was ever broadcast. */
   | 'provider_reported_failure'
   | 'transfer_reverted'
+  /** The treasury transfer's nonce was proven consumed by another transaction: it can never land. */
+  | 'transfer_nonce_taken'
+  /** An operator decided, with a recorded reason, that the payout fails (`admin payouts resolve`). */
+  | 'operator_decision'
+  /** Reasons of earlier code, kept so stored rows still parse: no longer decided by a timeout or a mismatch. */
   | 'transfer_mismatch'
   | 'settlement_timeout';
 

@@ -5,7 +5,7 @@ import { createPayloadCodec } from '../temporal/data-converter';
 import type { Logger } from './logger';
 import type { Metrics } from './metrics';
 import { startOpsServer, type OpsServer } from './ops-server';
-import { registerCallbackGauges } from './ops-gauges';
+import { registerAttentionGauges, registerCallbackGauges } from './ops-gauges';
 import { registerOpenPayoutGauges } from './payout-gauges';
 
 type OpsConfig = Pick<
@@ -30,6 +30,7 @@ export function startApiOpsServer(
   const { logger } = deps;
   registerOpenPayoutGauges(deps.metrics.registry, deps.db, logger);
   registerCallbackGauges(deps.metrics.registry, deps.db, logger);
+  registerAttentionGauges(deps.metrics.registry, deps.db, logger);
   const codec = createPayloadCodec(config);
   const codecEndpoint = codec
     ? createCodecEndpoint({

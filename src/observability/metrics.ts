@@ -74,6 +74,12 @@ export function createMetrics() {
       help: 'Settlements refused because their on-chain transfer already settled another payout',
       registers: [registry],
     }),
+    attentionRaised: new Counter({
+      name: 'payout_attention_raised_total',
+      help: 'Attention items raised: a payout waiting on an unknown, or flagged for review, by kind',
+      labelNames: ['kind'],
+      registers: [registry],
+    }),
     treasuryInsufficientFunds: new Counter({
       name: 'payout_treasury_insufficient_funds_total',
       help: 'Treasury transfer attempts refused for lack of USDT or gas in the treasury (retried until topped up)',

@@ -1,5 +1,6 @@
 import { Gauge, type Registry } from 'prom-client';
 import type { UsdtLedger } from '../adapters/chain/usdt-ledger';
+import { countOpenAttention } from '../adapters/db/attention-repo';
 import type { Db } from '../adapters/db/pool';
 import type { Logger } from './logger';
 
@@ -28,6 +29,29 @@ export function registerCallbackGauges(registry: Registry, db: Db, logger: Logge
       } catch (err) {
         // A failed scrape of one gauge must not fail the whole /metrics page.
         logger.warn({ err }, 'partner_callback_events: query failed');
+      }
+    },
+  });
+}
+
+/**
+ * Payouts waiting without proof, by what they wait on (read model, computed at scrape time). Every
+ * open item names its payout (`admin payouts attention`); the alert PayoutOutcomeUnknown fires while
+ * any is open. Computed from the database, so it survives worker restarts and counts each payout once.
+ */
+export function registerAttentionGauges(registry: Registry, db: Db, logger: Logger): void {
+  new Gauge({
+    name: 'payouts_awaiting_attention',
+    help: 'Open attention items: payouts waiting on an unknown (overdue transfer, unreadable status, mismatch) or flagged for review',
+    labelNames: ['kind'],
+    registers: [registry],
+    async collect() {
+      try {
+        const counts = await countOpenAttention(db);
+        this.reset();
+        for (const [kind, n] of Object.entries(counts)) this.set({ kind }, n);
+      } catch (err) {
+        logger.warn({ err }, 'payouts_awaiting_attention: query failed');
       }
     },
   });

@@ -71,21 +71,21 @@ export const SINGLE_LOCAL_ATTEMPT: ActivityOptions = {
 };
 
 /**
- * Settlement steps bounded by the settlement deadline (the provider's settlement request, on-chain
- * verification): when it passes, Temporal stops retrying them.
+ * One round of a step that waits for proof (the settlement request until accepted or refused, a
+ * transfer until confirmed or reverted, the provider's settlement status): retried for a few minutes,
+ * then the workflow looks at what else it learned (a webhook, a newer transaction hash) and starts
+ * another round. Rounds never end the payout: only a refusal or a proof does.
  */
-export function untilDeadlineOptions(remainingMs: number): ActivityOptions {
-  return {
-    startToCloseTimeout: '30 seconds',
-    scheduleToCloseTimeout: Math.max(1000, remainingMs),
-    retry: {
-      initialInterval: '2 seconds',
-      backoffCoefficient: 1.5,
-      maximumInterval: '1 minute',
-      nonRetryableErrorTypes: ['ProviderRejected'],
-    },
-  };
-}
+export const PROOF_ROUND: ActivityOptions = {
+  startToCloseTimeout: '30 seconds',
+  scheduleToCloseTimeout: '5 minutes',
+  retry: {
+    initialInterval: '2 seconds',
+    backoffCoefficient: 1.5,
+    maximumInterval: '1 minute',
+    nonRetryableErrorTypes: ['ProviderRejected', 'ChainRejected'],
+  },
+};
 
 /**
  * One activity is one partner-callback POST. The backoff between POSTs lives in the callback workflow

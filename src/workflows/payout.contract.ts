@@ -11,6 +11,7 @@ export type SettlementMode = 'provider' | 'treasury';
 
 export interface PayoutSettings {
   chargeExpirySeconds: number;
+  /** Past this the settlement is overdue: an alert, never a verdict (the payout keeps waiting for proof). */
   settlementTimeoutSeconds: number;
   settlementMode: SettlementMode;
   settlementConfirmations: number;
@@ -27,6 +28,12 @@ export interface PayoutWorkflowInput {
   pixKeyType: PixKeyType;
   receiverWallet: string;
   createdAt: string;
+  /**
+   * The most USDT the payment can buy: its amount at the quote's spot rate plus the configured
+   * tolerance. A settlement above it is alerted (the provider may be converting money that is in a
+   * refund case). Absent for payouts created before it existed.
+   */
+  maxExpectedUsdtUnits?: string;
   /** Fixed at start, so a config change never alters a payout already under way. */
   settings: PayoutSettings;
 }
@@ -50,6 +57,23 @@ export const cancelPayoutUpdate = defineUpdate<PayoutRecord>('cancelPayout');
 
 /** The failure type of a refused cancel; its message is meant for the partner. */
 export const PAYOUT_NOT_CANCELLABLE = 'PayoutNotCancellable';
+
+/**
+ * An operator's decision on a payout that waits without proof (an open attention item): `fail` ends
+ * it FAILED (`operator_decision`, its payment goes to a refund case); `complete` names the on-chain
+ * transfer that paid it, which is verified and claimed like any other before the payout completes.
+ * Refused (ApplicationFailure of type `PayoutNotResolvable`, message for the operator) unless the
+ * payout is waiting on an unknown. Answers the payout as it ended.
+ */
+export interface OperatorDecisionInput {
+  decision: 'fail' | 'complete';
+  decidedBy: string;
+  reason: string;
+  txHash?: `0x${string}`;
+  amountUsdtUnits?: string;
+}
+export const resolvePayoutUpdate = defineUpdate<PayoutRecord, [OperatorDecisionInput]>('resolvePayout');
+export const PAYOUT_NOT_RESOLVABLE = 'PayoutNotResolvable';
 
 /** A provider event, fetched back from the provider by the provider-event workflow. */
 export const providerEventSignal = defineSignal<[ProviderEvent]>('providerEvent');

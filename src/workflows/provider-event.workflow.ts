@@ -1,11 +1,4 @@
-import {
-  getExternalWorkflowHandle,
-  log,
-  patched,
-  proxyActivities,
-  proxyLocalActivities,
-  sleep,
-} from '@temporalio/workflow';
+import { getExternalWorkflowHandle, log, proxyActivities, proxyLocalActivities, sleep } from '@temporalio/workflow';
 import { isActivityError } from './activity-errors';
 import type { PayoutBookkeepingActivities, ProviderActivities } from '../activities';
 import { asLocal, BOOKKEEPING, NOTIFICATION_FETCH } from './activity-options';
@@ -21,24 +14,17 @@ type Lookups = Pick<ProviderActivities, 'fetchProviderEvent'> &
  * The two reads between a webhook and its signal (the event from the provider, the payout's workflow
  * from the read model), as local activities: they run in the worker within the workflow task, so a
  * webhook reaches its payout in one workflow task instead of three. Both are reads; running one again
- * changes nothing. Runs started before keep the remote activities they were started with.
+ * changes nothing.
  */
-function lookups(local: boolean): Lookups {
-  if (!local) {
-    const { fetchProviderEvent } = proxyActivities<Lookups>(NOTIFICATION_FETCH);
-    const { findPayoutWorkflow } = proxyActivities<Lookups>(BOOKKEEPING);
-    return { fetchProviderEvent, findPayoutWorkflow };
-  }
-  const { fetchProviderEvent } = proxyLocalActivities<Lookups>(asLocal(NOTIFICATION_FETCH));
-  const { findPayoutWorkflow } = proxyLocalActivities<Lookups>(asLocal(BOOKKEEPING));
-  return { fetchProviderEvent, findPayoutWorkflow };
-}
+const read: Lookups = {
+  // Named one by one: an activity proxy has no own keys to spread.
+  fetchProviderEvent: proxyLocalActivities<Lookups>(asLocal(NOTIFICATION_FETCH)).fetchProviderEvent,
+  findPayoutWorkflow: proxyLocalActivities<Lookups>(asLocal(BOOKKEEPING)).findPayoutWorkflow,
+};
 const bookkeeping =
   proxyActivities<
     Pick<PayoutBookkeepingActivities, 'findPayoutWorkflow' | 'recordLatePayment' | 'alertLateSettlement'>
   >(BOOKKEEPING);
-/** Patch id: the lookups became local activities. */
-const LOCAL_LOOKUPS = 'local-event-lookups';
 
 /**
  * How long an event for a payout id we have no read-model row for is retried before it is given up
@@ -62,7 +48,6 @@ const UNKNOWN_TOKEN_RETRY_DELAYS = ['5 seconds', '10 seconds', '15 seconds', '30
  * applies it at most once (it de-duplicates on the event id as well).
  */
 export async function providerEventWorkflow(input: ProviderEventInput): Promise<ProviderEventOutcome> {
-  const read = lookups(patched(LOCAL_LOOKUPS));
   let event: ProviderEvent | null = null;
   for (const delay of [...UNKNOWN_TOKEN_RETRY_DELAYS, undefined]) {
     try {

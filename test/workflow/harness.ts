@@ -18,6 +18,7 @@ import { payoutWorkflow } from '../../src/workflows/payout.workflow';
 export const TX_HASH = `0x${'ab'.repeat(32)}` as const;
 export const TREASURY_TX_HASH = `0x${'cd'.repeat(32)}` as const;
 export const CHARGE_ID = 'chg_0123456789abcdef012345';
+export const SETTLEMENT_ID = 'stl_0123456789abcdef012345';
 
 export const SETTINGS: PayoutSettings = {
   chargeExpirySeconds: 3600,
@@ -102,7 +103,11 @@ export function fakeActivities(overrides: Partial<Fakes> = {}) {
     recordPayout: async () => {},
     findPayoutWorkflow: async () => null,
     createPixCharge: async () => ({ chargeId: CHARGE_ID, pixCopyPaste: '000201...6304ABCD' }),
-    requestSettlement: async () => {},
+    requestSettlement: async () => ({ settlementId: SETTLEMENT_ID, status: 'pending' }),
+    fetchSettlementStatus: async () => ({ status: 'pending' as const, chainId: 42161 }),
+    raiseAttention: async () => {},
+    clearAttention: async () => {},
+    recordOperatorDecision: async () => {},
     fetchProviderEvent: async () => null,
     verifyUsdtTransfer: async () => 'confirmed',
     sendTreasuryTransfer: async () => ({ txHash: TREASURY_TX_HASH }),

@@ -58,28 +58,39 @@ function toRecord(row: PayoutRow): PayoutRecord {
 }
 
 /**
- * Writes the payout as the workflow holds it. The version check makes the write idempotent and
- * keeps an activity retry of an older state from overwriting a newer one.
+ * Writes the payout as the workflow holds it. Within one run the version check makes the write
+ * idempotent and keeps an activity retry of an older state from overwriting a newer one, and a
+ * terminal status supersedes a non-terminal one whatever the versions: a workflow task that is redone
+ * after its local activity wrote an interim state may decide the payout's end at that same version.
+ * A newer run of the workflow (an operator's reset, whose versions restart from the reset point)
+ * wins over the older run; `runStartedAt` is null only for the api's copy of the workflow's answer.
  */
 export async function upsertPayout(
   db: Db,
   p: PayoutRecord,
   workflowId: string,
   runId: string,
+  runStartedAt: string | null = null,
 ): Promise<void> {
   await db.query(
     `INSERT INTO payouts (id, partner_id, workflow_id, run_id, version, status, amount_centavos, min_amount_usdt_units,
        settled_amount_usdt_units, pix_key, pix_key_type, receiver_wallet, pix_copy_paste, provider_charge_id,
-       blockchain_tx_id, paid_at, confirmed_at, failure_reason, created_at, updated_at, payment_event_id)
-     VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,$21)
+       blockchain_tx_id, paid_at, confirmed_at, failure_reason, created_at, updated_at, payment_event_id,
+       run_started_at)
+     VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,$21,$22)
      ON CONFLICT (id) DO UPDATE SET
+       run_id = EXCLUDED.run_id, run_started_at = COALESCE(EXCLUDED.run_started_at, payouts.run_started_at),
        version = EXCLUDED.version, status = EXCLUDED.status,
        settled_amount_usdt_units = EXCLUDED.settled_amount_usdt_units, pix_copy_paste = EXCLUDED.pix_copy_paste,
        provider_charge_id = EXCLUDED.provider_charge_id, blockchain_tx_id = EXCLUDED.blockchain_tx_id,
-       paid_at = EXCLUDED.paid_at, payment_event_id = COALESCE(EXCLUDED.payment_event_id, payouts.payment_event_id),
+       paid_at = EXCLUDED.paid_at, payment_event_id = EXCLUDED.payment_event_id,
        confirmed_at = EXCLUDED.confirmed_at, failure_reason = EXCLUDED.failure_reason,
        updated_at = EXCLUDED.updated_at
-     WHERE payouts.version < EXCLUDED.version`,
+     WHERE (EXCLUDED.run_started_at > payouts.run_started_at)
+        OR ((EXCLUDED.run_started_at IS NULL OR payouts.run_started_at IS NULL
+             OR EXCLUDED.run_started_at = payouts.run_started_at)
+            AND (payouts.version < EXCLUDED.version
+                 OR (EXCLUDED.status IN ('COMPLETED', 'FAILED') AND payouts.status NOT IN ('COMPLETED', 'FAILED'))))`,
     [
       p.id,
       p.partnerId,
@@ -102,6 +113,7 @@ export async function upsertPayout(
       p.createdAt,
       p.updatedAt,
       p.paymentEventId ?? null,
+      runStartedAt,
     ],
   );
 }

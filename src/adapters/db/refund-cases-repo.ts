@@ -52,9 +52,11 @@ function toCase(row: RefundCaseRow): RefundCase {
 export type OpenRefundCaseResult = 'opened' | 'already_open' | 'payment_settles_its_payout';
 
 /**
- * Opens the case for a payment, once per provider event id. A payment that is the one a live or
- * completed payout settles is not refundable (a redelivery of its event under a new token looks
- * like a payment after the end): nothing is opened for it. The payment of a FAILED payout is.
+ * Opens the case for a payment, once per provider event id. A payment that is the one a COMPLETED
+ * payout settled is not refundable (a redelivery of its event under a new token looks like a payment
+ * after the end): nothing is opened for it. Only COMPLETED counts: a live payout's payment_event_id
+ * may have been written by a local activity of a workflow task that was then redone and chose
+ * another payment, and the payment of a FAILED payout is refunded.
  */
 export async function openRefundCase(
   db: Db,
@@ -63,7 +65,7 @@ export async function openRefundCase(
   const { rowCount } = await db.query(
     `INSERT INTO refund_cases (event_id, payout_id, charge_id, amount_brl, reason)
      SELECT $1, $2, $3, $4, $5
-      WHERE NOT EXISTS (SELECT 1 FROM payouts WHERE payment_event_id = $1 AND status <> 'FAILED')
+      WHERE NOT EXISTS (SELECT 1 FROM payouts WHERE payment_event_id = $1 AND status = 'COMPLETED')
      ON CONFLICT (event_id) DO NOTHING`,
     [c.eventId, c.payoutId, c.chargeId, c.amountBrl, c.reason],
   );

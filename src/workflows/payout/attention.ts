@@ -1,0 +1,77 @@
+import { CancellationScope, proxyActivities, sleep } from '@temporalio/workflow';
+import type { AttentionKind, PayoutBookkeepingActivities } from '../../activities';
+import { BOOKKEEPING } from '../activity-options';
+
+const alerts =
+  proxyActivities<Pick<PayoutBookkeepingActivities, 'raiseAttention' | 'clearAttention'>>(BOOKKEEPING);
+
+/** Kinds that flag a payout for review without it waiting: an operator acknowledges them. */
+const FOR_REVIEW: readonly AttentionKind[] = ['provider_contradiction', 'settled_above_quote'];
+
+/**
+ * The payout's open questions, as operators see them (`admin payouts attention`, the alert
+ * PayoutOutcomeUnknown): raised when an answer is overdue, cleared when it arrives. A payout that
+ * waits on an unknown always has one open, which is also what lets an operator decide it.
+ */
+export class Attention {
+  private readonly open = new Set<AttentionKind>();
+
+  constructor(private readonly payoutId: string) {}
+
+  /** True while the payout waits on an unknown (items for review do not count). */
+  get waiting(): boolean {
+    return [...this.open].some((kind) => !FOR_REVIEW.includes(kind));
+  }
+
+  async raise(kind: AttentionKind, detail: string): Promise<void> {
+    if (this.open.has(kind)) return;
+    this.open.add(kind);
+    await alerts.raiseAttention({ payoutId: this.payoutId, kind, detail });
+  }
+
+  async clear(...kinds: AttentionKind[]): Promise<void> {
+    const open = kinds.filter((kind) => this.open.delete(kind));
+    if (open.length === 0) return;
+    // Runs even when the step that raised it was cancelled by an operator's decision.
+    await CancellationScope.nonCancellable(() =>
+      alerts.clearAttention({ payoutId: this.payoutId, kinds: open, by: 'workflow' }),
+    );
+  }
+
+  /** The payout has ended: what it waited on is answered (items for review stay for an operator). */
+  async clearWaiting(): Promise<void> {
+    await this.clear(...[...this.open].filter((kind) => !FOR_REVIEW.includes(kind)));
+  }
+
+  /**
+   * Runs `step`; if it is still running after `afterMs`, calls `onLate` once (and keeps waiting).
+   * `step`'s result or failure is passed on as is.
+   */
+  async whenLate<T>(afterMs: number, onLate: () => Promise<void>, step: () => Promise<T>): Promise<T> {
+    const timer = new CancellationScope();
+    const alarm = timer.run(() => sleep(Math.max(1, afterMs))).then(
+      () => onLate(),
+      () => undefined, // the step ended first
+    );
+    try {
+      return await step();
+    } finally {
+      timer.cancel();
+      await CancellationScope.nonCancellable(() => alarm);
+    }
+  }
+
+  /** Runs `step`, raising `kind` if it has not answered after `afterMs` and clearing it once it has. */
+  async whileUnanswered<T>(
+    kind: AttentionKind,
+    detail: string,
+    afterMs: number,
+    step: () => Promise<T>,
+  ): Promise<T> {
+    try {
+      return await this.whenLate(afterMs, () => this.raise(kind, detail), step);
+    } finally {
+      await this.clear(kind);
+    }
+  }
+}

@@ -1,0 +1,94 @@
+/**
+ * What both settlement modes share: the outcome they end in, the on-chain verification of a
+ * transfer, and the activity proxies of steps that run until proof.
+ */
+import { ApplicationFailure, isCancellation, log, proxyActivities, proxyLocalActivities } from '@temporalio/workflow';
+import type { ChainActivities, ProviderActivities } from '../../activities';
+import type { FailureReason } from '../../domain/payout';
+import { isActivityError, isRefusal } from '../activity-errors';
+import { asLocal, PROOF_ROUND, SINGLE_LOCAL_ATTEMPT } from '../activity-options';
+
+export type SettlementOutcome =
+  | { kind: 'completed'; txHash: `0x${string}`; amountUnits: string; confirmedAt: string }
+  | { kind: 'failed'; reason: FailureReason };
+
+type ProofSteps = Pick<ProviderActivities, 'requestSettlement' | 'fetchSettlementStatus'> &
+  Pick<ChainActivities, 'verifyUsdtTransfer'>;
+
+const inRounds = proxyActivities<ProofSteps>(PROOF_ROUND);
+/**
+ * One attempt as a local activity, the fast path when the provider or the chain answers at once: it
+ * runs inside the workflow task that asks for it. Each of these steps is safe to run again when that
+ * task is redone (the settlement request is idempotent on the payout id, the verification is a read
+ * whose claim is keyed by the payout), and its result is decided again from what the history holds.
+ */
+const onceLocally = proxyLocalActivities<ProofSteps>(asLocal(SINGLE_LOCAL_ATTEMPT));
+
+/** A round's result: the step's answer, a refusal (final), or no answer yet (try again later). */
+export type RoundResult<T> =
+  | { answer: T }
+  | { refused: string }
+  | { unanswered: string; failureType: string | undefined };
+
+/** `step` once locally, then a round of remote retries unless refused. */
+export async function oneRound<T>(step: (activities: ProofSteps) => Promise<T>): Promise<RoundResult<T>> {
+  for (const activities of [onceLocally, inRounds]) {
+    try {
+      return { answer: await step(activities) };
+    } catch (err) {
+      if (!isActivityError(err) || isCancellation(err)) throw err;
+      if (isRefusal(err)) return { refused: messageOf(err) };
+      if (activities === inRounds) return { unanswered: messageOf(err), failureType: typeOf(err) };
+    }
+  }
+  throw new Error('unreachable');
+}
+
+/** How long a step may go unanswered before its attention item is raised. */
+export const ATTENTION_AFTER_MS = 5 * 60 * 1000;
+
+/**
+ * Verifies `txHash` pays the receiver `amountUnits` with the confirmations required, and claims it
+ * for the payout. 'confirmed' or 'reverted' are proofs. 'mismatch' (mined, but without a transfer of
+ * that amount to the receiver that no other payout claimed) and 'unanswered' (not yet mined, not deep
+ * enough, a node that does not answer) prove nothing: look again later.
+ */
+export async function verifyTransfer(
+  payout: { id: string; receiverWallet: string },
+  confirmations: number,
+  txHash: `0x${string}`,
+  amountUnits: string,
+): Promise<'confirmed' | 'reverted' | 'mismatch' | 'unanswered'> {
+  const round = await oneRound((a) =>
+    a.verifyUsdtTransfer({
+      payoutId: payout.id,
+      txHash,
+      to: payout.receiverWallet,
+      amountUnits,
+      minConfirmations: confirmations,
+    }),
+  );
+  if ('answer' in round) {
+    return round.answer === 'confirmed' || round.answer === 'reverted' ? round.answer : 'mismatch';
+  }
+  if ('unanswered' in round && round.failureType === 'TransferMismatch') return 'mismatch';
+  if ('refused' in round) {
+    // The chain activities refuse only on our own misconfiguration (no such token, wrong chain),
+    // which proves nothing about the transfer: keep looking once it is fixed.
+    log.error('transfer verification refused', { payoutId: payout.id, txHash, error: round.refused });
+  }
+  return 'unanswered';
+}
+
+function messageOf(err: unknown): string {
+  const cause = (err as { cause?: unknown }).cause ?? err;
+  return cause instanceof Error ? cause.message : String(cause);
+}
+
+/** The type of the last application failure in the chain (a round that timed out wraps its last one). */
+function typeOf(err: unknown): string | undefined {
+  for (let e: unknown = err; e instanceof Error; e = (e as { cause?: unknown }).cause) {
+    if (e instanceof ApplicationFailure) return e.type ?? undefined;
+  }
+  return undefined;
+}

@@ -195,6 +195,7 @@ describe('worker versioning: two worker builds, one Temporal server, payouts in 
 
     // The control: the two builds really cannot replay each other's payouts, so the above is the
     // pinning at work. Each history replays on its own build and fails on the other.
+    // (The SDK core logs the two expected failures as WARN "[TMPRL1100] Nondeterminism error" lines.)
     const dataConverter = createDataConverter({
       PAYLOAD_ENCRYPTION_KEY: stack.serviceEnv.PAYLOAD_ENCRYPTION_KEY,
     });

@@ -20,6 +20,8 @@ const payloadKey = z
   .string()
   .regex(new RegExp(`^${payloadKeyText}$`), 'must be 32 bytes as 64 hex digits or base64');
 const payloadKeyList = new RegExp(`^${payloadKeyText}(?:,${payloadKeyText})*$`);
+/** A worker build id (TEMPORAL_WORKER_BUILD_ID, `admin deploy promote --build-id`): an image tag or git sha. */
+export const BUILD_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._+-]{0,199}$/;
 const optional = <T extends z.ZodTypeAny>(schema: T) =>
   z.preprocess((v) => (v === '' ? undefined : v), schema.optional());
 
@@ -56,6 +58,22 @@ const envSchema = z
     // without running webpack, and every replica runs the same code. Default: dist/workflow-bundle.js
     // when running compiled, else the sources.
     WORKFLOW_BUNDLE_PATH: optional(z.string()),
+    // Worker Versioning (src/temporal/worker-versioning.ts, docs/workflow-changes.md). A build id turns
+    // it on: the worker polls as version <deployment>:<build id> and every workflow it starts stays on
+    // that build. One build id per workflow bundle that ships (the image tag or git sha); empty, the
+    // worker is unversioned and any worker may replay any history (patched() is then the only guard).
+    // The server refuses ':' and '.' in deployment names.
+    TEMPORAL_WORKER_DEPLOYMENT_NAME: z
+      .string()
+      .regex(/^[A-Za-z0-9_-]{1,200}$/, 'must be 1-200 letters, digits, _ or -')
+      .default('pix-usdt-payouts'),
+    TEMPORAL_WORKER_BUILD_ID: optional(
+      z.string().regex(BUILD_ID_PATTERN, 'must be 1-200 letters, digits, ., _, + or -'),
+    ),
+    // The worker makes its own build the current version once it polls: for a single worker (local
+    // stack, compose demo). A fleet promotes with `admin deploy promote` after the new build is up,
+    // never this: every restarting replica of an older build would take new payouts back.
+    TEMPORAL_WORKER_SET_CURRENT: bool(false),
     TEMPORAL_API_KEY: optional(z.string()),
     TEMPORAL_TLS: optional(z.enum(['true', 'false', '1', '0']).transform((v) => v === 'true' || v === '1')),
     TEMPORAL_TLS_CLIENT_CERT_PATH: optional(z.string()),

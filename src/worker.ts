@@ -22,6 +22,12 @@ import { connectWorker } from './temporal/connection';
 import { createDataConverter } from './temporal/data-converter';
 import { requireSearchAttributes } from './temporal/search-attribute-registry';
 import { installWorkerRuntime } from './temporal/worker-runtime';
+import {
+  setCurrentVersion,
+  workerDeploymentOptions,
+  workerVersion,
+  type WorkerVersion,
+} from './temporal/worker-versioning';
 import { onShutdown } from './shutdown';
 import { workflowSource } from './workflow-bundle';
 
@@ -40,6 +46,8 @@ export interface PayoutWorkerOptions {
   dataConverter?: DataConverter;
   /** Sticky cache size (WORKER_MAX_CACHED_WORKFLOWS); the SDK's heap-based default when omitted. */
   maxCachedWorkflows?: number;
+  /** This build's worker deployment version (Worker Versioning, workflows pinned); unversioned when omitted. */
+  version?: WorkerVersion;
 }
 
 /** The payout worker: the workflow bundle plus activities wired to the real adapters. */
@@ -51,6 +59,7 @@ export function createPayoutWorker(opts: PayoutWorkerOptions): Promise<Worker> {
     dataConverter: opts.dataConverter,
     ...(opts.maxCachedWorkflows !== undefined ? { maxCachedWorkflows: opts.maxCachedWorkflows } : {}),
     ...(opts.workflowBundle ? { workflowBundle: opts.workflowBundle } : workflowSource()),
+    ...workerDeploymentOptions(opts.version),
     interceptors: { activity: [activityMetricsInterceptor(opts.deps.metrics)] },
     activities: {
       ...createActivities(opts.deps),
@@ -90,6 +99,7 @@ async function main(): Promise<void> {
     extraMetrics: scrapeLocal(runtime.metricsUrl, logger),
     logger,
   });
+  const version = workerVersion(config);
   const worker = await createPayoutWorker({
     connection,
     namespace: config.TEMPORAL_NAMESPACE,
@@ -99,14 +109,40 @@ async function main(): Promise<void> {
     secrets: createSecretBox(config),
     dataConverter: createDataConverter(config),
     maxCachedWorkflows: config.WORKER_MAX_CACHED_WORKFLOWS,
+    ...(version ? { version } : {}),
     ...(config.WORKFLOW_BUNDLE_PATH ? { workflowBundle: { codePath: config.WORKFLOW_BUNDLE_PATH } } : {}),
   });
   onShutdown(logger, async () => {
     // Stops polling, lets running activities finish (up to the shutdown grace time), then returns.
     worker.shutdown();
   });
-  logger.info({ taskQueue: config.TEMPORAL_TASK_QUEUE, mode: config.SETTLEMENT_MODE }, 'worker started');
-  await worker.run();
+  logger.info(
+    {
+      taskQueue: config.TEMPORAL_TASK_QUEUE,
+      mode: config.SETTLEMENT_MODE,
+      ...(version ? { deployment: version.deploymentName, buildId: version.buildId } : {}),
+    },
+    'worker started',
+  );
+  const running = worker.run();
+  let promotionFailure: unknown;
+  if (version && config.TEMPORAL_WORKER_SET_CURRENT) {
+    // The server knows a version only once it has polled, hence after run(); it refuses until then.
+    await setCurrentVersion(connection.workflowService, config.TEMPORAL_NAMESPACE, version, {
+      waitForPollersMs: 60_000,
+    }).then(
+      ({ previousBuildId }) =>
+        logger.info({ buildId: version.buildId, previousBuildId }, 'worker deployment version is current'),
+      (err: unknown) => {
+        // A single-worker setup whose build is not current starts no new payouts: stop loudly.
+        promotionFailure = err;
+        logger.error({ err, buildId: version.buildId }, 'could not make this build the current version');
+        worker.shutdown();
+      },
+    );
+  }
+  await running;
+  if (promotionFailure) throw promotionFailure;
   await ops.close();
   await connection.close();
   await db.end();

@@ -15,13 +15,16 @@ import { createSecretBox } from '../adapters/secrets/secret-box';
 import { listRefundCases, resolveRefundCase, type RefundCase } from '../adapters/db/refund-cases-repo';
 import { createPool, type Db } from '../adapters/db/pool';
 import { PAYOUT_STATUSES, toPayoutResponse } from '../domain/payout';
-import { loadConfig } from '../config';
+import { Connection, type WorkflowService } from '@temporalio/client';
+import { BUILD_ID_PATTERN, loadConfig } from '../config';
 import { isUuid } from '../domain/ids';
+import { temporalConnectionOptions } from '../temporal/connection';
+import { describeDeployment, setCurrentVersion } from '../temporal/worker-versioning';
 
 /**
- * Admin CLI for the operator's account managers. Prints one JSON object on stdout per command;
- * errors go to stderr with exit code 1 (usage errors: 2). Talks to DATABASE_URL (default: the local
- * stack of `npm start`).
+ * Admin CLI for the operator's account managers and deployers. Prints one JSON object on stdout per
+ * command; errors go to stderr with exit code 1 (usage errors: 2). Talks to DATABASE_URL (default: the
+ * local stack of `npm start`); the `deploy` commands talk to Temporal only (TEMPORAL_* variables).
  *
  * A command is one entry of COMMANDS: its synopsis and help, its own options (anything else is a
  * usage error) and its plan. The overview help is built from the table.
@@ -30,19 +33,38 @@ import { isUuid } from '../domain/ids';
 type OptionSpec = { type: 'string' } | { type: 'boolean' };
 type Values = Record<string, string | boolean | undefined>;
 
-interface Command {
+interface CommandInfo {
   /** Arguments after the command words, as shown in help ("--id <partner_id>"). */
   args: string;
   summary: string;
   /** More text for the command's own --help. */
   details?: string;
   options: Record<string, OptionSpec>;
+}
+
+interface DbCommand extends CommandInfo {
+  uses?: 'database';
   /**
    * Checks the options (a UsageError before any database work) and returns the work itself, whose
    * result is printed as JSON.
    */
   plan(values: Values): (db: Db) => Promise<unknown>;
 }
+
+/** The Temporal side of a command: the namespace and the worker deployment of the configuration. */
+interface TemporalTarget {
+  service: WorkflowService;
+  namespace: string;
+  deploymentName: string;
+}
+
+/** A command on Temporal alone: it neither migrates nor opens the database. */
+interface TemporalCommand extends CommandInfo {
+  uses: 'temporal';
+  plan(values: Values): (temporal: TemporalTarget) => Promise<unknown>;
+}
+
+type Command = DbCommand | TemporalCommand;
 
 const INVOCATION = 'npm run --silent admin --';
 const str: OptionSpec = { type: 'string' };
@@ -80,6 +102,13 @@ async function readSecretFromStdin(): Promise<string> {
   const problem = callbackSecretProblem(secret);
   if (problem) throw new UsageError(`--secret-stdin: the secret ${problem}`);
   return secret;
+}
+
+function noDeployment(t: TemporalTarget): Error {
+  return new Error(
+    `no worker of deployment ${t.deploymentName} has polled namespace ${t.namespace} yet ` +
+      '(is TEMPORAL_WORKER_BUILD_ID set on the workers?)',
+  );
 }
 
 const COMMANDS: Record<string, Command> = {
@@ -307,6 +336,67 @@ const COMMANDS: Record<string, Command> = {
       };
     },
   },
+  'deploy status': {
+    uses: 'temporal',
+    args: '',
+    summary: "the worker deployment's builds and the open workflows pinned to each",
+    details:
+      'Prints {"deployment", "current_build_id", "versions": [{"build_id", "status", "pinned_open_workflows"}]}.\n' +
+      'New payouts start on current_build_id; every other build keeps the workflows it started until they\n' +
+      'end. Stop the workers of a build only once its pinned_open_workflows is 0 (status DRAINED says the\n' +
+      'same, minutes later). Deployment: TEMPORAL_WORKER_DEPLOYMENT_NAME; namespace: TEMPORAL_NAMESPACE.',
+    options: {},
+    plan: () => async (t) => {
+      const status = await describeDeployment(t.service, t.namespace, t.deploymentName);
+      if (!status) throw noDeployment(t);
+      return {
+        deployment: status.deploymentName,
+        current_build_id: status.currentBuildId ?? null,
+        versions: status.versions.map((v) => ({
+          build_id: v.buildId,
+          status: v.status,
+          pinned_open_workflows: v.pinnedOpenWorkflows,
+        })),
+      };
+    },
+  },
+  'deploy promote': {
+    uses: 'temporal',
+    args: '--build-id <build_id>',
+    summary: 'start new payouts on this build (deploy, or roll back to an older build)',
+    details:
+      'Prints {"deployment", "current_build_id", "previous_build_id"}. The build\'s workers must be polling\n' +
+      'already. Workflows already running stay on the build that started them, so the previous build keeps\n' +
+      'running until `deploy status` shows it holds none. A rollback is a promote of the older build.',
+    options: { 'build-id': str },
+    plan(values) {
+      const buildId = requireOption(values, 'build-id');
+      if (!BUILD_ID_PATTERN.test(buildId))
+        throw new UsageError('--build-id must be a build id (letters, digits, ., _, + or -)');
+      return async (t) => {
+        const status = await describeDeployment(t.service, t.namespace, t.deploymentName);
+        if (!status) throw noDeployment(t);
+        // The server would take a version it has never seen and route new payouts to no one.
+        if (!status.versions.some((v) => v.buildId === buildId)) {
+          throw new Error(
+            `build ${buildId} has never polled deployment ${t.deploymentName}; known: ` +
+              (status.versions.map((v) => v.buildId).join(', ') || 'none'),
+          );
+        }
+        const { previousBuildId } = await setCurrentVersion(
+          t.service,
+          t.namespace,
+          { deploymentName: t.deploymentName, buildId },
+          { identity: 'admin deploy promote' },
+        );
+        return {
+          deployment: t.deploymentName,
+          current_build_id: buildId,
+          previous_build_id: previousBuildId ?? null,
+        };
+      };
+    },
+  },
 };
 
 /** A whole number option from 1 to `max`, or `fallback` when absent. */
@@ -370,7 +460,8 @@ function overview(): string {
     'commands:',
     ...lines,
     '',
-    'Every command takes --help. Environment: DATABASE_URL (default: the stack of `npm start`).',
+    'Every command takes --help. Environment: DATABASE_URL (default: the stack of `npm start`);',
+    'deploy commands: TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_WORKER_DEPLOYMENT_NAME.',
   ].join('\n');
 }
 
@@ -406,7 +497,7 @@ async function main(argv: string[]): Promise<number> {
     throw new UsageError(`unknown command "${name}"\n\n${overview()}`);
   }
 
-  let work: (db: Db) => Promise<unknown>;
+  let execute: () => Promise<unknown>;
   try {
     const { values } = parseArgs({
       args: rest,
@@ -418,19 +509,42 @@ async function main(argv: string[]): Promise<number> {
       process.stdout.write(`${commandHelp(name)}\n`);
       return 0;
     }
-    work = command.plan(values);
+    if (command.uses === 'temporal') {
+      const work = command.plan(values);
+      execute = () => withTemporal(work);
+    } else {
+      const work = command.plan(values);
+      execute = () => withDatabase(work);
+    }
   } catch (err) {
     throw new UsageError(`${(err as Error).message}\n\n${commandHelp(name)}`);
   }
+  process.stdout.write(`${JSON.stringify(await execute(), null, 2)}\n`);
+  return 0;
+}
 
+async function withDatabase(work: (db: Db) => Promise<unknown>): Promise<unknown> {
   const config = loadConfig();
   await runMigrations(config.DATABASE_URL);
   const db = createPool(config.DATABASE_URL, 2);
   try {
-    process.stdout.write(`${JSON.stringify(await work(db), null, 2)}\n`);
-    return 0;
+    return await work(db);
   } finally {
     await db.end();
+  }
+}
+
+async function withTemporal(work: (temporal: TemporalTarget) => Promise<unknown>): Promise<unknown> {
+  const config = loadConfig();
+  const connection = await Connection.connect(temporalConnectionOptions(config));
+  try {
+    return await work({
+      service: connection.workflowService,
+      namespace: config.TEMPORAL_NAMESPACE,
+      deploymentName: config.TEMPORAL_WORKER_DEPLOYMENT_NAME,
+    });
+  } finally {
+    await connection.close();
   }
 }
 

@@ -23,10 +23,18 @@ interface Service {
   ports?: string[];
   depends_on?: string[] | Record<string, { condition: string }>;
 }
-const compose = parse(readFileSync(path.join(ROOT, 'docker-compose.yml'), 'utf8'), { merge: true }) as {
-  services: Record<string, Service>;
-};
-const services = compose.services;
+/**
+ * The file as compose reads it with `hostEnv` as the shell's environment: `${VAR:-default}` and
+ * `${VAR}` interpolated, `$$` an escaped `$`.
+ */
+function loadCompose(hostEnv: Record<string, string> = {}): { services: Record<string, Service> } {
+  const text = readFileSync(path.join(ROOT, 'docker-compose.yml'), 'utf8').replace(
+    /\$\$|\$\{(\w+)(?::?-([^}]*))?\}/g,
+    (whole, name?: string, fallback?: string) => (whole === '$$' ? '$' : hostEnv[name!] || (fallback ?? '')),
+  );
+  return parse(text, { merge: true }) as { services: Record<string, Service> };
+}
+const services = loadCompose().services;
 const published = (name: string) => (services[name]?.ports ?? []).map((p) => p.split(':'));
 // chain-setup.ts runs main() on import, so its constant is read from the source instead.
 const tokenAddress = /EXPECTED_ADDRESS = '(0x[0-9a-fA-F]{40})'/.exec(
@@ -187,6 +195,17 @@ describe('docker-compose.yml', () => {
       String(worker.WORKER_METRICS_PORT),
       String(worker.WORKER_METRICS_PORT),
     ]);
+  });
+
+  it('runs the worker versioned when the host sets TEMPORAL_WORKER_BUILD_ID, unversioned otherwise', () => {
+    const unset = loadConfig(services.worker!.environment!);
+    expect(unset.TEMPORAL_WORKER_BUILD_ID).toBeUndefined();
+    const worker = loadConfig(
+      loadCompose({ TEMPORAL_WORKER_BUILD_ID: '5aac218' }).services.worker!.environment!,
+    );
+    expect(worker.TEMPORAL_WORKER_BUILD_ID).toBe('5aac218');
+    // The only worker of the demo: it promotes its own build, or no new payout would start.
+    expect(worker.TEMPORAL_WORKER_SET_CURRENT).toBe(true);
   });
 
   it('starts anvil on chain id 42161', () => {

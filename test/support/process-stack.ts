@@ -47,7 +47,8 @@ export interface ProcessStack {
   createPartner(): Promise<{ partnerId: string; apiKey: string }>;
   /** An api process; `port` defaults to the main api's (a restart), `mode` to provider. */
   startApi(opts?: { port?: number; mode?: 'provider' | 'treasury' }): Promise<ApiProcess>;
-  startWorker(): Promise<ServiceProcess>;
+  /** A worker process; `env` over the services' (e.g. another build id or workflow bundle). */
+  startWorker(env?: Record<string, string>): Promise<ServiceProcess>;
   restartTemporal(whileDown?: () => Promise<void>): Promise<void>;
   restartPostgres(whileDown?: () => Promise<void>): Promise<void>;
   pay(pixCopyPaste: string, outcome?: 'settled' | 'settlement_failed'): Promise<void>;
@@ -59,6 +60,8 @@ export interface ProcessStack {
   ): Promise<PayoutResponse>;
   /** Every process started so far (for error output when a test fails). */
   processes: ServiceProcess[];
+  /** The environment the api and worker processes get (Temporal address, keys, ...), for other tools. */
+  serviceEnv: Readonly<Record<string, string>>;
   close(): Promise<void>;
 }
 
@@ -232,10 +235,13 @@ export async function startProcessStack(opts: { env?: Record<string, string> } =
         await waitForReady(url, api);
         return { url, port, process: api };
       },
-      async startWorker() {
-        const worker = new ServiceProcess('worker', 'src/worker.ts', {
+      serviceEnv,
+      async startWorker(env = {}) {
+        const build = env.TEMPORAL_WORKER_BUILD_ID;
+        const worker = new ServiceProcess(build ? `worker:${build}` : 'worker', 'src/worker.ts', {
           ...serviceEnv,
           WORKER_METRICS_PORT: String(await freePort()),
+          ...env,
         });
         processes.push(worker);
         await worker.waitForLog('worker started');

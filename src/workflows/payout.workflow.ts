@@ -277,7 +277,7 @@ class PayoutProcess {
       }
       const status = await reconciling.fetchChargeStatus({ payoutId: this.record.id, chargeId });
       this.holdPayments = false;
-      for (const p of status.status === 'unknown_charge' ? [] : status.payments) {
+      for (const p of status.payments) {
         if (this.appliedEventIds.has(p.eventId)) continue;
         this.appliedEventIds.add(p.eventId);
         this.heldPayments.push(p);
@@ -308,7 +308,7 @@ class PayoutProcess {
    */
   private async reconcileAtExpiry(): Promise<void> {
     this.holdPayments = true;
-    let status: ChargeReconciliation;
+    let status: ChargeReconciliation | { status: 'unknown_charge' };
     try {
       status = await reconciling.fetchChargeStatus({
         payoutId: this.record.id,

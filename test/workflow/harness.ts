@@ -102,7 +102,9 @@ export function fakeActivities(overrides: Partial<Fakes> = {}) {
     recordPayout: async () => {},
     findPayoutWorkflow: async () => null,
     createPixCharge: async () => ({ chargeId: CHARGE_ID, pixCopyPaste: '000201...6304ABCD' }),
-    requestSettlement: async () => {},
+    requestSettlement: async () => ({ settlementId: 'stl_1', status: 'pending' as const }),
+    // The provider has the settlement and has not sent anything yet.
+    fetchSettlementStatus: async () => ({ status: 'pending' as const, chainId: 42161 }),
     fetchProviderEvent: async () => null,
     verifyUsdtTransfer: async () => 'confirmed',
     sendTreasuryTransfer: async () => ({ txHash: TREASURY_TX_HASH }),

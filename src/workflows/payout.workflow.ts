@@ -277,7 +277,7 @@ class PayoutProcess {
       }
       const status = await reconciling.fetchChargeStatus({ payoutId: this.record.id, chargeId });
       this.holdPayments = false;
-      for (const p of status.payments) {
+      for (const p of 'payments' in status ? status.payments : []) {
         if (this.appliedEventIds.has(p.eventId)) continue;
         this.appliedEventIds.add(p.eventId);
         this.heldPayments.push(p);

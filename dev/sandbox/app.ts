@@ -15,6 +15,7 @@ import {
   type Charge,
   type NotificationInput,
   type PaymentOutcome,
+  type Settlement,
 } from './state';
 import { createWebhookDispatcher, type WebhookOptions } from './webhooks';
 
@@ -28,11 +29,12 @@ export interface SandboxDeps {
   webhook?: Partial<Omit<WebhookOptions, 'url' | 'logger'>>;
 }
 
-/** An error with the status and `{"error"}` message the sandbox answers with. */
+/** An error with the status and `{"error"}` message (and machine-readable `code`) the sandbox answers with. */
 class HttpError extends Error {
   constructor(
     readonly statusCode: number,
     message: string,
+    readonly code?: string,
   ) {
     super(message);
   }
@@ -81,6 +83,24 @@ const paymentRequest = z.object({
 
 const redeliveryRequest = z.object({ event_id: z.string().min(1).max(64) });
 
+/** The provider routes a test can make fail, as the docs name them, to fastify's route patterns. */
+const FAULT_ROUTES = {
+  'GET /fx/quote': 'GET /fx/quote',
+  'POST /pix/charges': 'POST /pix/charges',
+  'GET /pix/charges/{charge_id}': 'GET /pix/charges/:chargeId',
+  'PATCH /pix/charges/{charge_id}': 'PATCH /pix/charges/:charge_id',
+  'POST /settlements': 'POST /settlements',
+  'GET /settlements/{settlement_id}': 'GET /settlements/:settlementId',
+  'GET /pix/notification/{token}': 'GET /pix/notification/:token',
+} as const;
+type FaultRoute = keyof typeof FAULT_ROUTES;
+
+const faultRequest = z.object({
+  route: z.enum(Object.keys(FAULT_ROUTES) as [FaultRoute, ...FaultRoute[]]),
+  status: z.number().int().min(400).max(599),
+  count: z.number().int().min(1).max(10_000),
+});
+
 /**
  * The provider sandbox: the payment provider of docs/provider-api.md, plus the payer
  * (POST /sandbox/payments). It is an outside party to the service and shares none of its code but
@@ -92,7 +112,7 @@ export function buildSandboxApp(config: SandboxConfig, deps: SandboxDeps = {}): 
     bodyLimit: BODY_LIMIT_BYTES,
   });
   const now = deps.now ?? (() => new Date());
-  const state = new SandboxState();
+  const state = config.stateFile === undefined ? new SandboxState() : SandboxState.load(config.stateFile);
 
   const webhooks = createWebhookDispatcher({ ...deps.webhook, url: config.webhookUrl, logger: app.log });
   const settlements = createSettlementRunner({
@@ -102,8 +122,19 @@ export function buildSandboxApp(config: SandboxConfig, deps: SandboxDeps = {}): 
     chainId: config.chainId,
     now,
     notify,
+    persist: () => state.save(),
     logger: app.log,
   });
+  // A restarted sandbox (SANDBOX_STATE_FILE) finishes what it had started: started synchronously, so
+  // a transfer it had sent is sent again before any new one can take its nonce.
+  for (const settlement of state.allSettlements()) {
+    if (settlement.status !== 'pending' && settlement.status !== 'broadcast') continue;
+    app.log.info(
+      { settlement_id: settlement.settlementId, status: settlement.status },
+      'resuming unfinished settlement',
+    );
+    settlements.start(settlement, state.chargeById(settlement.chargeId));
+  }
   app.addHook('onClose', async () => {
     // Settlements first, so one finishing during shutdown still records its notification (fetchable
     // later) before the webhook loops are stopped.
@@ -126,7 +157,11 @@ export function buildSandboxApp(config: SandboxConfig, deps: SandboxDeps = {}): 
   }
 
   app.setErrorHandler((err: Error & { statusCode?: number; code?: string }, request, reply) => {
-    if (err instanceof HttpError) return reply.status(err.statusCode).send({ error: err.message });
+    if (err instanceof HttpError) {
+      return reply
+        .status(err.statusCode)
+        .send({ error: err.message, ...(err.code !== undefined && { code: err.code }) });
+    }
     const status = err.statusCode ?? 500;
     if (status >= 500) {
       request.log.error({ err }, 'request failed');
@@ -144,6 +179,18 @@ export function buildSandboxApp(config: SandboxConfig, deps: SandboxDeps = {}): 
     // Digests have equal lengths, so the comparison time does not depend on the key.
     if (!timingSafeEqual(given, expectedAuth)) throw new HttpError(401, 'unauthorized');
   }
+
+  // Injected faults (POST /sandbox/faults), by fastify route pattern: the next `remaining` requests to
+  // that route are answered `status` before anything else is looked at (the API key included).
+  const faults = new Map<string, { route: FaultRoute; status: number; remaining: number }>();
+  app.addHook('onRequest', async (request, reply) => {
+    const fault = faults.get(`${request.method} ${request.routeOptions.url ?? ''}`);
+    if (!fault) return;
+    fault.remaining -= 1;
+    if (fault.remaining <= 0) faults.delete(FAULT_ROUTES[fault.route]);
+    request.log.info({ route: fault.route, status: fault.status }, 'injected fault');
+    return reply.status(fault.status).send({ error: `sandbox fault: HTTP ${fault.status}` });
+  });
 
   app.get('/health', async () => ({ status: 'ok' }));
 
@@ -203,12 +250,13 @@ export function buildSandboxApp(config: SandboxConfig, deps: SandboxDeps = {}): 
         existing.receiverWallet === receiverWallet &&
         existing.chainId === req.chain_id;
       if (!same) throw new HttpError(409, 'external_id already used for a settlement with other parameters');
-      return reply.status(202).send({ settlement_id: existing.settlementId, status: existing.status });
+      return reply.status(202).send(settlementAnswer(existing));
     }
     if (req.chain_id !== config.chainId) throw new HttpError(400, `chain_id must be ${config.chainId}`);
     const charge = state.chargeById(req.charge_id);
     if (!charge) throw new HttpError(404, 'unknown charge');
-    if (!settleablePayment(charge)) throw new HttpError(409, 'charge is not paid');
+    // Its own code: the service cannot tell "not paid" from "not paid as far as this replica knows".
+    if (!settleablePayment(charge)) throw new HttpError(409, 'charge not paid', 'charge_not_paid');
     if (charge.settlementId) throw new HttpError(409, 'charge already has a settlement');
     if (settleablePayment(charge)?.outcome === 'settled' && !settlements.canSendUsdt) {
       // Retryable on purpose: the operator can start the sandbox with a wallet and the service retries.
@@ -217,22 +265,44 @@ export function buildSandboxApp(config: SandboxConfig, deps: SandboxDeps = {}): 
         'settlement unavailable: SANDBOX_USDT_ADDRESS / SANDBOX_WALLET_PRIVATE_KEY not set',
       );
     }
-    const settlement = {
+    const settlement: Settlement = {
       settlementId: newId('stl'),
       externalId: req.external_id,
       chargeId: charge.chargeId,
       receiverWallet,
       chainId: req.chain_id,
-      status: 'pending' as const,
+      status: 'pending',
+      updatedAt: now(),
     };
-    state.addSettlement(settlement);
     charge.settlementId = settlement.settlementId;
+    state.addSettlement(settlement);
     request.log.info(
       { settlement_id: settlement.settlementId, charge_id: charge.chargeId },
       'settlement accepted',
     );
     settlements.start(settlement, charge);
-    return reply.status(202).send({ settlement_id: settlement.settlementId, status: 'pending' });
+    return reply.status(202).send(settlementAnswer(settlement));
+  });
+
+  // The settlement as the provider knows it now: how the service learns an outcome whose webhook
+  // never came. A settlement this sandbox does not know (forgotten by a restart without
+  // SANDBOX_STATE_FILE) is 404: it says it does not know rather than anything about the USDT.
+  app.get<{ Params: { settlementId: string } }>('/settlements/:settlementId', async (request) => {
+    authorize(request);
+    const settlement = state.settlementById(request.params.settlementId);
+    if (!settlement) throw new HttpError(404, 'unknown settlement');
+    return {
+      settlement_id: settlement.settlementId,
+      external_id: settlement.externalId,
+      charge_id: settlement.chargeId,
+      receiver_wallet: settlement.receiverWallet,
+      chain_id: settlement.chainId,
+      status: settlement.status,
+      tx_hash: settlement.txHash ?? null,
+      amount_usdt: settlement.amountUsdt ?? null,
+      failure_reason: settlement.failureReason ?? null,
+      updated_at: settlement.updatedAt.toISOString(),
+    };
   });
 
   // Modelled on BCB's Pix API GET /cob/{txid}: the charge and every payment received on it.
@@ -285,6 +355,7 @@ export function buildSandboxApp(config: SandboxConfig, deps: SandboxDeps = {}): 
     // A static code can be paid again (and with an edited amount): the provider records every
     // payment and reports each one; the service decides which one settles.
     charge.payments.push(payment);
+    state.save();
     // A bank does not know about the provider's expiry: a late payment goes through, and it is the
     // service's job to refund it. Logged so a demo shows why such a payout does not settle.
     const late = paidAt.getTime() > charge.expiresAt.getTime();
@@ -326,6 +397,23 @@ export function buildSandboxApp(config: SandboxConfig, deps: SandboxDeps = {}): 
     return reply.status(202).send({ event_id: body.event_id, status: 'accepted' });
   });
 
+  // Test control: make a provider route answer an error for its next `count` requests, as a provider
+  // outage, a rotated key or a lagging replica would. Not part of the provider API: no API key.
+  app.post('/sandbox/faults', async (request, reply) => {
+    const req = parse(faultRequest, request.body);
+    faults.set(FAULT_ROUTES[req.route], { route: req.route, status: req.status, remaining: req.count });
+    request.log.info(req, 'fault armed');
+    return reply.status(201).send({ route: req.route, status: req.status, remaining: req.count });
+  });
+  app.get('/sandbox/faults', async () => ({
+    faults: [...faults.values()].map((f) => ({ route: f.route, status: f.status, remaining: f.remaining })),
+  }));
+  app.delete('/sandbox/faults', async () => {
+    const cleared = faults.size;
+    faults.clear();
+    return { cleared };
+  });
+
   function chargeForCode(code: string): Charge {
     let parsed: ReturnType<typeof parseBrCode>;
     try {
@@ -361,6 +449,7 @@ export function buildSandboxApp(config: SandboxConfig, deps: SandboxDeps = {}): 
     if (charge.payments.length > 0) throw new HttpError(409, 'charge already paid');
     if (!charge.removedAt) {
       charge.removedAt = now();
+      state.save();
       request.log.info({ charge_id: charge.chargeId }, 'charge removed');
     }
     return { charge_id: charge.chargeId, status: 'removed', removed_at: charge.removedAt.toISOString() };
@@ -370,6 +459,16 @@ export function buildSandboxApp(config: SandboxConfig, deps: SandboxDeps = {}): 
 }
 
 const chargeRemovalRequest = z.object({ status: z.literal('removed', 'must be "removed"') });
+
+/** The answer to POST /settlements, first or repeated: the settlement's status now. */
+function settlementAnswer(settlement: Settlement) {
+  return {
+    settlement_id: settlement.settlementId,
+    status: settlement.status,
+    tx_hash: settlement.txHash ?? null,
+    amount_usdt: settlement.amountUsdt ?? null,
+  };
+}
 
 function chargeView(charge: Charge) {
   return {

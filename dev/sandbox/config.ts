@@ -28,6 +28,8 @@ export interface SandboxConfig {
   /** The provider's receiving PIX key, written in every BR Code. */
   pixKey: string;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+  /** JSON file the state is saved to and restored from; none: memory only, a restart forgets all. */
+  stateFile?: string;
 }
 
 export class SandboxConfigError extends Error {
@@ -92,6 +94,7 @@ const schema = z.object({
     z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']),
     'info',
   ),
+  SANDBOX_STATE_FILE: optional(z.string().min(1)),
 });
 
 /** Every variable the sandbox reads (docker-compose.yml is checked against this list). */
@@ -120,5 +123,6 @@ export function loadSandboxConfig(env: NodeJS.ProcessEnv = process.env): Sandbox
     merchantCity: e.SANDBOX_MERCHANT_CITY,
     pixKey: e.SANDBOX_PIX_KEY,
     logLevel: e.SANDBOX_LOG_LEVEL,
+    stateFile: e.SANDBOX_STATE_FILE,
   };
 }

@@ -3,8 +3,10 @@ import {
   createPublicClient,
   createWalletClient,
   defineChain,
+  encodeFunctionData,
   erc20Abi,
   http,
+  keccak256,
   WaitForTransactionReceiptTimeoutError,
   type Address,
   type Hex,
@@ -14,17 +16,27 @@ import { privateKeyToAccount } from 'viem/accounts';
 import { formatUsdtUnits, usdtUnitsForBrl } from '../../src/domain/money';
 import type { Charge, NotificationInput, Payment, Settlement } from './state';
 
+/** A signed transaction: its hash is known before it is sent. */
+export interface SignedTransfer {
+  txHash: Hex;
+  rawTx: Hex;
+}
+
 export interface UsdtSender {
   readonly address: Address;
   /**
-   * Sends `units` USDT base units to `to` and waits for the receipt. Throws TransferNotSentError when
-   * nothing was broadcast; once broadcast it only waits (never re-sends) until the receipt or `signal`.
+   * Signs a transfer of `units` USDT base units to `to`, hands it to `beforeBroadcast` (which saves
+   * it), then sends it. Throws TransferNotSentError when nothing was sent (it could not be prepared,
+   * or `beforeBroadcast` failed). Once sent, an error sending is not a proof that the node did not
+   * take it: the transfer is returned all the same, and waitForReceipt sends it again.
    */
-  transfer(
-    to: Address,
-    units: bigint,
-    signal: AbortSignal,
-  ): Promise<{ txHash: Hex; status: 'success' | 'reverted' }>;
+  send(to: Address, units: bigint, beforeBroadcast: (tx: SignedTransfer) => void): Promise<SignedTransfer>;
+  /**
+   * Sends the signed transfer again (harmless: same hash, same nonce, so it can be mined once at most)
+   * and waits for its receipt until `signal` aborts. A restarted sandbox calls it for what it had
+   * sent before it stopped; the resend goes through the send queue so no new transfer takes its nonce.
+   */
+  waitForReceipt(tx: SignedTransfer, signal: AbortSignal): Promise<'success' | 'reverted'>;
 }
 
 export class TransferNotSentError extends Error {
@@ -53,40 +65,55 @@ export function createUsdtSender(opts: UsdtSenderOptions): UsdtSender {
   const wallet = createWalletClient({ account, chain, transport, pollingInterval });
   const reader = createPublicClient({ chain, transport, pollingInterval });
   // One wallet, one nonce sequence: sends go one at a time, each reading the pending nonce after the
-  // previous one was broadcast, so two settlements can never race for the same nonce.
+  // previous one was sent, so two settlements can never race for the same nonce.
   const sendLock = createLock();
 
-  async function waitForReceipt(hash: Hex, signal: AbortSignal) {
-    for (;;) {
-      signal.throwIfAborted();
-      try {
-        return await abortable(reader.waitForTransactionReceipt({ hash, timeout: 30_000 }), signal);
-      } catch (err) {
-        // Slow chain: keep waiting. The transfer is out; sending again could pay twice.
-        if (!(err instanceof WaitForTransactionReceiptTimeoutError)) throw err;
-      }
-    }
+  /** Best effort: the node may already have it ("already known") or have mined it ("nonce too low"). */
+  async function resend(rawTx: Hex): Promise<void> {
+    await sendLock(() => wallet.sendRawTransaction({ serializedTransaction: rawTx })).catch(() => undefined);
   }
 
   return {
     address: account.address,
-    async transfer(to, units, signal) {
-      const txHash = await sendLock(async () => {
+    async send(to, units, beforeBroadcast) {
+      return sendLock(async () => {
+        let signed: SignedTransfer;
         try {
-          return await wallet.writeContract({
-            address: opts.usdtAddress,
-            abi: erc20Abi,
-            functionName: 'transfer',
-            args: [to, units],
+          // Estimating the gas runs the transfer: one that would revert is refused here, unsent.
+          const request = await wallet.prepareTransactionRequest({
+            to: opts.usdtAddress,
+            data: encodeFunctionData({ abi: erc20Abi, functionName: 'transfer', args: [to, units] }),
           });
+          const rawTx = await wallet.signTransaction(request);
+          signed = { txHash: keccak256(rawTx), rawTx };
+          // Saved before it is sent: a sandbox that dies right after sending still knows the hash.
+          beforeBroadcast(signed);
         } catch (err) {
           const detail =
             err instanceof Error ? ((err as { shortMessage?: string }).shortMessage ?? err.message) : '';
           throw new TransferNotSentError(`USDT transfer not sent: ${detail}`);
         }
+        // Sent (or perhaps sent) from here on: an error is no proof the node did not take it.
+        await wallet.sendRawTransaction({ serializedTransaction: signed.rawTx }).catch(() => undefined);
+        return signed;
       });
-      const receipt = await waitForReceipt(txHash, signal);
-      return { txHash, status: receipt.status };
+    },
+    async waitForReceipt(tx, signal) {
+      for (;;) {
+        signal.throwIfAborted();
+        await resend(tx.rawTx);
+        try {
+          const receipt = await abortable(
+            reader.waitForTransactionReceipt({ hash: tx.txHash, timeout: 30_000 }),
+            signal,
+          );
+          return receipt.status;
+        } catch (err) {
+          // Slow chain: keep waiting (and send the same transaction again). A new transaction could
+          // pay twice.
+          if (!(err instanceof WaitForTransactionReceiptTimeoutError)) throw err;
+        }
+      }
     },
   };
 }
@@ -99,13 +126,19 @@ export interface SettlementRunnerOptions {
   chainId: number;
   now: () => Date;
   notify: (input: NotificationInput) => void;
+  /** Saves the state (SANDBOX_STATE_FILE) after a settlement changed. */
+  persist: () => void;
   logger: Pick<FastifyBaseLogger, 'info' | 'warn' | 'error'>;
 }
 
 export interface SettlementRunner {
   readonly canSendUsdt: boolean;
-  /** Runs the settlement in the background (the HTTP answer does not wait for the chain). */
-  start(settlement: Settlement, charge: Charge): void;
+  /**
+   * Runs the settlement in the background (the HTTP answer does not wait for the chain). Also resumes
+   * one found unfinished at start: a `pending` one never sent anything, so it starts over; a
+   * `broadcast` one only waits for the receipt of what it sent.
+   */
+  start(settlement: Settlement, charge: Charge | undefined): void;
   /** Stops waiting for receipts and waits for the running settlements to end. */
   close(): Promise<void>;
 }
@@ -119,57 +152,91 @@ export function createSettlementRunner(opts: SettlementRunnerOptions): Settlemen
   const stop = new AbortController();
   const running = new Set<Promise<void>>();
 
-  function fail(settlement: Settlement, charge: Charge, reason: string): void {
-    settlement.status = 'failed';
-    opts.notify({ ...eventBase(settlement, charge), type: 'settlement.failed', failure_reason: reason });
+  function update(settlement: Settlement, change: Partial<Settlement>): void {
+    Object.assign(settlement, change, { updatedAt: opts.now() });
+    opts.persist();
   }
 
-  function eventBase(settlement: Settlement, charge: Charge) {
+  /** Nothing was sent: the failure is final and says so by having no tx hash. */
+  function refuse(settlement: Settlement, reason: string): void {
+    delete settlement.txHash;
+    delete settlement.rawTx;
+    delete settlement.amountUsdt;
+    finishFailed(settlement, reason);
+  }
+
+  function finishFailed(settlement: Settlement, reason: string): void {
+    update(settlement, { status: 'failed', failureReason: reason });
+    opts.notify({ ...eventBase(settlement), type: 'settlement.failed', failure_reason: reason });
+  }
+
+  function eventBase(settlement: Settlement) {
     return {
-      charge_id: charge.chargeId,
+      charge_id: settlement.chargeId,
       external_id: settlement.externalId,
       occurred_at: opts.now().toISOString(),
     };
   }
 
-  async function run(settlement: Settlement, charge: Charge): Promise<void> {
-    const log = { settlement_id: settlement.settlementId, charge_id: charge.chargeId };
-    if (settleablePayment(charge)?.outcome === 'settlement_failed') {
-      opts.logger.info(log, 'settlement failed on purpose (payment outcome settlement_failed)');
-      return fail(settlement, charge, 'simulated settlement failure');
-    }
-    const units = usdtUnitsForBrl(charge.amountCentavos, opts.spotRate, opts.spread);
-    if (units <= 0n) return fail(settlement, charge, 'amount too small to convert');
-    if (!opts.sender) return fail(settlement, charge, 'sandbox has no USDT wallet configured');
-
-    let result: Awaited<ReturnType<UsdtSender['transfer']>>;
-    try {
-      result = await opts.sender.transfer(settlement.receiverWallet, units, stop.signal);
-    } catch (err) {
-      if (err instanceof TransferNotSentError) {
-        opts.logger.error({ ...log, err }, 'settlement failed: USDT not sent');
-        return fail(settlement, charge, err.message);
+  async function run(settlement: Settlement, charge: Charge | undefined): Promise<void> {
+    const log = { settlement_id: settlement.settlementId, charge_id: settlement.chargeId };
+    let tx: SignedTransfer;
+    if (settlement.status === 'broadcast' && settlement.txHash && settlement.rawTx) {
+      opts.logger.info({ ...log, tx_hash: settlement.txHash }, 'settlement resumed: waiting for its receipt');
+      tx = { txHash: settlement.txHash, rawTx: settlement.rawTx };
+    } else {
+      if (!charge) return refuse(settlement, 'charge unknown');
+      if (settleablePayment(charge)?.outcome === 'settlement_failed') {
+        opts.logger.info(log, 'settlement failed on purpose (payment outcome settlement_failed)');
+        return refuse(settlement, 'simulated settlement failure');
       }
-      // Broadcast, but we stopped (or the node failed) before the receipt: the outcome is unknown,
-      // so report nothing rather than something false. The service's settlement timeout covers it.
-      opts.logger.error({ ...log, err }, 'settlement outcome unknown: receipt not obtained');
+      const units = usdtUnitsForBrl(charge.amountCentavos, opts.spotRate, opts.spread);
+      if (units <= 0n) return refuse(settlement, 'amount too small to convert');
+      if (!opts.sender) return refuse(settlement, 'sandbox has no USDT wallet configured');
+      try {
+        tx = await opts.sender.send(settlement.receiverWallet, units, (signed) =>
+          update(settlement, { status: 'broadcast', ...signed, amountUsdt: formatUsdtUnits(units) }),
+        );
+      } catch (err) {
+        if (err instanceof TransferNotSentError) {
+          opts.logger.error({ ...log, err }, 'settlement failed: USDT not sent');
+          return refuse(settlement, err.message);
+        }
+        throw err;
+      }
+      opts.logger.info({ ...log, tx_hash: tx.txHash }, 'settlement broadcast');
+    }
+    if (!opts.sender) {
+      // Restarted without a wallet: what was sent cannot be followed, and is not reported as failed.
+      opts.logger.error({ ...log, tx_hash: tx.txHash }, 'settlement outcome unknown: no chain configured');
       return;
     }
-    settlement.txHash = result.txHash;
-    if (result.status === 'reverted') {
-      opts.logger.error({ ...log, tx_hash: result.txHash }, 'settlement failed: USDT transfer reverted');
-      return fail(settlement, charge, `USDT transfer reverted (${result.txHash})`);
+
+    let status: 'success' | 'reverted';
+    try {
+      status = await opts.sender.waitForReceipt(tx, stop.signal);
+    } catch (err) {
+      // Sent, but we stopped (or the node failed) before the receipt: the outcome is unknown, so the
+      // settlement stays `broadcast` rather than being reported as anything. With SANDBOX_STATE_FILE
+      // a restart resumes the wait; without, the restarted sandbox does not know it (404).
+      opts.logger.error(
+        { ...log, err, tx_hash: tx.txHash },
+        'settlement outcome unknown: receipt not obtained',
+      );
+      return;
     }
-    settlement.status = 'completed';
-    opts.logger.info(
-      { ...log, tx_hash: result.txHash, amount_usdt: formatUsdtUnits(units) },
-      'settlement completed',
-    );
+    if (status === 'reverted') {
+      opts.logger.error({ ...log, tx_hash: tx.txHash }, 'settlement failed: USDT transfer reverted');
+      return finishFailed(settlement, `USDT transfer reverted (${tx.txHash})`);
+    }
+    update(settlement, { status: 'completed' });
+    const amountUsdt = settlement.amountUsdt!;
+    opts.logger.info({ ...log, tx_hash: tx.txHash, amount_usdt: amountUsdt }, 'settlement completed');
     opts.notify({
-      ...eventBase(settlement, charge),
+      ...eventBase(settlement),
       type: 'settlement.completed',
-      tx_hash: result.txHash,
-      amount_usdt: formatUsdtUnits(units),
+      tx_hash: tx.txHash,
+      amount_usdt: amountUsdt,
       chain_id: opts.chainId,
       confirmed_at: opts.now().toISOString(),
     });

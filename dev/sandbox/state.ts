@@ -1,12 +1,15 @@
 import { randomBytes } from 'node:crypto';
+import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 
 import type { Address, Hex } from 'viem';
 
 /**
- * The sandbox's memory. It is deliberately not persistent: a sandbox restart forgets every charge,
- * settlement and notification, which is fine for tests and demos (a payout whose charge was forgotten
- * simply expires) and keeps the program free of storage. Nothing is ever evicted either; a sandbox
- * lives for one test run or demo session.
+ * The sandbox's memory. By default it is in memory only: a restart forgets every charge, settlement
+ * and notification, and the sandbox then answers 404 for them (it says it does not know rather than
+ * guessing). With SANDBOX_STATE_FILE it is written to that JSON file after every change and read back
+ * at start, so a restarted sandbox still knows what it broadcast (a settlement is saved as `broadcast`,
+ * with its signed transaction, before the transaction is sent). Nothing is ever evicted; a sandbox
+ * lives for one test run or demo session, so rewriting the whole file each time is cheap enough.
  */
 
 export type PaymentOutcome = 'settled' | 'settlement_failed';
@@ -46,8 +49,19 @@ export interface Settlement {
   chargeId: string;
   receiverWallet: Address;
   chainId: number;
-  status: 'pending' | 'completed' | 'failed';
+  /**
+   * pending: accepted, nothing sent; broadcast: a transaction was signed, saved and sent (txHash),
+   * no receipt yet; completed: mined successfully; failed: final (txHash only if it was sent and
+   * reverted).
+   */
+  status: 'pending' | 'broadcast' | 'completed' | 'failed';
   txHash?: Hex;
+  /** The signed transaction, kept so a restarted sandbox can send it again (same hash, same nonce). */
+  rawTx?: Hex;
+  /** The USDT amount of the transaction, from broadcast on. */
+  amountUsdt?: string;
+  failureReason?: string;
+  updatedAt: Date;
 }
 
 /** The wire body of GET /pix/notification/{token}, stored as it will be served. */
@@ -73,7 +87,76 @@ export type NotificationBody = {
 type WithoutGenerated<T> = T extends unknown ? Omit<T, 'token' | 'event_id'> : never;
 export type NotificationInput = WithoutGenerated<NotificationBody>;
 
+/** The file format of SANDBOX_STATE_FILE. */
+interface Snapshot {
+  version: 1;
+  charges: Charge[];
+  settlements: Settlement[];
+  notifications: NotificationBody[];
+  tokenByEventId: [string, string][];
+}
+
+export class SandboxStateFileError extends Error {
+  override readonly name = 'SandboxStateFileError';
+}
+
 export class SandboxState {
+  /** `file`: where every change is saved (SANDBOX_STATE_FILE); none keeps the state in memory only. */
+  constructor(private readonly file?: string) {}
+
+  /** The state saved in `file`, or an empty one saving there when the file does not exist yet. */
+  static load(file: string): SandboxState {
+    const state = new SandboxState(file);
+    if (!existsSync(file)) return state;
+    let snapshot: Snapshot;
+    try {
+      snapshot = JSON.parse(readFileSync(file, 'utf8'), revive) as Snapshot;
+    } catch (err) {
+      // Starting empty would forget what was broadcast: refuse to start instead.
+      throw new SandboxStateFileError(
+        `SANDBOX_STATE_FILE ${file} is unreadable: ${err instanceof Error ? err.message : String(err)}`,
+      );
+    }
+    if (snapshot.version !== 1) {
+      throw new SandboxStateFileError(
+        `SANDBOX_STATE_FILE ${file}: unknown version ${String(snapshot.version)}`,
+      );
+    }
+    for (const charge of snapshot.charges) state.indexCharge(charge);
+    for (const settlement of snapshot.settlements) state.indexSettlement(settlement);
+    for (const body of snapshot.notifications) state.notifications.set(body.token, body);
+    for (const [eventId, token] of snapshot.tokenByEventId) state.tokenByEventId.set(eventId, token);
+    return state;
+  }
+
+  /**
+   * Writes the whole state to the file, if any: to a temporary file first, then renamed over the old
+   * one, so a crash mid-write leaves the previous state rather than half a file. Synchronous on
+   * purpose: once it returns, what was saved survives a crash of the process.
+   */
+  save(): void {
+    if (this.file === undefined) return;
+    const snapshot: Snapshot = {
+      version: 1,
+      charges: [...this.charges.values()],
+      settlements: [...this.settlements.values()],
+      notifications: [...this.notifications.values()],
+      tokenByEventId: [...this.tokenByEventId],
+    };
+    const tmp = `${this.file}.tmp`;
+    writeFileSync(tmp, JSON.stringify(snapshot, tag), { flush: true });
+    renameSync(tmp, this.file);
+  }
+
+  /** Every settlement, for resuming the unfinished ones after a restart. */
+  allSettlements(): Settlement[] {
+    return [...this.settlements.values()];
+  }
+
+  settlementById(settlementId: string): Settlement | undefined {
+    return this.settlements.get(settlementId);
+  }
+
   private readonly charges = new Map<string, Charge>();
   private readonly chargeIdByExternalId = new Map<string, string>();
   private readonly chargeIdByTxid = new Map<string, string>();
@@ -97,6 +180,11 @@ export class SandboxState {
   }
 
   addCharge(charge: Charge): void {
+    this.indexCharge(charge);
+    this.save();
+  }
+
+  private indexCharge(charge: Charge): void {
     this.charges.set(charge.chargeId, charge);
     this.chargeIdByExternalId.set(charge.externalId, charge.chargeId);
     this.chargeIdByTxid.set(charge.txid, charge.chargeId);
@@ -108,6 +196,11 @@ export class SandboxState {
   }
 
   addSettlement(settlement: Settlement): void {
+    this.indexSettlement(settlement);
+    this.save();
+  }
+
+  private indexSettlement(settlement: Settlement): void {
     this.settlements.set(settlement.settlementId, settlement);
     this.settlementIdByExternalId.set(settlement.externalId, settlement.settlementId);
   }
@@ -117,6 +210,7 @@ export class SandboxState {
     const body = { ...input, token: newToken(), event_id: eventId } as NotificationBody;
     this.notifications.set(body.token, body);
     this.tokenByEventId.set(eventId, body.token);
+    this.save();
     return body;
   }
 
@@ -127,12 +221,33 @@ export class SandboxState {
     if (!original) return undefined;
     const body = { ...original, token: newToken() };
     this.notifications.set(body.token, body);
+    this.save();
     return body;
   }
 
   notification(token: string): NotificationBody | undefined {
     return this.notifications.get(token);
   }
+}
+
+/**
+ * JSON has neither bigint nor Date: both are written tagged and read back as themselves. `this[key]`
+ * is the value before Date.prototype.toJSON turned it into a string.
+ */
+function tag(this: Record<string, unknown>, key: string, value: unknown): unknown {
+  const raw = this[key];
+  if (raw instanceof Date) return { $date: raw.toISOString() };
+  if (typeof raw === 'bigint') return { $bigint: raw.toString() };
+  return value;
+}
+
+function revive(_key: string, value: unknown): unknown {
+  if (typeof value === 'object' && value !== null) {
+    const v = value as Record<string, unknown>;
+    if (typeof v.$date === 'string') return new Date(v.$date);
+    if (typeof v.$bigint === 'string') return BigInt(v.$bigint);
+  }
+  return value;
 }
 
 /** `chg_3f9a...`: 22 hex digits (88 random bits), so the charge's txid is exactly 25 characters. */

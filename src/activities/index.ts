@@ -9,7 +9,7 @@ import { createProviderActivities } from './provider';
 
 export type { ChainActivities } from './chain';
 export type { PayoutBookkeepingActivities, RefundKind } from './payout-bookkeeping';
-export type { ChargeReconciliation, ProviderActivities, SettlementStatus } from './provider';
+export type { ChargeReconciliation, ProviderActivities, SettlementReport } from './provider';
 export type { AttentionKind } from '../adapters/db/attention-repo';
 
 export interface ActivityDeps {

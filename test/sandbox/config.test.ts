@@ -58,3 +58,9 @@ test('every bad variable is named', () => {
   // The key's value is not echoed back.
   expect((error as Error).message).not.toContain('abc');
 });
+
+test('SANDBOX_STATE_FILE: memory only unless set', () => {
+  expect(loadSandboxConfig({}).stateFile).toBeUndefined();
+  expect(loadSandboxConfig({ SANDBOX_STATE_FILE: '' }).stateFile).toBeUndefined();
+  expect(loadSandboxConfig({ SANDBOX_STATE_FILE: '/tmp/sandbox.json' }).stateFile).toBe('/tmp/sandbox.json');
+});

@@ -265,10 +265,13 @@ test('settlement sends real USDT and settlement.completed matches the chain', as
     receiverWallet: wallet,
     chainId: 42161,
   };
-  const { settlementId } = await provider.requestSettlement(request);
+  const { settlementId, status } = await provider.requestSettlement(request);
   expect(settlementId).toMatch(/^stl_/);
-  // A retried request is answered with the same settlement and moves no more money.
-  expect(await provider.requestSettlement(request)).toEqual({ settlementId });
+  expect(status).toBe('pending');
+  // A retried request is answered with the same settlement, as it is now, and moves no more money.
+  const again = await provider.requestSettlement(request);
+  expect(again).toMatchObject({ settlementId });
+  expect(['pending', 'broadcast', 'completed']).toContain(again.status);
 
   const event = await nextNotification();
   if (event.type !== 'settlement.completed') throw new Error(`unexpected ${event.type}`);
@@ -308,7 +311,7 @@ test('outcome settlement_failed: settlement.failed and no USDT moves', async () 
   expect(await usdtBalance(sandboxWallet.address)).toBe(sandboxBefore);
 });
 
-test('a settlement for an unpaid charge is a non-retryable conflict', async () => {
+test('a settlement for an unpaid charge is charge_not_paid, distinct from other conflicts', async () => {
   const charge = await createCharge(10_000n);
   const err = await rejection(
     provider.requestSettlement({
@@ -318,7 +321,7 @@ test('a settlement for an unpaid charge is a non-retryable conflict', async () =
       chainId: 42161,
     }),
   );
-  expect(err).toMatchObject({ code: 'conflict', retryable: false, httpStatus: 409 });
+  expect(err).toMatchObject({ code: 'charge_not_paid', retryable: false, httpStatus: 409 });
 });
 
 test('an unknown token is unknown_notification, not retryable, and the token stays out of the message', async () => {

@@ -106,7 +106,10 @@ test('settlement: unknown charge 404, wrong chain 400, no wallet configured 503'
   const charge = await call('POST', '/pix/charges', chargeBody('e3'));
   const chargeId = String(charge.body.charge_id);
   expect(await settle(chargeId, 1)).toEqual({ status: 400, body: { error: 'chain_id must be 42161' } });
-  expect((await settle(chargeId)).status).toBe(409);
+  expect(await settle(chargeId)).toEqual({
+    status: 409,
+    body: { error: 'charge not paid', code: 'charge_not_paid' },
+  });
 
   expect(
     (await call('POST', '/sandbox/payments', { pix_copy_paste: charge.body.pix_copy_paste })).status,
@@ -129,8 +132,46 @@ test('a settlement with outcome settlement_failed needs no wallet, and its exter
     chain_id: 42161,
   };
   const accepted = await call('POST', '/settlements', request);
-  expect(accepted.status).toBe(202);
+  expect(accepted).toEqual({
+    status: 202,
+    // Its status as it is by the time of the answer: this one may already be refused.
+    body: {
+      settlement_id: expect.stringMatching(/^stl_/),
+      status: expect.stringMatching(/^(pending|failed)$/),
+      tx_hash: null,
+      amount_usdt: null,
+    },
+  });
   expect((await call('POST', '/settlements', request)).body.settlement_id).toBe(accepted.body.settlement_id);
+  // Refused before anything was sent: failed, and no transaction to look for.
+  const settlementId = String(accepted.body.settlement_id);
+  for (
+    let i = 0;
+    i < 50 && (await call('GET', `/settlements/${settlementId}`)).body.status !== 'failed';
+    i++
+  ) {
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  expect(await call('GET', `/settlements/${settlementId}`)).toEqual({
+    status: 200,
+    body: {
+      settlement_id: settlementId,
+      external_id: 'e4',
+      charge_id: charge.body.charge_id,
+      receiver_wallet: '0x90F79bf6EB2c4f870365E785982E1f101E93b906',
+      chain_id: 42161,
+      status: 'failed',
+      tx_hash: null,
+      amount_usdt: null,
+      failure_reason: 'simulated settlement failure',
+      updated_at: expect.any(String),
+    },
+  });
+  expect((await call('GET', `/settlements/${settlementId}`, undefined, {})).status).toBe(401);
+  expect(await call('POST', '/settlements', request)).toMatchObject({
+    status: 202,
+    body: { status: 'failed' },
+  });
   const other = { ...request, receiver_wallet: '0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC' };
   expect((await call('POST', '/settlements', other)).status).toBe(409);
 });

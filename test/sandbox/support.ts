@@ -21,7 +21,9 @@ export interface WebhookReceiver {
 
 /** The service's webhook endpoint as the sandbox sees it: a real HTTP server on loopback. */
 export async function startWebhookReceiver(): Promise<WebhookReceiver> {
-  const app = Fastify({ logger: false });
+  // Closing drops the connections still open: one left behind by a sandbox that was closed (and
+  // restarted) within a test file held close() for about a minute otherwise.
+  const app = Fastify({ logger: false, forceCloseConnections: true });
   const deliveries: Delivery[] = [];
   const accepted: string[] = [];
   const waiters: ((token: string) => void)[] = [];

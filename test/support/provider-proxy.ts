@@ -6,7 +6,9 @@ import type { Socket } from 'node:net';
  * - `takeDown()` closes its port (connections refused, open ones reset) until `bringBack()`, as a
  *   provider outage looks from the service;
  * - it counts the charges the provider really created (201 answers to POST /pix/charges) per
- *   external id, so a test proves "exactly one charge" at the provider, not at our database.
+ *   external id, so a test proves "exactly one charge" at the provider, not at our database;
+ * - it counts every charge-creation and settlement request per external id, whatever the answer
+ *   (a repeated charge is answered 200, so counting 201s alone could never see a second request).
  */
 export interface ProviderProxy {
   url: string;
@@ -14,6 +16,10 @@ export interface ProviderProxy {
   bringBack(): Promise<void>;
   /** external_id -> charges the provider created for it (201 answers). */
   chargesCreated(): Map<string, number>;
+  /** external_id -> every POST /pix/charges that reached the provider for it, whatever the answer. */
+  chargeRequests(): Map<string, number>;
+  /** external_id -> every POST /settlements that reached the provider for it, whatever the answer. */
+  settlementRequests(): Map<string, number>;
   /** Requests that reached the provider, by "METHOD /path-prefix". */
   requests(): Map<string, number>;
   close(): Promise<void>;
@@ -21,7 +27,19 @@ export interface ProviderProxy {
 
 export async function startProviderProxy(targetUrl: string, port: number): Promise<ProviderProxy> {
   const charges = new Map<string, number>();
+  const chargeRequests = new Map<string, number>();
+  const settlementRequests = new Map<string, number>();
   const requests = new Map<string, number>();
+  const bump = (counts: Map<string, number>, key: string) => counts.set(key, (counts.get(key) ?? 0) + 1);
+  /** The request body's external_id; undefined for a body that has none (the provider refuses it). */
+  const externalIdOf = (body: Buffer): string | undefined => {
+    try {
+      const id = (JSON.parse(body.toString()) as { external_id?: unknown }).external_id;
+      return typeof id === 'string' ? id : undefined;
+    } catch {
+      return undefined;
+    }
+  };
   const sockets = new Set<Socket>();
 
   const handle = async (req: IncomingMessage, res: ServerResponse) => {
@@ -29,7 +47,12 @@ export async function startProviderProxy(targetUrl: string, port: number): Promi
     for await (const chunk of req) chunks.push(chunk as Buffer);
     const body = Buffer.concat(chunks);
     const route = `${req.method} ${(req.url ?? '').split('/').slice(0, 3).join('/')}`;
-    requests.set(route, (requests.get(route) ?? 0) + 1);
+    bump(requests, route);
+    const path = (req.url ?? '').split('?')[0];
+    const externalId = req.method === 'POST' ? externalIdOf(body) : undefined;
+    // Counted as it arrives, before forwarding: a request whose answer is lost counts all the same.
+    if (externalId !== undefined && path === '/pix/charges') bump(chargeRequests, externalId);
+    if (externalId !== undefined && path === '/settlements') bump(settlementRequests, externalId);
     try {
       const upstream = await fetch(`${targetUrl}${req.url}`, {
         method: req.method,
@@ -42,9 +65,8 @@ export async function startProviderProxy(targetUrl: string, port: number): Promi
         ...(body.length > 0 ? { body } : {}),
       });
       const text = await upstream.text();
-      if (req.method === 'POST' && req.url === '/pix/charges' && upstream.status === 201) {
-        const externalId = (JSON.parse(body.toString()) as { external_id: string }).external_id;
-        charges.set(externalId, (charges.get(externalId) ?? 0) + 1);
+      if (externalId !== undefined && path === '/pix/charges' && upstream.status === 201) {
+        bump(charges, externalId);
       }
       res.writeHead(upstream.status, {
         'content-type': upstream.headers.get('content-type') ?? 'text/plain',
@@ -84,6 +106,8 @@ export async function startProviderProxy(targetUrl: string, port: number): Promi
     takeDown: unlisten,
     bringBack: listen,
     chargesCreated: () => new Map(charges),
+    chargeRequests: () => new Map(chargeRequests),
+    settlementRequests: () => new Map(settlementRequests),
     requests: () => new Map(requests),
     close: unlisten,
   };

@@ -291,3 +291,133 @@ describe('malformed answers are never trusted, never retried', () => {
     });
   });
 });
+
+describe('settlements', () => {
+  const hash = `0x${'cd'.repeat(32)}` as const;
+  const settlementRequest = {
+    externalId: 'payout-1',
+    chargeId: 'chg_1',
+    receiverWallet: '0x90F79bf6EB2c4f870365E785982E1f101E93b906',
+    chainId: 42161,
+  };
+  const validStatus = {
+    settlement_id: 'stl_1',
+    external_id: 'payout-1',
+    charge_id: 'chg_1',
+    receiver_wallet: '0x90F79bf6EB2c4f870365E785982E1f101E93b906',
+    chain_id: 42161,
+    status: 'completed',
+    tx_hash: hash,
+    amount_usdt: '17.825311',
+    failure_reason: null,
+    updated_at: '2026-11-21T22:00:01.000Z',
+  };
+
+  test('a first request answers pending; a repeat answers the current status and its transaction', async () => {
+    script = () => ({ status: 202, body: { settlement_id: 'stl_1', status: 'pending' } });
+    expect(await client().requestSettlement(settlementRequest)).toEqual({
+      settlementId: 'stl_1',
+      status: 'pending',
+    });
+    expect(seen[0]).toMatchObject({ method: 'POST', url: '/settlements' });
+    expect(JSON.parse(seen[0]!.body)).toEqual({
+      external_id: 'payout-1',
+      charge_id: 'chg_1',
+      receiver_wallet: settlementRequest.receiverWallet,
+      chain_id: 42161,
+    });
+
+    script = () => ({
+      status: 202,
+      body: { settlement_id: 'stl_1', status: 'broadcast', tx_hash: hash, amount_usdt: '17.825311' },
+    });
+    expect(await client().requestSettlement(settlementRequest)).toEqual({
+      settlementId: 'stl_1',
+      status: 'broadcast',
+      txHash: hash,
+    });
+  });
+
+  test('409 charge_not_paid has its own code; any other 409 stays conflict', async () => {
+    script = () => ({ status: 409, body: { error: 'charge not paid', code: 'charge_not_paid' } });
+    expect(await providerError(client().requestSettlement(settlementRequest))).toMatchObject({
+      code: 'charge_not_paid',
+      retryable: false,
+      httpStatus: 409,
+    });
+    script = () => ({ status: 409, body: { error: 'charge already has a settlement' } });
+    expect(await providerError(client().requestSettlement(settlementRequest))).toMatchObject({
+      code: 'conflict',
+      httpStatus: 409,
+    });
+    // Only settlement requests know the code: elsewhere a 409 is a conflict whatever it says.
+    script = () => ({ status: 409, body: { error: 'x', code: 'charge_not_paid' } });
+    expect(await providerError(client().createCharge(chargeRequest))).toMatchObject({ code: 'conflict' });
+  });
+
+  test('the settlement status is validated and mapped; null fields are left out', async () => {
+    script = () => ({ status: 200, body: validStatus });
+    expect(await client().getSettlementStatus('stl_1')).toEqual({
+      settlementId: 'stl_1',
+      externalId: 'payout-1',
+      chargeId: 'chg_1',
+      receiverWallet: validStatus.receiver_wallet,
+      chainId: 42161,
+      status: 'completed',
+      txHash: hash,
+      amountUsdt: '17.825311',
+      updatedAt: '2026-11-21T22:00:01.000Z',
+    });
+    expect(seen[0]).toMatchObject({
+      method: 'GET',
+      url: '/settlements/stl_1',
+      authorization: `Bearer ${API_KEY}`,
+    });
+
+    const refused = {
+      ...validStatus,
+      status: 'failed',
+      tx_hash: null,
+      amount_usdt: null,
+      failure_reason: 'no',
+    };
+    script = () => ({ status: 200, body: refused });
+    const failed = await client().getSettlementStatus('stl_1');
+    expect(failed).toMatchObject({ status: 'failed', failureReason: 'no' });
+    expect(failed).not.toHaveProperty('txHash');
+  });
+
+  test('404 is unknown_settlement (the caller decides), and the id is escaped in the path', async () => {
+    script = () => ({ status: 404, body: { error: 'unknown settlement' } });
+    const err = await providerError(client().getSettlementStatus('stl/../x'));
+    expect(err).toMatchObject({ code: 'unknown_settlement', retryable: false, httpStatus: 404 });
+    expect(seen[0]!.url).toBe('/settlements/stl%2F..%2Fx');
+  });
+
+  test.each<[string, unknown]>([
+    ['another settlement', { ...validStatus, settlement_id: 'stl_2' }],
+    // A failed status that merely omits tx_hash must not pass for "nothing was sent".
+    [
+      'a failed status without the tx_hash field',
+      (({ tx_hash: _, ...rest }) => ({ ...rest, status: 'failed' }))(validStatus),
+    ],
+    ['broadcast without a transaction', { ...validStatus, status: 'broadcast', tx_hash: null }],
+    ['pending with a transaction', { ...validStatus, status: 'pending' }],
+    ['completed without an amount', { ...validStatus, amount_usdt: null }],
+    ['an unknown status', { ...validStatus, status: 'sent' }],
+    ['a short tx hash', { ...validStatus, tx_hash: '0x12' }],
+  ])('a settlement status with %s is invalid_response', async (_name, body) => {
+    script = () => ({ status: 200, body });
+    expect(await providerError(client().getSettlementStatus('stl_1'))).toMatchObject({
+      code: 'invalid_response',
+      retryable: false,
+    });
+  });
+
+  test('a settlement answer with an unknown status is invalid_response', async () => {
+    script = () => ({ status: 202, body: { settlement_id: 'stl_1', status: 'done' } });
+    expect(await providerError(client().requestSettlement(settlementRequest))).toMatchObject({
+      code: 'invalid_response',
+    });
+  });
+});

@@ -103,7 +103,8 @@ export function fakeActivities(overrides: Partial<Fakes> = {}) {
     recordPayout: async () => {},
     findPayoutWorkflow: async () => null,
     createPixCharge: async () => ({ chargeId: CHARGE_ID, pixCopyPaste: '000201...6304ABCD' }),
-    requestSettlement: async () => ({ settlementId: SETTLEMENT_ID, status: 'pending' }),
+    requestSettlement: async () => ({ settlementId: SETTLEMENT_ID, status: 'pending' as const }),
+    // The provider has the settlement and has not sent anything yet.
     fetchSettlementStatus: async () => ({ status: 'pending' as const, chainId: 42161 }),
     raiseAttention: async () => {},
     clearAttention: async () => {},

@@ -63,7 +63,46 @@ const chargeStatusBody = z
   })
   .refine((b) => (b.status === 'paid') === b.payments.length > 0, 'status paid exactly when payments exist');
 
-const settlementBody = z.object({ settlement_id: nonEmpty, status: z.string() });
+const txHash = z.string().regex(/^0x[0-9a-fA-F]{64}$/, 'a 32-byte transaction hash');
+const settlementState = z.enum(['pending', 'broadcast', 'completed', 'failed']);
+
+/** POST /settlements, first or repeated: a convenience view; GET /settlements/{id} is the full one. */
+const settlementBody = z
+  .object({
+    settlement_id: nonEmpty,
+    status: settlementState,
+    tx_hash: txHash.nullish(),
+    amount_usdt: usdtAmount.nullish(),
+  })
+  .refine((b) => b.status !== 'pending' || b.tx_hash == null, 'a pending settlement has sent nothing');
+
+/**
+ * GET /settlements/{settlement_id}. Every field must be present, null when it does not apply: a
+ * failed settlement whose `tx_hash` is null is read as "nothing was ever sent", so a body that merely
+ * leaves the field out must not pass for that.
+ */
+const settlementStatusBody = z
+  .object({
+    settlement_id: nonEmpty,
+    external_id: nonEmpty,
+    charge_id: nonEmpty,
+    receiver_wallet: z.string().regex(/^0x[0-9a-fA-F]{40}$/, 'an EVM address'),
+    chain_id: z.number().int().positive(),
+    status: settlementState,
+    tx_hash: txHash.nullable(),
+    amount_usdt: usdtAmount.nullable(),
+    failure_reason: z.string().max(2000).nullable(),
+    updated_at: isoDateTime,
+  })
+  .refine((b) => b.status !== 'pending' || b.tx_hash === null, 'a pending settlement has sent nothing')
+  .refine(
+    (b) => (b.status !== 'broadcast' && b.status !== 'completed') || b.tx_hash !== null,
+    'tx_hash is set once a transaction was sent',
+  )
+  .refine(
+    (b) => b.status !== 'completed' || b.amount_usdt !== null,
+    'a completed settlement has amount_usdt',
+  );
 
 const notificationCommon = {
   token: z.string().optional(),
@@ -111,6 +150,8 @@ export function createHttpProvider(opts: HttpProviderOptions): PaymentProvider {
     redact?: string[];
     /** Maps a 404 to a code of its own. */
     notFoundCode?: string;
+    /** Machine-readable `code`s of a 409 body that become the error's code (the rest are `conflict`). */
+    conflictCodes?: readonly string[];
   }
 
   async function call<T extends z.ZodType>(spec: CallSpec<T>): Promise<z.infer<T>> {
@@ -205,8 +246,40 @@ export function createHttpProvider(opts: HttpProviderOptions): PaymentProvider {
           chain_id: req.chainId,
         },
         schema: settlementBody,
+        // A charge the provider does not see paid (yet) is not the same no as a reused external_id:
+        // the payment may simply not have reached the replica that answered.
+        conflictCodes: ['charge_not_paid'],
       });
-      return { settlementId: body.settlement_id };
+      return {
+        settlementId: body.settlement_id,
+        status: body.status,
+        ...(body.tx_hash != null && { txHash: body.tx_hash as `0x${string}` }),
+      };
+    },
+
+    async getSettlementStatus(settlementId) {
+      const body = await call({
+        operation: 'getSettlementStatus',
+        method: 'GET',
+        path: `/settlements/${encodeURIComponent(settlementId)}`,
+        schema: settlementStatusBody,
+        notFoundCode: 'unknown_settlement',
+      });
+      if (body.settlement_id !== settlementId) {
+        throw invalid('getSettlementStatus', 'settlement_id differs from the request');
+      }
+      return {
+        settlementId: body.settlement_id,
+        externalId: body.external_id,
+        chargeId: body.charge_id,
+        receiverWallet: body.receiver_wallet,
+        chainId: body.chain_id,
+        status: body.status,
+        ...(body.tx_hash !== null && { txHash: body.tx_hash as `0x${string}` }),
+        ...(body.amount_usdt !== null && { amountUsdt: body.amount_usdt }),
+        ...(body.failure_reason !== null && { failureReason: body.failure_reason }),
+        updatedAt: body.updated_at,
+      };
     },
 
     async getChargeStatus(chargeId) {
@@ -347,12 +420,14 @@ function errorFields(err: unknown): { name?: string; message?: string; code?: st
 }
 
 function statusError(
-  spec: { operation: string; notFoundCode?: string },
+  spec: { operation: string; notFoundCode?: string; conflictCodes?: readonly string[] },
   status: number,
   bodyText: string,
   secrets: string[],
 ): ProviderError {
-  const [code, retryable] = classifyStatus(status, spec.notFoundCode);
+  let [code, retryable] = classifyStatus(status, spec.notFoundCode);
+  const bodyCode = status === 409 ? errorBodyField(bodyText, 'code') : undefined;
+  if (bodyCode !== undefined && spec.conflictCodes?.includes(bodyCode)) [code, retryable] = [bodyCode, false];
   const detail = errorText(bodyText, secrets);
   const message = `provider ${spec.operation}: HTTP ${status}${detail ? ` (${detail})` : ''}`;
   return new ProviderError(message, code, retryable, status);
@@ -373,16 +448,23 @@ export function classifyStatus(
   return ['unexpected_status', false];
 }
 
-function errorText(bodyText: string, secrets: string[]): string {
-  let text = bodyText;
+/** A string field of a JSON error body; undefined for any other body (a proxy's HTML page, say). */
+function errorBodyField(bodyText: string, field: 'error' | 'code'): string | undefined {
   try {
     const parsed = JSON.parse(bodyText) as unknown;
-    if (parsed && typeof parsed === 'object' && 'error' in parsed && typeof parsed.error === 'string') {
-      text = parsed.error;
+    if (parsed && typeof parsed === 'object' && field in parsed) {
+      const value = (parsed as Record<string, unknown>)[field];
+      if (typeof value === 'string') return value;
     }
   } catch {
-    // Not JSON (a proxy's HTML page, say): keep the raw text, truncated below.
+    // Not JSON.
   }
+  return undefined;
+}
+
+function errorText(bodyText: string, secrets: string[]): string {
+  // Not JSON (a proxy's HTML page, say): keep the raw text, truncated below.
+  let text = errorBodyField(bodyText, 'error') ?? bodyText;
   // Redact before truncating, so a secret cut in half cannot slip through.
   text = redact(text, secrets);
   // eslint-disable-next-line no-control-regex

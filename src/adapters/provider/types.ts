@@ -16,13 +16,23 @@ export interface PaymentProvider {
     payerPixKeyType: string;
     expiresInSeconds: number;
   }): Promise<{ chargeId: string; pixCopyPaste: string; expiresAt: string }>;
-  /** Idempotent on externalId. Valid only for a charge the provider has seen paid. */
+  /**
+   * Idempotent on externalId. Valid only for a charge the provider has seen paid: a charge it does not
+   * (yet) see paid throws `charge_not_paid`, which may be a lagging replica rather than a final no.
+   * A repeat answers the settlement's current status (and its transaction once one was sent).
+   */
   requestSettlement(req: {
     externalId: string;
     chargeId: string;
     receiverWallet: string;
     chainId: number;
-  }): Promise<{ settlementId: string }>;
+  }): Promise<SettlementRequestResult>;
+  /**
+   * The settlement as the provider sees it now: the way to learn an outcome whose webhook never came.
+   * Throws `unknown_settlement` when the provider answers 404 (it may have forgotten it, or not see
+   * it yet): not a proof of anything, the caller decides.
+   */
+  getSettlementStatus(settlementId: string): Promise<SettlementStatus>;
   /**
    * The charge as the provider sees it now, with every payment received on it (a static code can be
    * paid more than once). The reconciliation path: it does not depend on any webhook arriving.
@@ -54,8 +64,40 @@ export interface ChargeStatus {
 }
 
 /**
+ * pending: accepted, nothing sent yet; broadcast: a transaction was sent (txHash), its outcome is not
+ * known yet; completed: mined successfully; failed: final. A failed settlement without txHash never
+ * sent anything (a final refusal); with one, its transaction was sent and reverted (verify on chain).
+ */
+export type SettlementState = 'pending' | 'broadcast' | 'completed' | 'failed';
+
+/** The answer to POST /settlements, first or repeated. */
+export interface SettlementRequestResult {
+  settlementId: string;
+  status: SettlementState;
+  /** Once a transaction was sent. */
+  txHash?: `0x${string}`;
+}
+
+/** GET /settlements/{settlement_id}. */
+export interface SettlementStatus {
+  settlementId: string;
+  externalId: string;
+  chargeId: string;
+  receiverWallet: string;
+  chainId: number;
+  status: SettlementState;
+  /** Set from `broadcast` on; on `failed` only when a transaction was sent (and reverted). */
+  txHash?: `0x${string}`;
+  /** The USDT amount the transaction carries: always set on `completed`. */
+  amountUsdt?: string;
+  /** Only on `failed`. */
+  failureReason?: string;
+  updatedAt: string;
+}
+
+/**
  * Codes a ProviderError carries. Callers branch on `retryable`; the code is for logs, metrics and the
- * one case that needs its own handling (`unknown_notification`).
+ * cases that need their own handling (`unknown_notification`, `unknown_settlement`, `charge_not_paid`).
  */
 export type ProviderErrorCode =
   | 'timeout' // client-side timeout or HTTP 408: retryable
@@ -65,7 +107,9 @@ export type ProviderErrorCode =
   | 'unauthorized' // HTTP 401/403: our API key is wrong; retrying will not help
   | 'not_found' // HTTP 404 on anything but a notification
   | 'unknown_notification' // HTTP 404 on GET /pix/notification/{token}
-  | 'conflict' // HTTP 409: idempotency key reused with other parameters, or a settlement before payment
+  | 'unknown_settlement' // HTTP 404 on GET /settlements/{settlement_id}: not a proof of anything
+  | 'charge_not_paid' // HTTP 409 `code: charge_not_paid` on POST /settlements: maybe a lagging replica
+  | 'conflict' // any other HTTP 409: idempotency key reused with other parameters
   | 'bad_request' // any other 4xx: we sent something the provider refuses
   | 'unexpected_status' // 1xx/3xx: we never follow redirects (trust comes from the configured URL)
   | 'invalid_response'; // a 2xx whose body is not what the contract promises: never trusted, never retried

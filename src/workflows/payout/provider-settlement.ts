@@ -1,5 +1,5 @@
 import { condition, log } from '@temporalio/workflow';
-import type { SettlementStatus } from '../../activities';
+import type { SettlementReport } from '../../activities';
 import { usdtUnitsFromDecimal } from '../../domain/money';
 import type { PayoutRecord } from '../../domain/payout';
 import type { PayoutSettings } from '../payout.contract';
@@ -34,12 +34,14 @@ export async function settleThroughProvider(
   inbox: PaymentInbox,
   attention: Attention,
 ): Promise<SettlementOutcome> {
-  const settlementId = await requestSettlement(payout, settings, attention);
-  if (settlementId === undefined) return { kind: 'failed', reason: 'settlement_request_failed' };
+  const accepted = await requestSettlement(payout, settings, attention);
+  if (accepted === undefined) return { kind: 'failed', reason: 'settlement_request_failed' };
+  const { settlementId } = accepted;
 
   let reportedFailed = false;
   let nextReadMs = FIRST_STATUS_READ_MS;
-  let readNow = false;
+  // A repeated request answers the settlement's current state: anything past pending is read at once.
+  let readNow = accepted.status !== 'pending';
   for (;;) {
     let evidence: Evidence;
     const reported =
@@ -118,7 +120,7 @@ async function requestSettlement(
   payout: PayoutRecord,
   settings: PayoutSettings,
   attention: Attention,
-): Promise<string | undefined> {
+): Promise<{ settlementId: string; status: string } | undefined> {
   for (;;) {
     const round = await oneRound((a) =>
       a.requestSettlement({
@@ -130,7 +132,7 @@ async function requestSettlement(
     );
     if ('answer' in round) {
       await attention.clear('settlement_request_unanswered');
-      return round.answer.settlementId;
+      return round.answer;
     }
     if ('refused' in round) {
       log.warn('provider refused the settlement request', { payoutId: payout.id, error: round.refused });
@@ -161,7 +163,7 @@ async function readStatus(
 }
 
 async function toEvidence(
-  status: SettlementStatus,
+  status: SettlementReport,
   settlementId: string,
   attention: Attention,
 ): Promise<Evidence> {

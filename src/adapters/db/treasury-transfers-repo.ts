@@ -177,10 +177,13 @@ export async function addTreasuryTransferAttempt(
   }
 }
 
-/** Records which attempt was mined; the first answer stands (only one attempt can be mined). */
+/**
+ * Records which attempt was seen mined. Only one can be mined at a time, but a reorg may swap which:
+ * the latest sighting wins, and the one seen confirmed is the last written.
+ */
 export async function recordMinedTreasuryTransfer(db: Db, payoutId: string, txHash: string): Promise<void> {
   await db.query(
-    'UPDATE treasury_transfers SET mined_tx_hash = $2 WHERE payout_id = $1 AND mined_tx_hash IS NULL',
+    'UPDATE treasury_transfers SET mined_tx_hash = $2 WHERE payout_id = $1 AND mined_tx_hash IS DISTINCT FROM $2',
     [payoutId, txHash],
   );
 }

@@ -102,6 +102,9 @@ const envSchema = z
     // Tether's USDT on Arbitrum One; the local launcher overrides it with its test token.
     USDT_CONTRACT_ADDRESS: hex.default('0xFd086bC7CD5C481DCC9C85ebE478A1C0b69FCbb9'),
     TREASURY_PRIVATE_KEY: optional(hex),
+    // Treasury mode: how long a signed transfer may wait unmined before it is signed again at the same
+    // nonce with higher fees (only when the network now asks more than it offers).
+    TREASURY_REPRICE_AFTER_SECONDS: int(120, 10),
 
     // Workflows the worker keeps in memory between tasks (its sticky cache). A cached workflow answers
     // a query or takes its next event without replaying its history; an evicted one is replayed on its

@@ -1,10 +1,12 @@
 import { ApplicationFailure } from '@temporalio/activity';
-import { ChainError, type UsdtLedger } from '../adapters/chain/usdt-ledger';
+import { ChainError, maxGasCostOf, type UsdtLedger } from '../adapters/chain/usdt-ledger';
 import type { Db } from '../adapters/db/pool';
-import { claimTransfer } from '../adapters/db/transfer-claims-repo';
+import { claimOneOf, recordTransferMismatch, type MismatchReason } from '../adapters/db/transfer-claims-repo';
 import {
+  addTreasuryTransferAttempt,
   findTreasuryTransfer,
   getOrCreateTreasuryTransfer,
+  recordMinedTreasuryTransfer,
   type TreasuryTransfer,
 } from '../adapters/db/treasury-transfers-repo';
 import type { Logger } from '../observability/logger';
@@ -20,7 +22,14 @@ export interface ChainActivityDeps {
    * all find nothing (a load-balanced RPC may answer from a node that lags). Default 3, 2 s apart.
    */
   nonceConflictProof?: { receiptLookups: number; spacingMs: number };
+  /**
+   * How long a treasury transaction may wait unmined before it is signed again at the same nonce with
+   * higher fees (TREASURY_REPRICE_AFTER_SECONDS). Default 120.
+   */
+  treasuryRepriceAfterSeconds?: number;
 }
+
+const MISMATCH_REASONS: readonly MismatchReason[] = ['no_matching_transfer', 'claimed_by_other'];
 
 /**
  * The chain and the treasury: verify a reported USDT transfer, send and confirm the treasury's own.
@@ -32,7 +41,11 @@ export function createChainActivities({
   logger,
   metrics,
   nonceConflictProof = { receiptLookups: 3, spacingMs: 2_000 },
+  treasuryRepriceAfterSeconds = 120,
 }: ChainActivityDeps) {
+  // Alerted on with increase(): every reason's series exists from the start, at 0.
+  for (const reason of MISMATCH_REASONS) metrics.transferMismatches.inc({ reason }, 0);
+
   /**
    * Likewise for the chain, used before anything is signed: no USDT in the treasury, a transfer that
    * would revert or a misconfigured chain will not heal, and nothing can land yet.
@@ -60,27 +73,36 @@ export function createChainActivities({
   /**
    * A node answering "nonce too low" is not proof that our transaction can never land: a lagging or
    * load-balanced RPC may not know it yet. Proof is the finalized nonce past ours while repeated
-   * receipt lookups by hash find nothing.
+   * receipt lookups find nothing for any of the transactions signed for that nonce (the first or a
+   * re-priced one: whichever was mined took the nonce, and then it is ours).
    */
   const nonceProvenTaken = async (transfer: TreasuryTransfer): Promise<boolean> => {
     if ((await ledger.finalizedNonce()) <= transfer.nonce) return false;
     for (let lookup = 0; lookup < nonceConflictProof.receiptLookups; lookup++) {
       if (lookup > 0) await new Promise((r) => setTimeout(r, nonceConflictProof.spacingMs));
-      if (await ledger.hasReceipt(transfer.txHash)) return false;
+      for (const { txHash } of transfer.attempts) if (await ledger.hasReceipt(txHash)) return false;
     }
     return true;
   };
 
+  /** The transaction to (re)broadcast: the latest signed, whose fees are the highest. */
+  const latestAttempt = (transfer: TreasuryTransfer) => transfer.attempts.at(-1)!;
+
   const broadcastTreasuryTransfer = async (transfer: TreasuryTransfer): Promise<void> => {
+    const latest = latestAttempt(transfer);
     try {
       // Re-sending the stored transaction is idempotent: a known or mined one counts as sent.
-      await ledger.broadcast(transfer.rawTransaction);
+      await ledger.broadcast(latest.rawTransaction);
     } catch (err) {
       if (err instanceof ChainError && err.kind === 'insufficient_funds')
         insufficientFunds(transfer.payoutId, err);
       if (err instanceof ChainError && err.kind === 'nonce_conflict' && (await nonceProvenTaken(transfer))) {
         logger.error(
-          { payoutId: transfer.payoutId, txHash: transfer.txHash, nonce: transfer.nonce },
+          {
+            payoutId: transfer.payoutId,
+            txHashes: transfer.attempts.map((a) => a.txHash),
+            nonce: transfer.nonce,
+          },
           'treasury nonce used by another transaction: this transfer can never be mined',
         );
         throw ApplicationFailure.nonRetryable(err.message, 'ChainRejected');
@@ -88,43 +110,97 @@ export function createChainActivities({
       throw ApplicationFailure.retryable(err instanceof Error ? err.message : String(err), 'BroadcastFailed');
     }
     logger.info(
-      { payoutId: transfer.payoutId, txHash: transfer.txHash, nonce: transfer.nonce },
+      { payoutId: transfer.payoutId, txHash: latest.txHash, attempt: latest.attempt, nonce: transfer.nonce },
       'treasury transfer broadcast',
     );
   };
 
   /**
+   * A mined transaction that does not pay the payout is not proof that no USDT moved for it (a wrong
+   * report, a claim taken by the wrong payout, a bug of ours): the payout is neither completed nor
+   * failed. The activity fails retryably, so the payout waits in PROCESSING and keeps looking, and
+   * an operator decides. Counted and logged as an error once per payout and transaction (a row in
+   * settlement_transfer_mismatches), so the alert counts cases, not retries.
+   */
+  const transferMismatch = async (m: {
+    payoutId: string | undefined;
+    kind: 'settlement' | 'treasury';
+    txHash: string;
+    reason: MismatchReason;
+    detail: string;
+    claimedBy?: string[];
+  }): Promise<never> => {
+    // A run scheduled before payouts were named here has no payout to note it for: counted each time.
+    const first =
+      m.payoutId === undefined
+        ? true
+        : await recordTransferMismatch(db, {
+            payoutId: m.payoutId,
+            txHash: m.txHash,
+            reason: m.reason,
+            detail: m.detail,
+          });
+    const fields = {
+      event: 'transfer_mismatch',
+      payoutId: m.payoutId,
+      kind: m.kind,
+      txHash: m.txHash,
+      reason: m.reason,
+      detail: m.detail,
+      ...(m.claimedBy ? { claimedBy: m.claimedBy } : {}),
+    };
+    if (first) {
+      metrics.transferMismatches.inc({ reason: m.reason });
+      if (m.reason === 'claimed_by_other') metrics.transferClaimConflicts.inc();
+      logger.error(
+        fields,
+        `${m.kind} transaction does not pay the payout: it waits in PROCESSING until an operator decides`,
+      );
+    } else {
+      logger.warn(fields, `${m.kind} transaction still does not pay the payout`);
+    }
+    throw ApplicationFailure.retryable(
+      `${m.kind} transfer mismatch (${m.reason}): ${m.detail}`,
+      'TransferMismatch',
+      {
+        txHash: m.txHash,
+        reason: m.reason,
+      },
+    );
+  };
+
+  /**
    * A confirmed transfer counts for this payout only once it is claimed for it: one on-chain transfer
-   * settles at most one payout. Claimed by another payout, it is a mismatch for this one.
+   * (log) settles at most one payout. Among the transaction's matching logs the payout takes one no
+   * other payout holds (or the one it already holds); all held by others is a mismatch.
    */
   const claimedFor = async (
     payoutId: string,
+    kind: 'settlement' | 'treasury',
     txHash: string,
-    logIndex: number,
-  ): Promise<'confirmed' | 'mismatch'> => {
-    const holder = await claimTransfer(db, { chainId: ledger.chainId, txHash, logIndex }, payoutId);
-    if (holder === payoutId) return 'confirmed';
-    metrics.transferClaimConflicts.inc();
-    logger.error(
-      { event: 'transfer_already_claimed', payoutId, claimedBy: holder, txHash, logIndex },
-      'settlement transfer already settled another payout: refused for this one',
-    );
-    return 'mismatch';
+    logIndexes: number[],
+  ): Promise<'confirmed'> => {
+    const outcome = await claimOneOf(db, { chainId: ledger.chainId, txHash, logIndexes }, payoutId);
+    if (outcome.claimed) return 'confirmed';
+    return transferMismatch({
+      payoutId,
+      kind,
+      txHash,
+      reason: 'claimed_by_other',
+      detail: `every matching USDT transfer in ${txHash} (log ${logIndexes.join(', ')}) already settled another payout`,
+      claimedBy: outcome.heldBy,
+    });
   };
 
-  /** A transfer that is not the payout's (wrong token, recipient or amount): logged, and final. */
-  const mismatch = (kind: 'settlement' | 'treasury', txHash: string, reason: string): 'mismatch' => {
-    logger.error({ txHash, reason }, `${kind} transfer does not match the payout`);
-    return 'mismatch';
-  };
   /** Mined but short of its confirmations: Temporal retries the check. */
   const notYetConfirmed = (confirmations: number) =>
     ApplicationFailure.retryable(`transfer has ${confirmations} confirmation(s)`, 'NotYetConfirmed');
 
   return {
     /**
-     * Confirmed, reverted or mismatch; a transfer not yet mined or short of confirmations throws so
-     * that Temporal retries it until the workflow's settlement deadline.
+     * Confirmed (and claimed for the payout) or reverted. Anything else throws retryably: a transfer
+     * not yet mined or short of confirmations (NotYetConfirmed), and a mined transaction that does not
+     * pay the payout (TransferMismatch, alerted: an operator decides).
      */
     async verifyUsdtTransfer(req: {
       /** The payout the transfer is claimed for once confirmed (absent in attempts scheduled by older runs). */
@@ -133,7 +209,7 @@ export function createChainActivities({
       to: string;
       amountUnits: string;
       minConfirmations: number;
-    }): Promise<'confirmed' | 'reverted' | 'mismatch'> {
+    }): Promise<'confirmed' | 'reverted'> {
       // Chain errors stay retryable, config ones included: they are ours to fix, and the workflow's
       // settlement deadline bounds the retries. Failing fast would fail payouts already paid.
       const check = await ledger.verifyTransfer({
@@ -149,11 +225,17 @@ export function createChainActivities({
             logger.warn({ txHash: req.txHash }, 'settlement transfer confirmed without a claim (older run)');
             return 'confirmed';
           }
-          return claimedFor(req.payoutId, req.txHash, check.logIndex);
+          return claimedFor(req.payoutId, 'settlement', req.txHash, check.logIndexes);
         case 'reverted':
           return 'reverted';
         case 'mismatch':
-          return mismatch('settlement', req.txHash, check.reason);
+          return transferMismatch({
+            payoutId: req.payoutId,
+            kind: 'settlement',
+            txHash: req.txHash,
+            reason: 'no_matching_transfer',
+            detail: check.reason,
+          });
         case 'pending':
           throw notYetConfirmed(check.confirmations);
         case 'not_found':
@@ -161,11 +243,13 @@ export function createChainActivities({
       }
     },
     /**
-     * Treasury mode: sign once (persisted before broadcast), then (re)broadcast that same transaction.
-     * A refusal before signing (no USDT in the treasury, a transfer that would revert) is final and
-     * nothing can land. After signing, only the proof that the nonce went to another transaction is
-     * final: anything else is retried, since abandoning a signed transaction would leave a nonce gap
-     * that stalls every later treasury transfer.
+     * Treasury mode: sign once (persisted before broadcast), then (re)broadcast that same transaction
+     * (or its latest re-priced replacement, see confirmTreasuryTransfer). A refusal before signing (a
+     * transfer that would revert) is final and nothing can land; a treasury short of USDT or gas for
+     * this transfer plus every one signed and not yet mined fails retryably with the alert. After
+     * signing, only the proof that the nonce went to another transaction is final: anything else is
+     * retried, since abandoning a signed transaction would leave a nonce gap that stalls every later
+     * treasury transfer. Returns the hash of the transaction broadcast.
      */
     async sendTreasuryTransfer(req: {
       payoutId: string;
@@ -182,27 +266,47 @@ export function createChainActivities({
           fromAddress: treasuryAddressOf(ledger),
         },
         () => ledger.nextNonce(),
-        (nonce) =>
-          ledger.signTransfer({ to: req.to as `0x${string}`, amountUnits: BigInt(req.amountUnits), nonce }),
+        async (nonce, signed) => {
+          // Transfers signed and not yet mined have not left the balance yet but still may: their USDT
+          // and their gas at its cap (the highest of their attempts) are reserved. The mined nonce is
+          // read before the balances, so a transfer mined in between is counted twice, never missed.
+          const unmined = await signed.fromNonce(await ledger.minedNonce());
+          const reserved = { usdtUnits: 0n, gasWei: 0n };
+          for (const t of unmined) {
+            reserved.usdtUnits += t.amountUnits;
+            reserved.gasWei += t.attempts
+              .map((a) => maxGasCostOf(a.rawTransaction))
+              .reduce((a, b) => (a > b ? a : b), 0n);
+          }
+          return ledger.signTransfer({
+            to: req.to as `0x${string}`,
+            amountUnits: BigInt(req.amountUnits),
+            nonce,
+            reserved,
+          });
+        },
       ).catch((err: unknown) => {
         if (err instanceof ChainError && err.kind === 'insufficient_funds')
           insufficientFunds(req.payoutId, err);
         return fromChainError(err);
       });
       await broadcastTreasuryTransfer(transfer);
-      return { txHash: transfer.txHash };
+      return { txHash: latestAttempt(transfer).txHash };
     },
     /**
-     * Confirmed, reverted or mismatch for the payout's stored treasury transaction. A transaction the
-     * node no longer knows (dropped from the pool, a node restart) is broadcast again; one still
-     * waiting throws, so Temporal retries until it lands.
+     * Confirmed or reverted for the payout's stored treasury transfer, whichever of its transactions
+     * (the first or a re-priced replacement, same nonce) was mined. Not mined yet: once the latest has
+     * waited TREASURY_REPRICE_AFTER_SECONDS and the network asks more than it offers, a replacement is
+     * signed, stored, then broadcast; a transaction the node no longer knows (dropped from the pool, a
+     * node restart) is broadcast again; either way it throws, so Temporal retries until one lands. A
+     * mined transaction that does not pay the payout throws TransferMismatch (retryable, alerted).
      */
     async confirmTreasuryTransfer(req: {
       payoutId: string;
       to: string;
       amountUnits: string;
       minConfirmations: number;
-    }): Promise<'confirmed' | 'reverted' | 'mismatch'> {
+    }): Promise<'confirmed' | 'reverted'> {
       const transfer = await findTreasuryTransfer(db, req.payoutId);
       if (transfer === null) {
         // sendTreasuryTransfer returned its hash, so the row exists: this is a bug, not a state.
@@ -211,25 +315,80 @@ export function createChainActivities({
           'ChainRejected',
         );
       }
-      const check = await ledger.verifyTransfer({
-        txHash: transfer.txHash,
-        to: req.to as `0x${string}`,
-        amountUnits: BigInt(req.amountUnits),
-        minConfirmations: req.minConfirmations,
-      });
-      switch (check.status) {
-        case 'confirmed':
-          return claimedFor(req.payoutId, transfer.txHash, check.logIndex);
-        case 'reverted':
-          return check.status;
-        case 'mismatch':
-          return mismatch('treasury', transfer.txHash, check.reason);
-        case 'pending':
-          throw notYetConfirmed(check.confirmations);
-        case 'not_found':
-          await broadcastTreasuryTransfer(transfer);
-          throw ApplicationFailure.retryable('treasury transfer broadcast again', 'NotYetConfirmed');
+      let latestKnown = false;
+      // Newest first: a replacement is the likelier one to be mined. At most one of them can be.
+      for (const attempt of [...transfer.attempts].reverse()) {
+        const check = await ledger.verifyTransfer({
+          txHash: attempt.txHash,
+          to: req.to as `0x${string}`,
+          amountUnits: BigInt(req.amountUnits),
+          minConfirmations: req.minConfirmations,
+        });
+        if (check.status === 'not_found') continue;
+        if (check.status === 'pending' && !check.mined) {
+          if (attempt === latestAttempt(transfer)) latestKnown = true;
+          continue;
+        }
+        await recordMinedTreasuryTransfer(db, req.payoutId, attempt.txHash);
+        switch (check.status) {
+          case 'confirmed':
+            return claimedFor(req.payoutId, 'treasury', attempt.txHash, check.logIndexes);
+          case 'reverted':
+            return check.status;
+          case 'mismatch':
+            return transferMismatch({
+              payoutId: req.payoutId,
+              kind: 'treasury',
+              txHash: attempt.txHash,
+              reason: 'no_matching_transfer',
+              detail: check.reason,
+            });
+          case 'pending':
+            throw notYetConfirmed(check.confirmations);
+        }
       }
+
+      // None mined. A nonce the chain is already past (with none of our receipts) was taken by another
+      // transaction or the node lags: a replacement cannot land either, so only the broadcast below
+      // runs, which proves the conflict or retries.
+      const repriced =
+        (await ledger.minedNonce()) > transfer.nonce
+          ? null
+          : await addTreasuryTransferAttempt(
+              db,
+              req.payoutId,
+              treasuryRepriceAfterSeconds,
+              async (latest) => {
+                const replacement = await ledger.signReplacement(latest.rawTransaction);
+                if (replacement) {
+                  logger.warn(
+                    {
+                      event: 'treasury_transfer_repriced',
+                      payoutId: req.payoutId,
+                      nonce: transfer.nonce,
+                      replaces: latest.txHash,
+                      txHash: replacement.txHash,
+                      fees: {
+                        old: String(replacement.fees.old.maxFeePerGas),
+                        new: String(replacement.fees.new.maxFeePerGas),
+                      },
+                    },
+                    'treasury transfer unmined: signed again at the same nonce with higher fees',
+                  );
+                }
+                return replacement;
+              },
+            );
+      if (repriced) {
+        metrics.treasuryTransfersRepriced.inc();
+        await broadcastTreasuryTransfer(repriced);
+        throw ApplicationFailure.retryable('treasury transfer re-priced and broadcast', 'NotYetConfirmed');
+      }
+      if (!latestKnown) {
+        await broadcastTreasuryTransfer(transfer);
+        throw ApplicationFailure.retryable('treasury transfer broadcast again', 'NotYetConfirmed');
+      }
+      throw notYetConfirmed(0);
     },
   };
 }

@@ -19,6 +19,7 @@ export interface ActivityDeps {
   logger: Logger;
   metrics: Metrics;
   nonceConflictProof?: ChainActivityDeps['nonceConflictProof'];
+  treasuryRepriceAfterSeconds?: ChainActivityDeps['treasuryRepriceAfterSeconds'];
 }
 
 /**

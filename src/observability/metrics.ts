@@ -80,6 +80,17 @@ export function createMetrics() {
       labelNames: ['kind'],
       registers: [registry],
     }),
+    transferMismatches: new Counter({
+      name: 'payout_transfer_mismatches_total',
+      help: 'Payouts whose mined settlement transaction does not pay them (no matching USDT transfer, or every matching one claimed by other payouts), once per payout and transaction; each waits in PROCESSING for an operator',
+      labelNames: ['reason'],
+      registers: [registry],
+    }),
+    treasuryTransfersRepriced: new Counter({
+      name: 'payout_treasury_transfers_repriced_total',
+      help: 'Treasury transfers left unmined and signed again at the same nonce with higher fees',
+      registers: [registry],
+    }),
     treasuryInsufficientFunds: new Counter({
       name: 'payout_treasury_insufficient_funds_total',
       help: 'Treasury transfer attempts refused for lack of USDT or gas in the treasury (retried until topped up)',

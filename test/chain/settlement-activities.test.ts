@@ -4,6 +4,7 @@ import {
   createPublicClient,
   createWalletClient,
   http,
+  parseTransaction,
   type Address,
   type Hex,
   type PublicClient,
@@ -18,6 +19,8 @@ import { createHttpProvider } from '../../src/adapters/provider/http-provider';
 import { createLogger } from '../../src/observability/logger';
 import { createMetrics, type Metrics } from '../../src/observability/metrics';
 import { deployTestUsdt } from '../../dev/local/deploy-test-usdt';
+import { countTransfersTo, maxGasCostOf } from '../../src/adapters/chain/usdt-ledger';
+import { deployBatchSender } from './batch-sender';
 import { anvilAccount, startAnvil, type AnvilHandle } from '../../dev/local/infra/anvil';
 import { freePort } from '../../dev/local/infra/ports';
 import { testDatabaseUrl } from '../support/env';
@@ -66,7 +69,7 @@ async function send(key: Hex, fn: 'transfer', to: Address, units: bigint): Promi
 }
 
 /** A treasury of its own (ETH for gas, optionally USDT), and the activities bound to it. */
-async function treasuryWorld(usdtUnits: bigint) {
+async function treasuryWorld(usdtUnits: bigint, opts: { repriceAfterSeconds?: number } = {}) {
   const key = generatePrivateKey();
   const address = privateKeyToAddress(key);
   await anvilRpc('anvil_setBalance', [address, '0x56BC75E2D63100000']);
@@ -86,15 +89,19 @@ async function treasuryWorld(usdtUnits: bigint) {
     logger: createLogger({ level: 'silent', name: 'test' }),
     metrics,
     nonceConflictProof: { receiptLookups: 3, spacingMs: 20 },
+    treasuryRepriceAfterSeconds: opts.repriceAfterSeconds ?? 120,
   });
   return { key, address, ledger, metrics, activities };
 }
 
-const counter = async (metrics: Metrics, name: keyof Metrics) =>
-  (await (metrics[name] as { get(): Promise<{ values: { value: number }[] }> }).get()).values.reduce(
-    (sum, v) => sum + v.value,
-    0,
-  );
+const counter = async (metrics: Metrics, name: keyof Metrics, labels: Record<string, string> = {}) =>
+  (
+    await (
+      metrics[name] as { get(): Promise<{ values: { value: number; labels: Record<string, string> }[] }> }
+    ).get()
+  ).values
+    .filter((v) => Object.entries(labels).every(([k, l]) => v.labels[k] === l))
+    .reduce((sum, v) => sum + v.value, 0);
 
 async function failureOf(promise: Promise<unknown>): Promise<ApplicationFailure> {
   const err = await promise.then(
@@ -105,7 +112,25 @@ async function failureOf(promise: Promise<unknown>): Promise<ApplicationFailure>
   return err as ApplicationFailure;
 }
 
-it('claims a confirmed transfer for one payout; the same transfer reported for another is a mismatch', async () => {
+/** A mismatch is no proof: retryable TransferMismatch, the payout waits. */
+async function expectMismatch(promise: Promise<unknown>, reason: string) {
+  const failure = await failureOf(promise);
+  expect({ type: failure.type, nonRetryable: failure.nonRetryable, message: failure.message }).toEqual({
+    type: 'TransferMismatch',
+    nonRetryable: false,
+    message: expect.stringContaining(reason),
+  });
+}
+
+async function mismatchRows(payoutId: string) {
+  const { rows } = await db.query(
+    'SELECT tx_hash, reason, checks FROM settlement_transfer_mismatches WHERE payout_id = $1',
+    [payoutId],
+  );
+  return rows;
+}
+
+it('claims a confirmed transfer for one payout; the same transfer reported for another waits, alerted once', async () => {
   const { activities, metrics } = await treasuryWorld(0n);
   const receiver = privateKeyToAddress(generatePrivateKey());
   const txHash = await send(providerWallet.privateKey, 'transfer', receiver, 5_000_000n);
@@ -115,14 +140,93 @@ it('claims a confirmed transfer for one payout; the same transfer reported for a
   await expect(activities.verifyUsdtTransfer({ ...check, payoutId: first })).resolves.toBe('confirmed');
   // An activity retry for the same payout is the same claim.
   await expect(activities.verifyUsdtTransfer({ ...check, payoutId: first })).resolves.toBe('confirmed');
-  await expect(activities.verifyUsdtTransfer({ ...check, payoutId: second })).resolves.toBe('mismatch');
+  // Not proof that no USDT moved for the second payout: it keeps waiting (retried), never FAILED here.
+  await expectMismatch(activities.verifyUsdtTransfer({ ...check, payoutId: second }), 'claimed_by_other');
+  await expectMismatch(activities.verifyUsdtTransfer({ ...check, payoutId: second }), 'claimed_by_other');
 
   const { rows } = await db.query(
     'SELECT payout_id, chain_id, log_index FROM settlement_transfer_claims WHERE tx_hash = $1',
     [txHash.toLowerCase()],
   );
   expect(rows).toEqual([{ payout_id: first, chain_id: CHAIN_ID, log_index: 0 }]);
+  // Counted once per payout and transaction, however often the check retries.
   expect(await counter(metrics, 'transferClaimConflicts')).toBe(1);
+  expect(await counter(metrics, 'transferMismatches', { reason: 'claimed_by_other' })).toBe(1);
+  expect(await mismatchRows(second)).toEqual([
+    { tx_hash: txHash.toLowerCase(), reason: 'claimed_by_other', checks: 2 },
+  ]);
+});
+
+it('one transaction paying two payouts alike settles both; a third is a mismatch; retries keep their claim', async () => {
+  const { activities, metrics } = await treasuryWorld(0n);
+  const pay = await deployBatchSender({ rpcUrl: anvil.rpcUrl, usdt, payerKey: providerWallet.privateKey });
+  const receiver = privateKeyToAddress(generatePrivateKey());
+  const txHash = await pay([
+    { to: receiver, units: 2_000_000n },
+    { to: receiver, units: 2_000_000n },
+  ]);
+  const receipt = await rpc.getTransactionReceipt({ hash: txHash });
+  const logIndexes = receipt.logs.map((l) => l.logIndex);
+  const check = { txHash, to: receiver, amountUnits: '2000000', minConfirmations: 1 };
+  const [a, b, c] = [randomUUID(), randomUUID(), randomUUID()];
+
+  await expect(activities.verifyUsdtTransfer({ ...check, payoutId: a })).resolves.toBe('confirmed');
+  await expect(activities.verifyUsdtTransfer({ ...check, payoutId: b })).resolves.toBe('confirmed');
+  // Retries of either are idempotent: the claim each already holds, not the other's.
+  await expect(activities.verifyUsdtTransfer({ ...check, payoutId: b })).resolves.toBe('confirmed');
+  await expect(activities.verifyUsdtTransfer({ ...check, payoutId: a })).resolves.toBe('confirmed');
+  await expectMismatch(activities.verifyUsdtTransfer({ ...check, payoutId: c }), 'claimed_by_other');
+
+  const { rows } = await db.query<{ payout_id: string; log_index: number }>(
+    'SELECT payout_id, log_index FROM settlement_transfer_claims WHERE tx_hash = $1 ORDER BY log_index',
+    [txHash.toLowerCase()],
+  );
+  expect(rows).toEqual([
+    { payout_id: a, log_index: logIndexes[0] },
+    { payout_id: b, log_index: logIndexes[1] },
+  ]);
+  expect(await counter(metrics, 'transferMismatches', { reason: 'claimed_by_other' })).toBe(1);
+});
+
+it('two payouts claiming one batched transaction at once take one transfer each', async () => {
+  const { activities } = await treasuryWorld(0n);
+  const pay = await deployBatchSender({ rpcUrl: anvil.rpcUrl, usdt, payerKey: providerWallet.privateKey });
+  const receiver = privateKeyToAddress(generatePrivateKey());
+  const txHash = await pay([
+    { to: receiver, units: 1_500_000n },
+    { to: receiver, units: 1_500_000n },
+  ]);
+  const check = { txHash, to: receiver, amountUnits: '1500000', minConfirmations: 1 };
+  const payouts = [randomUUID(), randomUUID()];
+  await expect(
+    Promise.all(
+      payouts.flatMap((payoutId) => [0, 1].map(() => activities.verifyUsdtTransfer({ ...check, payoutId }))),
+    ),
+  ).resolves.toEqual(['confirmed', 'confirmed', 'confirmed', 'confirmed']);
+  const { rows } = await db.query<{ payout_id: string }>(
+    'SELECT payout_id FROM settlement_transfer_claims WHERE tx_hash = $1',
+    [txHash.toLowerCase()],
+  );
+  expect(rows.map((r) => r.payout_id).sort()).toEqual([...payouts].sort());
+});
+
+it('a mined transaction without the payout’s transfer is no proof: TransferMismatch, retried, alerted once', async () => {
+  const { activities, metrics } = await treasuryWorld(0n);
+  const receiver = privateKeyToAddress(generatePrivateKey());
+  const txHash = await send(providerWallet.privateKey, 'transfer', receiver, 5_000_000n);
+  const payoutId = randomUUID();
+  const wrongAmount = { payoutId, txHash, to: receiver, amountUnits: '5000001', minConfirmations: 1 };
+  await expectMismatch(activities.verifyUsdtTransfer(wrongAmount), 'no_matching_transfer');
+  await expectMismatch(activities.verifyUsdtTransfer(wrongAmount), 'no_matching_transfer');
+  expect(await counter(metrics, 'transferMismatches', { reason: 'no_matching_transfer' })).toBe(1);
+  expect(await counter(metrics, 'transferClaimConflicts')).toBe(0);
+  expect(await mismatchRows(payoutId)).toEqual([
+    { tx_hash: txHash.toLowerCase(), reason: 'no_matching_transfer', checks: 2 },
+  ]);
+  const { rows } = await db.query('SELECT 1 FROM settlement_transfer_claims WHERE payout_id = $1', [
+    payoutId,
+  ]);
+  expect(rows).toHaveLength(0);
 });
 
 it('an empty treasury is not final: the transfer retries with the alert until topped up, then lands', async () => {
@@ -183,3 +287,212 @@ it('a nonce taken by another transaction is final only once finalized past ours 
     nonRetryable: true,
   });
 });
+
+describe('treasury transfers signed and not yet mined', () => {
+  afterEach(async () => {
+    await anvilRpc('evm_setAutomine', [true]);
+  });
+
+  it('reserve their USDT and gas: a new transfer is signed only if the treasury covers them all', async () => {
+    const world = await treasuryWorld(10_000_000n);
+    const to = () => privateKeyToAddress(generatePrivateKey());
+    const first = { payoutId: randomUUID(), to: to(), amountUnits: '6000000' };
+    const second = { payoutId: randomUUID(), to: to(), amountUnits: '5000000' };
+    const third = { payoutId: randomUUID(), to: to(), amountUnits: '4000000' };
+
+    await anvilRpc('evm_setAutomine', [false]);
+    await world.activities.sendTreasuryTransfer(first);
+    // 10 USDT cover the 5 asked, but not with the 6 signed and still waiting in the pool.
+    const refused = await failureOf(world.activities.sendTreasuryTransfer(second));
+    expect({ type: refused.type, nonRetryable: refused.nonRetryable }).toEqual({
+      type: 'TreasuryInsufficientFunds',
+      nonRetryable: false,
+    });
+    expect(refused.message).toMatch(/plus 6000000 for transfers signed and not yet mined/);
+    expect(await counter(world.metrics, 'treasuryInsufficientFunds')).toBe(1);
+
+    // 6 + 4 fit in 10, but the gas does not: ETH for the waiting transfer's worst case only.
+    const { rows } = await db.query<{ raw_transaction: Hex }>(
+      'SELECT raw_transaction FROM treasury_transfers WHERE payout_id = $1',
+      [first.payoutId],
+    );
+    const reservedGas = maxGasCostOf(rows[0]!.raw_transaction);
+    await anvilRpc('anvil_setBalance', [world.address, `0x${reservedGas.toString(16)}`]);
+    const noGas = await failureOf(world.activities.sendTreasuryTransfer(third));
+    expect({ type: noGas.type, message: noGas.message }).toEqual({
+      type: 'TreasuryInsufficientFunds',
+      message: expect.stringMatching(/wei/),
+    });
+    expect(await counter(world.metrics, 'treasuryInsufficientFunds')).toBe(2);
+
+    await anvilRpc('anvil_setBalance', [world.address, '0x56BC75E2D63100000']);
+    await world.activities.sendTreasuryTransfer(third);
+    await anvilRpc('evm_mine');
+    for (const req of [first, third]) {
+      await expect(world.activities.confirmTreasuryTransfer({ ...req, minConfirmations: 1 })).resolves.toBe(
+        'confirmed',
+      );
+    }
+    expect(await world.ledger.balanceOf(world.address)).toBe(0n);
+  });
+});
+
+describe('a treasury transfer left unmined', () => {
+  /** The base fee jumps far above what the pooled transfer offers: anvil drops it, it can never be mined. */
+  const priceOut = async () => {
+    const block = await rpc.getBlock({ blockTag: 'latest' });
+    await anvilRpc('anvil_setNextBlockBaseFeePerGas', [`0x${(block.baseFeePerGas! * 100n).toString(16)}`]);
+    await anvilRpc('evm_mine');
+  };
+  const cheapBlocks = async () => {
+    await anvilRpc('anvil_setNextBlockBaseFeePerGas', ['0x3b9aca00']); // 1 gwei
+    await anvilRpc('evm_mine');
+  };
+  const attempts = async (payoutId: string) =>
+    (
+      await db.query<{ tx_hash: Hex; attempt: number }>(
+        'SELECT attempt, tx_hash FROM treasury_transfer_attempts WHERE payout_id = $1 ORDER BY attempt',
+        [payoutId],
+      )
+    ).rows.map((r) => r.tx_hash);
+  const minedHash = async (payoutId: string) =>
+    (
+      await db.query<{ mined_tx_hash: string | null }>(
+        'SELECT mined_tx_hash FROM treasury_transfers WHERE payout_id = $1',
+        [payoutId],
+      )
+    ).rows[0]?.mined_tx_hash;
+
+  beforeEach(async () => {
+    await cheapBlocks();
+  });
+  /** A funded treasury whose transactions wait in the pool until the test mines a block. */
+  const holdingWorld = async (usdtUnits: bigint) => {
+    const world = await treasuryWorld(usdtUnits, { repriceAfterSeconds: 0 });
+    await anvilRpc('evm_setAutomine', [false]);
+    return world;
+  };
+  afterEach(async () => {
+    await anvilRpc('evm_setAutomine', [true]);
+    await cheapBlocks();
+  });
+
+  it('is signed again at the same nonce with higher fees, stored before broadcast, and lands once', async () => {
+    const world = await holdingWorld(10_000_000n);
+    const receiver = privateKeyToAddress(generatePrivateKey());
+    const req = { payoutId: randomUUID(), to: receiver, amountUnits: '4000000', minConfirmations: 1 };
+    const { txHash: original } = await world.activities.sendTreasuryTransfer(req);
+
+    // Waiting in the pool at today's fees: re-pricing cannot help, so it is not re-priced.
+    await expect(world.activities.confirmTreasuryTransfer(req)).rejects.toMatchObject({
+      type: 'NotYetConfirmed',
+    });
+    expect(await attempts(req.payoutId)).toEqual([original]);
+
+    await priceOut();
+    await expect(world.activities.confirmTreasuryTransfer(req)).rejects.toMatchObject({
+      type: 'NotYetConfirmed',
+      message: expect.stringMatching(/re-priced/),
+    });
+    const stored = await attempts(req.payoutId);
+    expect(stored).toHaveLength(2);
+    const replacement = stored[1]!;
+    const [originalRaw, replacementRaw] = await rawOf(req.payoutId);
+    const [oldTx, newTx] = [parseTx(originalRaw!), parseTx(replacementRaw!)];
+    expect((await rpc.getTransaction({ hash: replacement })).hash).toBe(replacement); // broadcast
+    expect(newTx.nonce).toBe(oldTx.nonce);
+    expect(newTx.maxFee * 100n).toBeGreaterThanOrEqual(oldTx.maxFee * 110n);
+    expect(newTx.tip * 100n).toBeGreaterThanOrEqual(oldTx.tip * 110n);
+    expect(await counter(world.metrics, 'treasuryTransfersRepriced')).toBe(1);
+
+    await anvilRpc('evm_mine');
+    await expect(world.activities.confirmTreasuryTransfer(req)).resolves.toBe('confirmed');
+    expect(await minedHash(req.payoutId)).toBe(replacement);
+    expect(await countTransfersTo({ rpcUrl: anvil.rpcUrl, usdtAddress: usdt, to: receiver })).toEqual({
+      count: 1,
+      total: 4_000_000n,
+      txHashes: [replacement],
+    });
+    // A retry of the send re-broadcasts the mined replacement: nothing new is signed.
+    await expect(world.activities.sendTreasuryTransfer(req)).resolves.toEqual({ txHash: replacement });
+    expect(await attempts(req.payoutId)).toEqual([original, replacement]);
+  });
+
+  it('accepts the original transaction when it is the one mined after a replacement was signed', async () => {
+    const world = await holdingWorld(10_000_000n);
+    const receiver = privateKeyToAddress(generatePrivateKey());
+    const req = { payoutId: randomUUID(), to: receiver, amountUnits: '3000000', minConfirmations: 1 };
+    const { txHash: original } = await world.activities.sendTreasuryTransfer(req);
+    const [originalRaw] = await rawOf(req.payoutId);
+    await priceOut();
+    await expect(world.activities.confirmTreasuryTransfer(req)).rejects.toMatchObject({
+      message: expect.stringMatching(/re-priced/),
+    });
+    const [, replacement] = await attempts(req.payoutId);
+
+    // Another node still had the original, and mined it once fees fell back: the replacement never lands.
+    await anvilRpc('anvil_dropTransaction', [replacement]);
+    await cheapBlocks();
+    await world.ledger.broadcast(originalRaw!);
+    await anvilRpc('evm_mine');
+    await rpc.waitForTransactionReceipt({ hash: original, pollingInterval: 50 });
+
+    await expect(world.activities.confirmTreasuryTransfer(req)).resolves.toBe('confirmed');
+    expect(await minedHash(req.payoutId)).toBe(original);
+    expect(await countTransfersTo({ rpcUrl: anvil.rpcUrl, usdtAddress: usdt, to: receiver })).toEqual({
+      count: 1,
+      total: 3_000_000n,
+      txHashes: [original],
+    });
+  });
+
+  it('a nonce past ours is not proven taken while any of our transactions for it has a receipt', async () => {
+    const world = await holdingWorld(10_000_000n);
+    const receiver = privateKeyToAddress(generatePrivateKey());
+    const req = { payoutId: randomUUID(), to: receiver, amountUnits: '2000000', minConfirmations: 1 };
+    await world.activities.sendTreasuryTransfer(req);
+    // Re-priced twice: attempts 0, 1 and 2 share the nonce.
+    for (let i = 0; i < 2; i++) {
+      await priceOut();
+      await expect(world.activities.confirmTreasuryTransfer(req)).rejects.toMatchObject({
+        message: expect.stringMatching(/re-priced/),
+      });
+    }
+    const stored = await attempts(req.payoutId);
+    expect(stored).toHaveLength(3);
+    const raws = await rawOf(req.payoutId);
+
+    // The middle one is mined (another node had it), the latest never is.
+    await anvilRpc('anvil_dropTransaction', [stored[2]]);
+    await cheapBlocks();
+    await world.ledger.broadcast(raws[1]!);
+    await anvilRpc('evm_mine');
+    await rpc.waitForTransactionReceipt({ hash: stored[1]!, pollingInterval: 50 });
+    await anvilRpc('evm_setAutomine', [true]);
+    await anvilRpc('anvil_mine', ['0x80']);
+    expect(await world.ledger.finalizedNonce()).toBeGreaterThan(
+      (await rpc.getTransaction({ hash: stored[1]! })).nonce,
+    );
+
+    // Re-sending the latest answers "nonce too low", the nonce is finalized, neither the first nor
+    // the latest has a receipt: still not proof, the middle one has. Retried, never final.
+    const resend = await failureOf(world.activities.sendTreasuryTransfer(req));
+    expect(resend.nonRetryable).toBe(false);
+    await expect(world.activities.confirmTreasuryTransfer(req)).resolves.toBe('confirmed');
+    expect(await minedHash(req.payoutId)).toBe(stored[1]);
+    expect((await countTransfersTo({ rpcUrl: anvil.rpcUrl, usdtAddress: usdt, to: receiver })).count).toBe(1);
+  });
+
+  async function rawOf(payoutId: string): Promise<Hex[]> {
+    const { rows } = await db.query<{ raw_transaction: Hex }>(
+      'SELECT raw_transaction FROM treasury_transfer_attempts WHERE payout_id = $1 ORDER BY attempt',
+      [payoutId],
+    );
+    return rows.map((r) => r.raw_transaction);
+  }
+});
+
+function parseTx(raw: Hex): { nonce: number; maxFee: bigint; tip: bigint } {
+  const tx = parseTransaction(raw);
+  return { nonce: tx.nonce!, maxFee: tx.maxFeePerGas!, tip: tx.maxPriorityFeePerGas! };
+}

@@ -22,6 +22,7 @@ import {
   type UsdtLedger,
 } from '../../src/adapters/chain/usdt-ledger';
 import { deployTestUsdt } from '../../dev/local/deploy-test-usdt';
+import { deployBatchSender } from './batch-sender';
 import { freePort } from '../../dev/local/infra/ports';
 import { ANVIL_DEV_ACCOUNTS, anvilAccount, startAnvil, type AnvilHandle } from '../../dev/local/infra/anvil';
 
@@ -157,7 +158,7 @@ describe('verifyTransfer', () => {
       status: 'confirmed',
       blockNumber: first.blockNumber,
       confirmations: first.confirmations + 2,
-      logIndex: transferLog?.logIndex,
+      logIndexes: [transferLog?.logIndex],
     });
   });
 
@@ -178,8 +179,32 @@ describe('verifyTransfer', () => {
       amountUnits: amount,
       minConfirmations: 1_000,
     });
-    expect(check).toEqual({ status: 'pending', confirmations: expect.any(Number) });
+    expect(check).toEqual({ status: 'pending', confirmations: expect.any(Number), mined: true });
     if (check.status === 'pending') expect(check.confirmations).toBeGreaterThanOrEqual(1);
+  });
+
+  it('lists every matching Transfer of a batched transaction, and only those', async () => {
+    const pay = await deployBatchSender({ rpcUrl: anvil.rpcUrl, usdt, payerKey: providerWallet.privateKey });
+    const batchReceiver = freshAddress();
+    const hash = await pay([
+      { to: batchReceiver, units: USDT(3) },
+      { to: freshAddress(), units: USDT(3) },
+      { to: batchReceiver, units: USDT(4) },
+      { to: batchReceiver, units: USDT(3) },
+    ]);
+    const receipt = await rpc.getTransactionReceipt({ hash });
+    const usdtLogs = receipt.logs.filter((log) => log.address.toLowerCase() === usdt.toLowerCase());
+    expect(usdtLogs).toHaveLength(4);
+    const check = await ledger.verifyTransfer({
+      txHash: hash,
+      to: batchReceiver,
+      amountUnits: USDT(3),
+      minConfirmations: 1,
+    });
+    expect(check).toMatchObject({
+      status: 'confirmed',
+      logIndexes: [usdtLogs[0]!.logIndex, usdtLogs[3]!.logIndex],
+    });
   });
 
   it('reports a mismatch for a wrong amount or a wrong receiver', async () => {
@@ -279,6 +304,7 @@ describe('treasury transfers', () => {
     ).toEqual({
       status: 'pending',
       confirmations: 0,
+      mined: false,
     });
     expect(await ledger.nextNonce()).toBe(nonce + 1);
 
@@ -313,6 +339,36 @@ describe('treasury transfers', () => {
       .signTransfer({ to: freshAddress(), amountUnits: USDT(10_000_000), nonce })
       .catch((e: unknown) => e);
     expect(error).toMatchObject({ kind: 'insufficient_funds', retryable: false });
+  });
+
+  it('refuses to sign when the balance covers the transfer but not what unmined transfers reserve', async () => {
+    const nonce = await ledger.nextNonce();
+    const balance = await ledger.balanceOf(treasury.address);
+    await expect(
+      ledger.signTransfer({
+        to: freshAddress(),
+        amountUnits: 1n,
+        nonce,
+        reserved: { usdtUnits: balance, gasWei: 0n },
+      }),
+    ).rejects.toMatchObject({ kind: 'insufficient_funds', message: expect.stringMatching(/not yet mined/) });
+    const wei = await rpc.getBalance({ address: treasury.address });
+    await expect(
+      ledger.signTransfer({
+        to: freshAddress(),
+        amountUnits: 1n,
+        nonce,
+        reserved: { usdtUnits: 0n, gasWei: wei },
+      }),
+    ).rejects.toMatchObject({ kind: 'insufficient_funds', message: expect.stringMatching(/wei/) });
+    await expect(
+      ledger.signTransfer({
+        to: freshAddress(),
+        amountUnits: 1n,
+        nonce,
+        reserved: { usdtUnits: balance - 1n, gasWei: 0n },
+      }),
+    ).resolves.toMatchObject({ txHash: expect.any(String) });
   });
 
   it('needs a treasury key to sign', async () => {

@@ -5,6 +5,7 @@ import {
   isHash,
   keccak256,
   parseEventLogs,
+  parseTransaction,
   TransactionNotFoundError,
   TransactionReceiptNotFoundError,
   type Address,
@@ -15,10 +16,14 @@ import { privateKeyToAccount, type PrivateKeyAccount } from 'viem/accounts';
 import { TRANSFER_EVENT, USDT_ABI } from './usdt-abi';
 
 export type TransferCheck =
-  /** logIndex: the matched USDT Transfer's position in the block, which with the hash names the transfer. */
-  | { status: 'confirmed'; blockNumber: bigint; confirmations: number; logIndex: number }
-  /** Mined with fewer confirmations than required, or still waiting in the node's pool (0). */
-  | { status: 'pending'; confirmations: number }
+  /**
+   * logIndexes: the positions in the block of every USDT Transfer in the transaction that matches
+   * (receiver, amount), in log order; with the hash, each names one transfer. One transaction may
+   * carry several (a batch paying several payouts alike), and each settles one payout.
+   */
+  | { status: 'confirmed'; blockNumber: bigint; confirmations: number; logIndexes: number[] }
+  /** Mined with fewer confirmations than required (mined), or still waiting in the node's pool (not mined, 0). */
+  | { status: 'pending'; confirmations: number; mined: boolean }
   /** No such transaction known to the node. */
   | { status: 'not_found' }
   | { status: 'reverted'; blockNumber: bigint }
@@ -33,23 +38,62 @@ export interface UsdtLedger {
     amountUnits: bigint;
     minConfirmations: number;
   }): Promise<TransferCheck>;
-  /** Signs USDT.transfer with the treasury key. The caller persists the raw tx and only ever rebroadcasts it. */
+  /**
+   * Signs USDT.transfer with the treasury key. The caller persists the raw tx and only ever rebroadcasts
+   * it (or a replacement from signReplacement). Refused (insufficient_funds) unless the treasury's USDT
+   * and ETH cover this transfer plus `reserved`: what transfers signed and not yet mined may still spend.
+   */
   signTransfer(args: {
     to: Address;
     amountUnits: bigint;
     nonce: number;
+    reserved?: { usdtUnits: bigint; gasWei: bigint };
   }): Promise<{ rawTransaction: Hex; txHash: Hex }>;
+  /**
+   * The same transfer at the same nonce with higher fees, for a transaction that has waited unmined:
+   * each fee at least 10% over the old one (the pool's replacement rule) or today's, whichever is
+   * higher. Null when the network asks no more than the old transaction already offers: raising it
+   * then would not make it land sooner, and repeated raises would compound without bound.
+   */
+  signReplacement(rawTransaction: Hex): Promise<ReplacementTransaction | null>;
   /** Idempotent: a tx the node already has (pooled or mined) counts as sent. Returns the tx hash. */
   broadcast(rawTransaction: Hex): Promise<Hex>;
   /** The treasury's next nonce, counting transactions still in the pool. */
   nextNonce(): Promise<number>;
   /** The treasury's nonce as of the finalized block: transactions below it can never be replaced. */
   finalizedNonce(): Promise<number>;
+  /** The treasury's nonce as of the latest block: its transactions below it are mined (and paid for). */
+  minedNonce(): Promise<number>;
   /** Whether the node has a receipt for this transaction (it was mined). */
   hasReceipt(txHash: Hex): Promise<boolean>;
   treasuryAddress(): Address | undefined;
   balanceOf(owner: Address): Promise<bigint>;
 }
+
+export interface ReplacementTransaction {
+  rawTransaction: Hex;
+  txHash: Hex;
+  /** The old and new fees, for the log. */
+  fees: { old: FeeCaps; new: FeeCaps };
+}
+
+export interface FeeCaps {
+  maxFeePerGas: bigint;
+  maxPriorityFeePerGas: bigint;
+}
+
+/** The most a signed transaction can cost in gas: its gas limit at its fee cap (wei). */
+export function maxGasCostOf(rawTransaction: Hex): bigint {
+  const tx = parseTransaction(rawTransaction);
+  return (tx.gas ?? 0n) * (tx.maxFeePerGas ?? tx.gasPrice ?? 0n);
+}
+
+/** At least 10% more (rounded up, and at least 1 wei more): what geth-like pools require of a replacement. */
+const bumped = (fee: bigint) => {
+  const raised = (fee * 110n + 99n) / 100n;
+  return raised > fee ? raised : fee + 1n;
+};
+const max = (a: bigint, b: bigint) => (a > b ? a : b);
 
 export interface UsdtLedgerOptions {
   rpcUrl: string;
@@ -203,6 +247,14 @@ export function createUsdtLedger(opts: UsdtLedgerOptions): UsdtLedger {
       );
     },
 
+    async minedNonce() {
+      const account = requireTreasury();
+      await ensureReady();
+      return call('eth_getTransactionCount', () =>
+        rpc.getTransactionCount({ address: account.address, blockTag: 'latest' }),
+      );
+    },
+
     async hasReceipt(txHash) {
       await ensureReady();
       const receipt = await call('eth_getTransactionReceipt', () =>
@@ -229,7 +281,7 @@ export function createUsdtLedger(opts: UsdtLedgerOptions): UsdtLedger {
       );
       if (!receipt) {
         return (await findTransaction(txHash))
-          ? { status: 'pending', confirmations: 0 }
+          ? { status: 'pending', confirmations: 0, mined: false }
           : { status: 'not_found' };
       }
       if (receipt.status !== 'success') return { status: 'reverted', blockNumber: receipt.blockNumber };
@@ -238,8 +290,8 @@ export function createUsdtLedger(opts: UsdtLedgerOptions): UsdtLedger {
       const transfers = parseEventLogs({ abi: USDT_ABI, eventName: 'Transfer', logs: receipt.logs }).filter(
         (log) => sameAddress(log.address, usdt),
       );
-      const matched = transfers.find((t) => sameAddress(t.args.to, to) && t.args.value === amountUnits);
-      if (!matched) {
+      const matched = transfers.filter((t) => sameAddress(t.args.to, to) && t.args.value === amountUnits);
+      if (matched.length === 0) {
         const seen = transfers.map((t) => `${t.args.value} units to ${t.args.to}`).join(', ') || 'none';
         return {
           status: 'mismatch',
@@ -252,26 +304,45 @@ export function createUsdtLedger(opts: UsdtLedgerOptions): UsdtLedger {
       // A load-balanced RPC may answer from a node a block behind the one that gave the receipt: clamp at 0.
       const confirmations = Math.max(0, Number(latest - receipt.blockNumber + 1n));
       return confirmations >= minConfirmations && confirmations > 0
-        ? { status: 'confirmed', blockNumber: receipt.blockNumber, confirmations, logIndex: matched.logIndex }
-        : { status: 'pending', confirmations };
+        ? {
+            status: 'confirmed',
+            blockNumber: receipt.blockNumber,
+            confirmations,
+            logIndexes: matched.map((t) => t.logIndex),
+          }
+        : { status: 'pending', confirmations, mined: true };
     },
 
-    async signTransfer({ to, amountUnits, nonce }) {
+    async signTransfer({ to, amountUnits, nonce, reserved = { usdtUnits: 0n, gasWei: 0n } }) {
       const account = requireTreasury();
       await ensureReady();
       const data = encodeFunctionData({ abi: USDT_ABI, functionName: 'transfer', args: [to, amountUnits] });
 
-      const balance = await ledger.balanceOf(account.address);
-      if (balance < amountUnits) {
-        const message = `treasury ${account.address} holds ${balance} USDT units, needs ${amountUnits}`;
+      // Read after the caller's mined nonce (which decides what is reserved): a transfer mined in
+      // between is then both reserved and already off the balance, counted twice, never zero times.
+      const [balance, weiBalance] = await Promise.all([
+        ledger.balanceOf(account.address),
+        call('eth_getBalance', () => rpc.getBalance({ address: account.address })),
+      ]);
+      if (balance < reserved.usdtUnits + amountUnits) {
+        const message =
+          `treasury ${account.address} holds ${balance} USDT units, needs ${amountUnits}` +
+          ` plus ${reserved.usdtUnits} for transfers signed and not yet mined`;
         throw new ChainError(message, { kind: 'insufficient_funds' });
       }
-      const [gas, block, tip] = await Promise.all([
+      const [gas, fees] = await Promise.all([
         call('eth_estimateGas', () => rpc.estimateGas({ account: account.address, to: usdt, data })),
-        call('eth_getBlockByNumber', () => rpc.getBlock({ blockTag: 'latest' })),
-        call('eth_maxPriorityFeePerGas', () => rpc.estimateMaxPriorityFeePerGas()),
+        marketFees(),
       ]);
-      const baseFee = block.baseFeePerGas ?? 0n;
+      // 50% over the gas estimate (Arbitrum's estimate moves with L1 prices); unused gas is not charged.
+      const gasLimit = (gas * 3n) / 2n;
+      const gasWei = gasLimit * fees.maxFeePerGas;
+      if (weiBalance < reserved.gasWei + gasWei) {
+        const message =
+          `treasury ${account.address} holds ${weiBalance} wei, needs up to ${gasWei} for gas` +
+          ` plus ${reserved.gasWei} for transfers signed and not yet mined`;
+        throw new ChainError(message, { kind: 'insufficient_funds' });
+      }
 
       const rawTransaction = await account.signTransaction({
         type: 'eip1559',
@@ -279,14 +350,54 @@ export function createUsdtLedger(opts: UsdtLedgerOptions): UsdtLedger {
         to: usdt,
         data,
         nonce,
-        // This exact tx is persisted and rebroadcast, never re-priced, so it gets generous caps: 50% over the
-        // gas estimate (Arbitrum's estimate moves with L1 prices) and twice the base fee. Unused gas and fee
-        // headroom are not charged.
-        gas: (gas * 3n) / 2n,
-        maxFeePerGas: baseFee * 2n + tip,
-        maxPriorityFeePerGas: tip,
+        gas: gasLimit,
+        ...fees,
       });
       return { rawTransaction, txHash: keccak256(rawTransaction) };
+    },
+
+    async signReplacement(oldRaw) {
+      const account = requireTreasury();
+      await ensureReady();
+      const old = parseTransaction(oldRaw);
+      if (
+        old.type !== 'eip1559' ||
+        old.to === undefined ||
+        old.to === null ||
+        !sameAddress(old.to, usdt) ||
+        old.chainId !== opts.chainId ||
+        old.nonce === undefined
+      ) {
+        throw new ChainError('not a treasury USDT transfer signed by this service', { kind: 'invalid' });
+      }
+      const oldFees: FeeCaps = {
+        maxFeePerGas: old.maxFeePerGas ?? 0n,
+        maxPriorityFeePerGas: old.maxPriorityFeePerGas ?? 0n,
+      };
+      const market = await marketFees();
+      if (
+        market.maxFeePerGas <= oldFees.maxFeePerGas &&
+        market.maxPriorityFeePerGas <= oldFees.maxPriorityFeePerGas
+      ) {
+        return null;
+      }
+      const tip = max(bumped(oldFees.maxPriorityFeePerGas), market.maxPriorityFeePerGas);
+      const newFees: FeeCaps = {
+        maxPriorityFeePerGas: tip,
+        maxFeePerGas: max(max(bumped(oldFees.maxFeePerGas), market.maxFeePerGas), tip),
+      };
+      // Same nonce, recipient, calldata and gas limit: only one of the two can ever be mined, and
+      // whichever is moves the same USDT.
+      const rawTransaction = await account.signTransaction({
+        type: 'eip1559',
+        chainId: opts.chainId,
+        to: usdt,
+        data: old.data,
+        nonce: old.nonce,
+        gas: old.gas,
+        ...newFees,
+      });
+      return { rawTransaction, txHash: keccak256(rawTransaction), fees: { old: oldFees, new: newFees } };
     },
 
     async broadcast(rawTransaction) {
@@ -305,6 +416,18 @@ export function createUsdtLedger(opts: UsdtLedgerOptions): UsdtLedger {
       }
     },
   };
+
+  /**
+   * The fee caps a transaction is signed with today: twice the latest base fee plus the suggested tip,
+   * headroom for the base fee to rise while it waits (unused headroom is not charged).
+   */
+  async function marketFees(): Promise<FeeCaps> {
+    const [block, tip] = await Promise.all([
+      call('eth_getBlockByNumber', () => rpc.getBlock({ blockTag: 'latest' })),
+      call('eth_maxPriorityFeePerGas', () => rpc.estimateMaxPriorityFeePerGas()),
+    ]);
+    return { maxFeePerGas: (block.baseFeePerGas ?? 0n) * 2n + tip, maxPriorityFeePerGas: tip };
+  }
 
   function requireTreasury(): PrivateKeyAccount {
     if (!treasury) throw new ChainError('no treasury private key configured', { kind: 'config' });

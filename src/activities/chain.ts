@@ -306,7 +306,7 @@ export function createChainActivities({
       to: string;
       amountUnits: string;
       minConfirmations: number;
-    }): Promise<'confirmed' | 'reverted'> {
+    }): Promise<{ status: 'confirmed' | 'reverted'; txHash: `0x${string}` }> {
       const transfer = await findTreasuryTransfer(db, req.payoutId);
       if (transfer === null) {
         // sendTreasuryTransfer returned its hash, so the row exists: this is a bug, not a state.
@@ -331,10 +331,14 @@ export function createChainActivities({
         }
         await recordMinedTreasuryTransfer(db, req.payoutId, attempt.txHash);
         switch (check.status) {
+          // The hash that was mined, which after a re-price is not the one first signed.
           case 'confirmed':
-            return claimedFor(req.payoutId, 'treasury', attempt.txHash, check.logIndexes);
+            return {
+              status: await claimedFor(req.payoutId, 'treasury', attempt.txHash, check.logIndexes),
+              txHash: attempt.txHash,
+            };
           case 'reverted':
-            return check.status;
+            return { status: check.status, txHash: attempt.txHash };
           case 'mismatch':
             return transferMismatch({
               payoutId: req.payoutId,

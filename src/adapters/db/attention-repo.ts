@@ -12,6 +12,8 @@ export const ATTENTION_KINDS = [
   'settlement_request_unanswered',
   /** The provider's settlement status cannot be read, or it no longer knows the settlement. */
   'settlement_status_unknown',
+  /** Our treasury transfer is not confirmed minutes after it was sent (unmined, a nonce gap, a mismatch). */
+  'transfer_unconfirmed',
   /** A reported transfer that does not match the payout (another chain, wallet or amount). */
   'transfer_mismatch',
   /** The charge's status cannot be read at expiry: unpaid is not assumed. */

@@ -9,37 +9,80 @@ import { createPool } from '../../src/adapters/db/pool';
 import { loadConfig } from '../../src/config';
 import { CODEC_BASE_PATH } from '../../src/temporal/codec-endpoint';
 import { devServerSearchAttributes } from '../../src/temporal/search-attribute-registry';
+import { EXIT_WITH_LAUNCHER_IMPORT } from './exit-with-launcher';
 import { ensureTestUsdt } from './test-usdt';
 import { anvilAccount, startAnvil } from './infra/anvil';
-import { startEmbeddedPostgres } from './infra/postgres';
-import { describeExit, spawnManaged, type ManagedProcess } from './infra/processes';
-import { createLineFormatter } from './log-format';
-import { nextRestartDelay, restartDelay, RESTART_BACKOFF_MS } from './restart-policy';
+import { reachableDataDir, startEmbeddedPostgres } from './infra/postgres';
+import { leftoverClusters } from './infra/postgres-relocation';
+import { spawnManaged } from './infra/processes';
 import { repoRoot } from './infra/temporal-binaries';
 import { startTemporalDevServer } from './infra/temporal-dev-server';
+import { findLeftovers, launcherMark, stopLeftovers } from './leftovers';
+import { createLineFormatter } from './log-format';
+import { acquireLock } from './stack-lock';
+import { assertPortsFree, portClaims, stackSettings } from './stack-settings';
+import { Supervised, type Part } from './supervisor';
 
 /**
  * `npm start`: the whole stack on the local defaults (docs/decisions.md D2), state kept under
  * .data/ across restarts. A variable that points at an outside service (DATABASE_URL,
- * TEMPORAL_ADDRESS, EVM_RPC_URL, PROVIDER_API_URL) replaces the local one.
+ * TEMPORAL_ADDRESS, EVM_RPC_URL, PROVIDER_API_URL) replaces the local one. What it does when a
+ * part dies, when it is stopped or killed, and when a stack already runs: docs/development.md.
  */
 
 const ROOT = repoRoot();
-const DATA = path.join(ROOT, '.data');
-const TEMPORAL_UI_PORT = 8233;
-const SANDBOX_PORT = 4000;
-const ANVIL_PORT = 8545;
-const POSTGRES_PORT = 5432;
+const settings = stackSettings(ROOT);
+const DATA = settings.dataDir;
 
-type Stop = () => Promise<void>;
-const stops: { name: string; stop: Stop }[] = [];
 // Pretty, one coloured line per event at a terminal; the JSON lines as they are for a log collector.
 const format = createLineFormatter({
   pretty: Boolean(process.stdout.isTTY),
   colour: Boolean(process.stdout.isTTY) && process.stdout.hasColors?.() === true,
 });
+// After SIGHUP the terminal is gone and writes fail (EIO): the stop must go on regardless.
+process.stdout.on('error', () => {});
 const say = (line: string, level: 'info' | 'warn' | 'error' = 'info') =>
   process.stdout.write(`${format.launcher(line, level)}\n`);
+
+// Everything started, by name; stopped in STOP_ORDER whatever order it started in.
+const parts = new Map<string, Supervised>();
+// The api stops taking requests and finishes the ones in flight, then the worker drains its
+// activities, then the sandbox, and only then what they all depend on, so nothing in flight meets
+// a closed pool.
+const STOP_ORDER = ['api', 'worker', 'sandbox', 'postgres', 'temporal', 'anvil'];
+let releaseLock: (() => void) | undefined;
+let shuttingDown = false;
+
+async function supervise(part: Part): Promise<void> {
+  if (shuttingDown) throw new Error('stopping');
+  const supervised = new Supervised(part, say);
+  parts.set(part.name, supervised);
+  await supervised.start();
+}
+
+async function shutdown(code: number, why: string): Promise<void> {
+  if (shuttingDown) return;
+  shuttingDown = true;
+  const started = Date.now();
+  say(`stopping (${why})...`);
+  for (const name of STOP_ORDER) {
+    const part = parts.get(name);
+    if (!part) continue;
+    const t = Date.now();
+    await part.stop().catch((err: unknown) => say(`${name} did not stop cleanly: ${String(err)}`, 'warn'));
+    say(`stopped ${name} (${((Date.now() - t) / 1000).toFixed(1)}s)`);
+  }
+  say(`stopped everything in ${((Date.now() - started) / 1000).toFixed(1)}s`);
+  releaseLock?.();
+  process.exit(code);
+}
+
+// Before anything starts: a signal during start-up stops what already runs, in order. SIGHUP is a
+// closed terminal; every part runs in its own process group, so this launcher is the only one
+// that gets the terminal's signals, and stops them all.
+for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
+  process.on(signal, () => void shutdown(0, signal));
+}
 
 async function main(): Promise<void> {
   mkdirSync(DATA, { recursive: true });
@@ -47,24 +90,51 @@ async function main(): Promise<void> {
   // The local chain's funded treasury, so SETTLEMENT_MODE=treasury works without any other setting
   // (config refuses treasury mode without a key, so it is supplied before the first check).
   if (!process.env.EVM_RPC_URL) env.TREASURY_PRIVATE_KEY ??= anvilAccount('treasury').privateKey;
+  // The Web UI calls the codec endpoint from its own origin.
+  env.CODEC_CORS_ORIGINS ??= `http://127.0.0.1:${settings.temporalUiPort},http://localhost:${settings.temporalUiPort}`;
   const config = loadConfig(env);
+  const apiUrl = `http://127.0.0.1:${config.PORT}`;
+
+  const lock = acquireLock(DATA, apiUrl);
+  if (!lock.acquired) {
+    say(
+      `the local stack of ${DATA} is already running: launcher pid ${lock.holder.pid}, API ${lock.holder.apiUrl}. ` +
+        `Stop it with Ctrl-C in its terminal or 'kill ${lock.holder.pid}'.`,
+      'error',
+    );
+    process.exit(1);
+  }
+  releaseLock = lock.release;
+  if (lock.stale) say(`taking over the lock of launcher pid ${lock.stale.pid}, which is no longer running`);
+
+  const pgDataDir = process.env.DATABASE_URL
+    ? undefined
+    : reachableDataDir(path.join(DATA, 'postgres'), (line) =>
+        say(line.replace(/^\[postgres\] /, 'PostgreSQL: ')),
+      );
+  await stopLeftovers(findLeftovers(DATA, pgDataDir), say);
+  if (pgDataDir && pgDataDir !== path.join(DATA, 'postgres')) reportLeftoverClusters();
+  await assertPortsFree(portClaims(settings, config, process.env));
 
   if (!process.env.DATABASE_URL) {
-    say(`starting PostgreSQL on 127.0.0.1:${POSTGRES_PORT}`);
-    const pg = await startEmbeddedPostgres({
-      dataDir: path.join(DATA, 'postgres'),
-      port: POSTGRES_PORT,
-      persistent: true,
-      // As root from a 0700 home, binaries and data move where the postgres user can reach them.
-      log: (line) => {
-        if (line.includes('cannot enter')) say(line.replace(/^\[postgres\] /, 'PostgreSQL: '));
+    say(`starting PostgreSQL on 127.0.0.1:${settings.postgresPort}`);
+    let dataDir = '';
+    await supervise({
+      name: 'postgres',
+      start: async () => {
+        const pg = await startEmbeddedPostgres({
+          dataDir: path.join(DATA, 'postgres'),
+          port: settings.postgresPort,
+          persistent: true,
+        });
+        dataDir = pg.dataDir;
+        env.DATABASE_URL = pg.databaseUrl;
+        return pg;
       },
     });
     say(
-      `PostgreSQL data in ${path.relative(ROOT, pg.dataDir).startsWith('..') ? pg.dataDir : path.relative(ROOT, pg.dataDir)}`,
+      `PostgreSQL data in ${path.relative(ROOT, dataDir).startsWith('..') ? dataDir : path.relative(ROOT, dataDir)}`,
     );
-    stops.push({ name: 'postgres', stop: pg.stop });
-    env.DATABASE_URL = pg.databaseUrl;
   }
   await runMigrations(env.DATABASE_URL ?? config.DATABASE_URL);
 
@@ -73,99 +143,102 @@ async function main(): Promise<void> {
   const codecEndpoint = `http://127.0.0.1:${config.METRICS_PORT}${CODEC_BASE_PATH}`;
 
   if (!process.env.TEMPORAL_ADDRESS) {
-    say(`starting Temporal dev server on 127.0.0.1:7233, Web UI on ${TEMPORAL_UI_PORT}`);
-    const temporal = await startTemporalDevServer({
-      port: 7233,
-      uiPort: TEMPORAL_UI_PORT,
-      dbFile: path.join(DATA, 'temporal.sqlite'),
-      namespace: config.TEMPORAL_NAMESPACE,
-      searchAttributes: devServerSearchAttributes(),
-      // The Web UI decrypts payloads through the api's codec endpoint (ops port).
-      extraArgs: ['--ui-codec-endpoint', codecEndpoint],
+    say(
+      `starting Temporal dev server on 127.0.0.1:${settings.temporalPort}, Web UI on ${settings.temporalUiPort}`,
+    );
+    await supervise({
+      name: 'temporal',
+      start: async () => {
+        const temporal = await startTemporalDevServer({
+          port: settings.temporalPort,
+          uiPort: settings.temporalUiPort,
+          dbFile: path.join(DATA, 'temporal.sqlite'),
+          namespace: config.TEMPORAL_NAMESPACE,
+          searchAttributes: devServerSearchAttributes(),
+          // The Web UI decrypts payloads through the api's codec endpoint (ops port).
+          extraArgs: ['--ui-codec-endpoint', codecEndpoint],
+          ownProcessGroup: true,
+        });
+        env.TEMPORAL_ADDRESS = temporal.address;
+        return temporal;
+      },
     });
-    stops.push({ name: 'temporal', stop: temporal.stop });
-    env.TEMPORAL_ADDRESS = temporal.address;
   }
 
   if (!process.env.EVM_RPC_URL) {
-    say(`starting anvil (chain id 42161) on 127.0.0.1:${ANVIL_PORT}`);
-    const anvil = await startAnvil({
-      port: ANVIL_PORT,
-      chainId: 42161,
-      stateFile: path.join(DATA, 'anvil-state.json'),
+    say(`starting anvil (chain id 42161) on 127.0.0.1:${settings.anvilPort}`);
+    await supervise({
+      name: 'anvil',
+      start: async () => {
+        // The chain is kept in its state file (dumped every few seconds and on a clean stop), so
+        // a restart after a crash finds the token and the balances again.
+        const anvil = await startAnvil({
+          port: settings.anvilPort,
+          chainId: 42161,
+          stateFile: path.join(DATA, 'anvil-state.json'),
+          ownProcessGroup: true,
+        });
+        env.EVM_RPC_URL = anvil.rpcUrl;
+        return anvil;
+      },
     });
-    stops.push({ name: 'anvil', stop: anvil.stop });
-    env.EVM_RPC_URL = anvil.rpcUrl;
-    env.USDT_CONTRACT_ADDRESS = await ensureLocalUsdt(anvil.rpcUrl);
+    env.USDT_CONTRACT_ADDRESS = await ensureLocalUsdt(env.EVM_RPC_URL!);
     say(`USDT test token at ${env.USDT_CONTRACT_ADDRESS}`);
   }
 
   // tsx as a loader of the child's own node, not the tsx CLI: the CLI is a second process that
-  // relays signals, so a Ctrl-C (sent to the whole process group) would arrive twice and cut the
-  // worker's drain short.
-  const tsx = ['--import', pathToFileURL(require.resolve('tsx')).href];
-  const children = new Map<string, ManagedProcess>();
-  const startChild = (
-    name: string,
-    entry: string,
-    childEnv: NodeJS.ProcessEnv,
-    backoffMs: number = RESTART_BACKOFF_MS.first,
-  ) => {
-    const startedAt = Date.now();
-    const child = spawnManaged({
-      name,
-      command: process.execPath,
-      args: [...tsx, entry],
-      cwd: ROOT,
-      env: childEnv,
-      log: (line) => process.stdout.write(`${format.child(name, line.slice(name.length + 3))}\n`),
-    });
-    children.set(name, child);
-    void child.exited.then((status) => {
-      if (shuttingDown) return;
-      // A crash restarts that service alone, after a growing pause (a service that keeps crashing
-      // must not spin); the rest of the stack keeps running. A clean exit (Ctrl-C reached the
-      // child first) is the start of a stop.
-      if (status.code === 0) return void shutdown(0);
-      const delay = restartDelay(backoffMs, Date.now() - startedAt);
-      say(
-        `${name} exited unexpectedly (${describeExit(status)}); restarting it in ${delay / 1000}s`,
-        'error',
-      );
-      setTimeout(() => {
-        if (!shuttingDown) startChild(name, entry, childEnv, nextRestartDelay(delay));
-      }, delay).unref();
-    });
-    return child;
-  };
+  // relays signals. exit-with-launcher stops the service if this launcher dies without stopping it.
+  const preload = [
+    '--import',
+    pathToFileURL(require.resolve('tsx')).href,
+    '--import',
+    EXIT_WITH_LAUNCHER_IMPORT,
+  ];
+  const service = (name: string, entry: string, childEnv: NodeJS.ProcessEnv): Part => ({
+    name,
+    start: async () =>
+      spawnManaged({
+        name,
+        command: process.execPath,
+        // The mark after the entry lets a later start recognise the service as this stack's.
+        args: [...preload, path.join(ROOT, entry), launcherMark(DATA)],
+        cwd: ROOT,
+        env: childEnv,
+        ownProcessGroup: true,
+        ipc: true,
+        log: (line) => process.stdout.write(`${format.child(name, line.slice(name.length + 3))}\n`),
+      }),
+  });
 
   if (!process.env.PROVIDER_API_URL) {
-    startChild('sandbox', 'dev/sandbox/main.ts', {
-      ...process.env,
-      SANDBOX_PORT: String(SANDBOX_PORT),
-      SANDBOX_WEBHOOK_URL: `http://127.0.0.1:${config.PORT}/webhooks/sandbox`,
-      SANDBOX_EVM_RPC_URL: env.EVM_RPC_URL,
-      SANDBOX_USDT_ADDRESS: env.USDT_CONTRACT_ADDRESS,
-      SANDBOX_WALLET_PRIVATE_KEY: anvilAccount('provider-sandbox').privateKey,
-    });
-    env.PROVIDER_API_URL = `http://127.0.0.1:${SANDBOX_PORT}`;
+    await supervise(
+      service('sandbox', 'dev/sandbox/main.ts', {
+        ...process.env,
+        SANDBOX_PORT: String(settings.sandboxPort),
+        SANDBOX_WEBHOOK_URL: `${apiUrl}/webhooks/sandbox`,
+        SANDBOX_EVM_RPC_URL: env.EVM_RPC_URL,
+        SANDBOX_USDT_ADDRESS: env.USDT_CONTRACT_ADDRESS,
+        SANDBOX_WALLET_PRIVATE_KEY: anvilAccount('provider-sandbox').privateKey,
+      }),
+    );
+    env.PROVIDER_API_URL = `http://127.0.0.1:${settings.sandboxPort}`;
   }
 
   const demo = await ensureDemoPartner(env.DATABASE_URL ?? config.DATABASE_URL);
-  startChild('worker', 'src/worker.ts', env);
-  startChild('api', 'src/api/server.ts', env);
+  await supervise(service('worker', 'src/worker.ts', env));
+  await supervise(service('api', 'src/api/server.ts', env));
 
-  const apiUrl = `http://127.0.0.1:${config.PORT}`;
   await waitForReady(`${apiUrl}/readyz`, 120_000);
+  const uiUrl = `http://127.0.0.1:${settings.temporalUiPort}`;
   process.stdout.write(
     [
       '',
       'Payout service is up:',
       `  API              ${apiUrl}   (ready: ${apiUrl}/readyz, docs: ${apiUrl}/docs)`,
-      `  Temporal Web UI  http://127.0.0.1:${TEMPORAL_UI_PORT}`,
+      `  Temporal Web UI  ${uiUrl}`,
       `  Metrics          http://127.0.0.1:${config.METRICS_PORT}/metrics (api), http://127.0.0.1:${config.WORKER_METRICS_PORT}/metrics (worker)`,
       `  Payload codec    ${codecEndpoint} (the Web UI decrypts workflow payloads through it)`,
-      `  Payouts in UI    http://127.0.0.1:${TEMPORAL_UI_PORT}/namespaces/${config.TEMPORAL_NAMESPACE}/workflows?query=${encodeURIComponent(`PartnerId="${demo.partner_id}"`)}`,
+      `  Payouts in UI    ${uiUrl}/namespaces/${config.TEMPORAL_NAMESPACE}/workflows?query=${encodeURIComponent(`PartnerId="${demo.partner_id}"`)}`,
       `  Provider sandbox ${env.PROVIDER_API_URL}`,
       `  EVM node         ${env.EVM_RPC_URL} (chain id ${config.EVM_CHAIN_ID}), USDT ${env.USDT_CONTRACT_ADDRESS}`,
       `  PostgreSQL       ${redactPassword(env.DATABASE_URL ?? config.DATABASE_URL)}`,
@@ -183,23 +256,18 @@ async function main(): Promise<void> {
       '',
     ].join('\n'),
   );
+  say(`ready (launcher pid ${process.pid})`);
+}
 
-  let shuttingDown = false;
-  async function shutdown(code: number): Promise<void> {
-    if (shuttingDown) return;
-    shuttingDown = true;
-    say('stopping...');
-    // In order: the api stops taking requests and finishes the ones in flight, then the worker
-    // drains its activities, then the sandbox, and only then what they all depend on (PostgreSQL,
-    // Temporal, the chain), so nothing in flight meets a closed pool.
-    for (const name of ['api', 'worker', 'sandbox']) await children.get(name)?.stop(30_000);
-    for (const { name, stop } of stops.reverse()) {
-      await stop().catch((err: unknown) => say(`${name} did not stop cleanly: ${String(err)}`));
-    }
-    process.exit(code);
+/** Clusters of checkouts that are gone are never reused; the developer decides when they go. */
+function reportLeftoverClusters(): void {
+  for (const leftover of leftoverClusters()) {
+    say(
+      `PostgreSQL data of a checkout that no longer exists (${leftover.requested ?? 'made before checkout ids'}) ` +
+        `is in ${leftover.dir}; 'npm run local:prune' removes it`,
+      'warn',
+    );
   }
-  process.on('SIGINT', () => void shutdown(0));
-  process.on('SIGTERM', () => void shutdown(0));
 }
 
 /** One payload key per checkout, made on first start (AES-256; never used outside this machine). */
@@ -243,7 +311,7 @@ async function ensureDemoPartner(databaseUrl: string): Promise<{ partner_id: str
 async function waitForReady(url: string, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   let last = '';
-  while (Date.now() < deadline) {
+  while (Date.now() < deadline && !shuttingDown) {
     try {
       const res = await fetch(url, { signal: AbortSignal.timeout(2_000) });
       if (res.ok) return;
@@ -261,7 +329,7 @@ function redactPassword(url: string): string {
 }
 
 main().catch(async (err: unknown) => {
+  if (shuttingDown) return;
   say(`failed to start: ${err instanceof Error ? err.message : String(err)}`, 'error');
-  for (const { stop } of stops.reverse()) await stop().catch(() => {});
-  process.exit(1);
+  await shutdown(1, 'start-up failed');
 });

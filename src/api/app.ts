@@ -6,6 +6,7 @@ import type { Db } from '../adapters/db/pool';
 import type { Config } from '../config';
 import { parseDecimal } from '../domain/money';
 import type { Logger } from '../observability/logger';
+import { ProbesAtDebug } from './probe-logging';
 import type { Metrics } from '../observability/metrics';
 import { payoutLogContext } from '../observability/request-logging';
 import { apiDocs } from './docs/plugin';
@@ -49,6 +50,7 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
   const { config } = deps;
   const app = Fastify({
     loggerInstance: deps.logger as FastifyBaseLogger,
+    logController: new ProbesAtDebug(),
     bodyLimit: BODY_LIMIT_BYTES,
     genReqId: (req) => {
       const given = req.headers['x-request-id'];

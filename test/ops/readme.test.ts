@@ -3,6 +3,7 @@ import path from 'node:path';
 import { parse } from 'yaml';
 import { CONFIG_KEYS, loadConfig } from '../../src/config';
 import { SANDBOX_ENV_KEYS } from '../../dev/sandbox/config';
+import { LAUNCHER_DEFAULTS } from '../../dev/local/stack-settings';
 
 // The README and the docs pages that restate code, against the code: a variable added to the
 // config, removed, or given a new default without docs/configuration.md following fails here, and
@@ -63,6 +64,12 @@ describe('docs/configuration.md', () => {
   it('lists no api or worker variable that the config does not read', () => {
     const known = new Set<string>(CONFIG_KEYS);
     for (const key of serviceRows.keys()) expect({ key, read: known.has(key) }).toEqual({ key, read: true });
+  });
+
+  it('lists every variable of the launcher with its real default', () => {
+    const toolingRows = variableRows(section(configuration, 'Tooling and demo'));
+    for (const [key, value] of Object.entries(LAUNCHER_DEFAULTS))
+      expect({ key, cell: toolingRows.get(key) }).toEqual({ key, cell: `\`${value}\`` });
   });
 
   it('lists every variable of the provider sandbox', () => {

@@ -3,11 +3,15 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import type { Address, Hex } from 'viem';
 import { isListening } from './ports';
+import type { ExitStatus } from './processes';
 
 // Local EVM node for tests, demos and the launcher. Production points EVM_RPC_URL at a real RPC instead.
 
 export interface AnvilHandle {
   rpcUrl: string;
+  pid: number | undefined;
+  /** Settles when the node is gone, however it went. */
+  exited: Promise<ExitStatus>;
   stop(): Promise<void>;
 }
 
@@ -20,6 +24,8 @@ export interface StartAnvilOptions {
   /** Load the chain from this file if present and save it back, so `npm start` keeps balances across runs. */
   stateFile?: string;
   log?: (line: string) => void;
+  /** A process group of its own, so only the caller gets the terminal's signals (see processes.ts). */
+  ownProcessGroup?: boolean;
 }
 
 /**
@@ -100,7 +106,10 @@ export async function startAnvil(opts: StartAnvilOptions): Promise<AnvilHandle> 
   if (opts.blockTime !== undefined) args.push('--block-time', String(opts.blockTime));
   if (opts.stateFile) args.push('--state', opts.stateFile, '--state-interval', String(STATE_DUMP_INTERVAL_S));
 
-  const child = spawn(anvilBinary(), args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(anvilBinary(), args, {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    detached: opts.ownProcessGroup ?? false,
+  });
   const output: string[] = [];
   const collect = (chunk: Buffer) => {
     for (const line of chunk.toString().split('\n')) {
@@ -112,7 +121,9 @@ export async function startAnvil(opts: StartAnvilOptions): Promise<AnvilHandle> 
   child.stdout.on('data', collect);
   child.stderr.on('data', collect);
 
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const exited = new Promise<ExitStatus>((resolve) =>
+    child.once('exit', (code, signal) => resolve({ code, signal })),
+  );
   // A crashed test or launcher must not leave a node holding the port.
   const killOnExit = () => child.kill('SIGKILL');
   process.once('exit', killOnExit);
@@ -141,7 +152,7 @@ export async function startAnvil(opts: StartAnvilOptions): Promise<AnvilHandle> 
     await new Promise((r) => setTimeout(r, 50));
   }
   log(`anvil ready on ${rpcUrl} (chain id ${opts.chainId ?? 42161})`);
-  return { rpcUrl, stop };
+  return { rpcUrl, pid: child.pid, exited, stop };
 }
 
 async function answersChainId(rpcUrl: string): Promise<boolean> {

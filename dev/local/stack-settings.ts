@@ -1,0 +1,92 @@
+import path from 'node:path';
+import type { Config } from '../../src/config';
+import { isListening } from './infra/ports';
+import { portHolder } from './infra/proc';
+
+/**
+ * The launcher's own settings (docs/configuration.md, "Tooling and demo"): where its data lives and
+ * the ports of the servers it starts. The api's and worker's ports are their own variables (PORT,
+ * METRICS_PORT, WORKER_METRICS_PORT), the sandbox's is SANDBOX_PORT.
+ */
+export const LAUNCHER_DEFAULTS = {
+  LOCAL_DATA_DIR: '.data',
+  LOCAL_POSTGRES_PORT: 5432,
+  LOCAL_TEMPORAL_PORT: 7233,
+  LOCAL_TEMPORAL_UI_PORT: 8233,
+  LOCAL_ANVIL_PORT: 8545,
+} as const;
+
+export interface StackSettings {
+  dataDir: string;
+  postgresPort: number;
+  temporalPort: number;
+  temporalUiPort: number;
+  anvilPort: number;
+  sandboxPort: number;
+}
+
+function port(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < 1 || value > 65535) {
+    throw new Error(`${name}=${raw} is not a TCP port`);
+  }
+  return value;
+}
+
+export function stackSettings(root: string, env: NodeJS.ProcessEnv = process.env): StackSettings {
+  return {
+    dataDir: path.resolve(root, env.LOCAL_DATA_DIR || LAUNCHER_DEFAULTS.LOCAL_DATA_DIR),
+    postgresPort: port(env, 'LOCAL_POSTGRES_PORT', LAUNCHER_DEFAULTS.LOCAL_POSTGRES_PORT),
+    temporalPort: port(env, 'LOCAL_TEMPORAL_PORT', LAUNCHER_DEFAULTS.LOCAL_TEMPORAL_PORT),
+    temporalUiPort: port(env, 'LOCAL_TEMPORAL_UI_PORT', LAUNCHER_DEFAULTS.LOCAL_TEMPORAL_UI_PORT),
+    anvilPort: port(env, 'LOCAL_ANVIL_PORT', LAUNCHER_DEFAULTS.LOCAL_ANVIL_PORT),
+    sandboxPort: port(env, 'SANDBOX_PORT', 4000),
+  };
+}
+
+export interface PortClaim {
+  what: string;
+  port: number;
+  /** The variable that moves it. */
+  variable: string;
+}
+
+/** The ports this start will bind, for the parts it starts itself. */
+export function portClaims(s: StackSettings, config: Config, env: NodeJS.ProcessEnv): PortClaim[] {
+  const claims: PortClaim[] = [];
+  if (!env.DATABASE_URL)
+    claims.push({ what: 'PostgreSQL', port: s.postgresPort, variable: 'LOCAL_POSTGRES_PORT' });
+  if (!env.TEMPORAL_ADDRESS) {
+    claims.push({ what: 'Temporal dev server', port: s.temporalPort, variable: 'LOCAL_TEMPORAL_PORT' });
+    claims.push({ what: 'Temporal Web UI', port: s.temporalUiPort, variable: 'LOCAL_TEMPORAL_UI_PORT' });
+  }
+  if (!env.EVM_RPC_URL) claims.push({ what: 'anvil', port: s.anvilPort, variable: 'LOCAL_ANVIL_PORT' });
+  if (!env.PROVIDER_API_URL)
+    claims.push({ what: 'provider sandbox', port: s.sandboxPort, variable: 'SANDBOX_PORT' });
+  claims.push({ what: 'api', port: config.PORT, variable: 'PORT' });
+  claims.push({ what: 'api ops port', port: config.METRICS_PORT, variable: 'METRICS_PORT' });
+  claims.push({ what: 'worker ops port', port: config.WORKER_METRICS_PORT, variable: 'WORKER_METRICS_PORT' });
+  return claims;
+}
+
+/**
+ * Refuses to start on a port something else holds (after this stack's own leftovers were stopped,
+ * whatever still listens is not ours), naming the holder when /proc shows it and the variable that
+ * moves the port. All ports are checked before anything starts, so a refused start changes nothing.
+ */
+export async function assertPortsFree(claims: PortClaim[]): Promise<void> {
+  const busy: string[] = [];
+  for (const claim of claims) {
+    if (!(await isListening('127.0.0.1', claim.port))) continue;
+    const holder = portHolder(claim.port);
+    const by = holder ? ` by pid ${holder.pid} (${truncate(holder.command)})` : '';
+    busy.push(
+      `${claim.what}: port ${claim.port} on 127.0.0.1 is already in use${by}; set ${claim.variable} to use another port`,
+    );
+  }
+  if (busy.length > 0) throw new Error(busy.join('\n'));
+}
+
+const truncate = (text: string) => (text.length > 120 ? `${text.slice(0, 117)}...` : text);

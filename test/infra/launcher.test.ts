@@ -1,0 +1,232 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import readline from 'node:readline';
+import { pathToFileURL } from 'node:url';
+import { freePort } from '../../dev/local/infra/ports';
+import { findLeftovers } from '../../dev/local/leftovers';
+import { workflowBundle } from '../support/stack';
+
+// The real launcher (`dev/local/start.ts`, as `npm start` runs it) on free loopback ports and a
+// data folder of its own, ended every way it can end. One stack is shared where a case leaves it
+// running; each way to end it is one start. Waits are on log lines and /readyz, never on time.
+
+const ROOT = path.resolve(__dirname, '../..');
+const CAP_MS = 120_000;
+const data = mkdtempSync(path.join(os.tmpdir(), 'payouts-launcher-'));
+// As root the postgres user must reach the data folder (mkdtemp makes it 0700).
+chmodSync(data, 0o755);
+let env: NodeJS.ProcessEnv;
+let apiUrl: string;
+
+interface Launch {
+  proc: ChildProcess;
+  lines: string[];
+  exited: Promise<number | null>;
+  /** Resolves with the first line (seen so far or later) matching; rejects when the launcher exits first. */
+  waitFor(pattern: RegExp): Promise<string>;
+}
+
+function launch(): Launch {
+  // Its own process group, as a terminal's foreground job: signals to the group are a Ctrl-C or
+  // a closed terminal.
+  const proc = spawn(
+    process.execPath,
+    ['--import', pathToFileURL(require.resolve('tsx')).href, 'dev/local/start.ts'],
+    {
+      cwd: ROOT,
+      env,
+      detached: true,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
+  const lines: string[] = [];
+  const waiters = new Set<() => void>();
+  const exited = new Promise<number | null>((resolve) => proc.once('exit', (code) => resolve(code)));
+  for (const stream of [proc.stdout!, proc.stderr!]) {
+    readline.createInterface({ input: stream }).on('line', (line) => {
+      lines.push(line);
+      if (process.env.TEST_LOG) process.stdout.write(`${line}\n`);
+      for (const w of waiters) w();
+    });
+  }
+  const waitFor = (pattern: RegExp) =>
+    new Promise<string>((resolve, reject) => {
+      const check = () => {
+        const hit = lines.find((l) => pattern.test(l));
+        if (hit) {
+          waiters.delete(check);
+          resolve(hit);
+        }
+      };
+      waiters.add(check);
+      check();
+      void exited.then(() => {
+        check();
+        if (waiters.delete(check))
+          reject(new Error(`launcher exited before ${pattern}:\n${lines.slice(-30).join('\n')}`));
+      });
+    });
+  return { proc, lines, exited, waitFor };
+}
+
+const messages = (l: Launch) =>
+  l.lines.flatMap((line) => {
+    try {
+      const parsed = JSON.parse(line) as { source?: string; msg?: string };
+      return parsed.source === 'local' && parsed.msg ? [parsed.msg] : [];
+    } catch {
+      return [];
+    }
+  });
+
+async function readyz(): Promise<number> {
+  try {
+    return (await fetch(`${apiUrl}/readyz`, { signal: AbortSignal.timeout(5_000) })).status;
+  } catch {
+    return 0;
+  }
+}
+
+/** The stack's own processes still running (the launcher's leftover check, as the next start sees them). */
+const ownProcesses = () => findLeftovers(data, path.join(data, 'postgres'));
+
+async function stoppedCleanly(l: Launch): Promise<void> {
+  expect(await l.exited).toBe(0);
+  const stops = messages(l)
+    .filter((m) => /^stopped \w+ \(\d+\.\ds\)$/.test(m))
+    .map((m) => m.split(' ')[1]);
+  expect(stops).toEqual(['api', 'worker', 'sandbox', 'postgres', 'temporal', 'anvil']);
+  expect(ownProcesses()).toEqual([]);
+}
+
+beforeAll(async () => {
+  const bundle = path.join(data, 'workflow-bundle.js');
+  writeFileSync(bundle, (await workflowBundle()).code);
+  const port = () => freePort().then(String);
+  env = {
+    ...process.env,
+    LOCAL_DATA_DIR: path.join(data, 'data'),
+    LOCAL_POSTGRES_PORT: await port(),
+    LOCAL_TEMPORAL_PORT: await port(),
+    LOCAL_TEMPORAL_UI_PORT: await port(),
+    LOCAL_ANVIL_PORT: await port(),
+    SANDBOX_PORT: await port(),
+    PORT: await port(),
+    METRICS_PORT: await port(),
+    WORKER_METRICS_PORT: await port(),
+    // One webpack run for the file instead of one per worker start.
+    WORKFLOW_BUNDLE_PATH: bundle,
+    LOG_LEVEL: 'info',
+  };
+  for (const key of [
+    'DATABASE_URL',
+    'TEMPORAL_ADDRESS',
+    'EVM_RPC_URL',
+    'PROVIDER_API_URL',
+    'USDT_CONTRACT_ADDRESS',
+  ])
+    delete env[key];
+  apiUrl = `http://127.0.0.1:${env.PORT}`;
+}, CAP_MS);
+
+afterAll(async () => {
+  for (const l of launches) if (l.proc.exitCode === null) l.proc.kill('SIGTERM');
+  await Promise.all(launches.map((l) => l.exited));
+  rmSync(data, { recursive: true, force: true });
+});
+
+const launches: Launch[] = [];
+const started = async () => {
+  const l = launch();
+  launches.push(l);
+  await l.waitFor(/"ready \(launcher pid/);
+  return l;
+};
+const pgData = () => path.join(env.LOCAL_DATA_DIR!, 'postgres');
+const demoPartner = () =>
+  (
+    JSON.parse(readFileSync(path.join(env.LOCAL_DATA_DIR!, 'demo-partner.json'), 'utf8')) as {
+      partner_id: string;
+    }
+  ).partner_id;
+
+describe('npm start (dev/local/start.ts)', () => {
+  let first: Launch;
+  let partner: string;
+  let usdt: string;
+
+  it(
+    'refuses a second start while one runs, naming the running launcher and its API',
+    async () => {
+      first = await started();
+      partner = demoPartner();
+      usdt = (await first.waitFor(/USDT test token at/)).match(/0x[0-9a-fA-F]{40}/)![0];
+
+      const second = launch();
+      expect(await second.exited).toBe(1);
+      expect(messages(second)).toEqual([
+        expect.stringMatching(
+          new RegExp(`already running: launcher pid ${first.proc.pid}, API ${apiUrl.replace(/\./g, '\\.')}`),
+        ),
+      ]);
+      expect(await readyz()).toBe(200);
+    },
+    CAP_MS,
+  );
+
+  it(
+    'restarts PostgreSQL killed under it, logging the death, and is ready again',
+    async () => {
+      const postmaster = Number(readFileSync(path.join(pgData(), 'postmaster.pid'), 'utf8').split('\n')[0]);
+      process.kill(postmaster, 'SIGKILL');
+      await first.waitFor(
+        new RegExp(`postgres \\(pid ${postmaster}\\) exited unexpectedly \\(killed by SIGKILL\\)`),
+      );
+      await first.waitFor(/"postgres restarted/);
+      // /readyz answers 200 again once the api's pool reconnects; poll it with a generous cap.
+      const deadline = Date.now() + 60_000;
+      while ((await readyz()) !== 200 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 500));
+      expect(await readyz()).toBe(200);
+    },
+    CAP_MS,
+  );
+
+  it(
+    'after a SIGKILL the next start stops the leftovers and comes up with the data; SIGTERM stops it in order',
+    async () => {
+      first.proc.kill('SIGKILL');
+      await first.exited;
+      const next = await started();
+      const msgs = messages(next);
+      expect(msgs).toEqual(
+        expect.arrayContaining([
+          expect.stringMatching(`taking over the lock of launcher pid ${first.proc.pid}`),
+          expect.stringMatching(/^stopped PostgreSQL \(pid \d+\) left running by an earlier launcher/),
+          expect.stringMatching(/^stopped Temporal dev server \(pid \d+\) left running/),
+          expect.stringMatching(/^stopped anvil \(pid \d+\) left running/),
+          `USDT test token at ${usdt}`,
+        ]),
+      );
+      expect(demoPartner()).toBe(partner);
+      expect(await readyz()).toBe(200);
+
+      next.proc.kill('SIGTERM');
+      await stoppedCleanly(next);
+    },
+    CAP_MS,
+  );
+
+  // To the whole group, as a terminal sends them: SIGHUP when it closes, SIGINT on Ctrl-C.
+  it.each(['SIGHUP', 'SIGINT'] as const)(
+    'stops every part in drain order on %s to the group',
+    async (signal) => {
+      const l = await started();
+      process.kill(-l.proc.pid!, signal);
+      await stoppedCleanly(l);
+      expect(demoPartner()).toBe(partner);
+    },
+    CAP_MS,
+  );
+});

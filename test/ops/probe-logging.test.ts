@@ -1,0 +1,55 @@
+import { Writable } from 'node:stream';
+import { Client } from '@temporalio/client';
+import type { FastifyInstance } from 'fastify';
+import { createPool } from '../../src/adapters/db/pool';
+import { buildApp } from '../../src/api/app';
+import { loadConfig } from '../../src/config';
+import { createLogger } from '../../src/observability/logger';
+import { createMetrics } from '../../src/observability/metrics';
+
+// Probes come every few seconds from the launcher and from orchestrators: at info level they are
+// noise (two lines each); at debug they are still there for whoever looks for them.
+
+async function logsOf(level: string, paths: string[]): Promise<{ msg: string; url?: string }[]> {
+  const lines: { msg: string; level: number; req?: { url: string }; reqId: string }[] = [];
+  const destination = new Writable({
+    write(chunk: Buffer, _enc, done) {
+      for (const line of chunk.toString().split('\n').filter(Boolean)) lines.push(JSON.parse(line));
+      done();
+    },
+  });
+  const config = loadConfig({ LOG_LEVEL: level });
+  const app: FastifyInstance = await buildApp({
+    config,
+    db: createPool(config.DATABASE_URL, 1),
+    temporal: new Client(),
+    quote: async () => ({ rate: '5.50', expiresAt: new Date().toISOString() }),
+    logger: createLogger({ level, name: 'test', destination }),
+    metrics: createMetrics(),
+  });
+  try {
+    const base = await app.listen({ host: '127.0.0.1', port: 0 });
+    // /healthz answers without touching PostgreSQL or Temporal; /openapi.json stands for any route.
+    for (const p of paths) await (await fetch(`${base}${p}`)).text();
+  } finally {
+    await app.close();
+  }
+  const urlOf = new Map(lines.filter((l) => l.req).map((l) => [l.reqId, l.req!.url]));
+  return lines
+    .filter((l) => l.msg === 'incoming request' || l.msg === 'request completed')
+    .map((l) => ({ msg: `${l.level === 20 ? 'debug' : 'info'} ${l.msg}`, url: urlOf.get(l.reqId) }));
+}
+
+test('health probes are not logged at info; other requests are', async () => {
+  expect(await logsOf('info', ['/healthz', '/openapi.json', '/healthz?x=1'])).toEqual([
+    { msg: 'info incoming request', url: '/openapi.json' },
+    { msg: 'info request completed', url: '/openapi.json' },
+  ]);
+});
+
+test('health probes are logged at debug', async () => {
+  expect(await logsOf('debug', ['/healthz'])).toEqual([
+    { msg: 'debug incoming request', url: '/healthz' },
+    { msg: 'debug request completed', url: '/healthz' },
+  ]);
+});

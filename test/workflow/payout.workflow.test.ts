@@ -5,6 +5,7 @@ import type { ProviderEvent } from '../../src/domain/provider-event';
 import {
   getPayoutQuery,
   providerEventSignal,
+  resolvePayoutUpdate,
   type PayoutSettings,
   type PayoutWorkflowInput,
 } from '../../src/workflows/payout.contract';
@@ -15,6 +16,7 @@ import {
   notYet,
   payoutInput,
   pixReceived,
+  SETTLEMENT_ID,
   settlementCompleted,
   settlementFailed,
   isolatedBundle,
@@ -24,6 +26,9 @@ import {
   startPayout,
   withWorker,
 } from './harness';
+
+/** The provider's status of a settlement it gave up before sending anything: the proof FAILED needs. */
+const FAILED_BEFORE_BROADCAST = { status: 'failed' as const, chainId: 42161, failureReason: 'no liquidity' };
 
 // Every transition and timer of the payout workflow on the time-skipping test server: an hour of
 // charge expiry or six hours of settlement timeout pass in well under a second of real time.
@@ -210,8 +215,8 @@ describe('payoutWorkflow (time-skipping)', () => {
     expect(done.status).toBe('COMPLETED');
   });
 
-  it('fails when the provider reports settlement failure, showing the initial empty fields', async () => {
-    const fake = fakeActivities();
+  it('fails when the provider reports settlement failure and its status shows nothing was broadcast', async () => {
+    const fake = fakeActivities({ fetchSettlementStatus: async () => FAILED_BEFORE_BROADCAST });
     const done = await run(fake, {}, async (h, input) => {
       await charged(h);
       await signal(h, pixReceived(input.payoutId));
@@ -220,6 +225,8 @@ describe('payoutWorkflow (time-skipping)', () => {
     });
     expect(done).toMatchObject({ status: 'FAILED', failureReason: 'provider_reported_failure' });
     expect(fake.callsOf('verifyUsdtTransfer')).toHaveLength(0);
+    // The webhook alone is not the proof: the settlement's status was read.
+    expect(fake.callsOf('fetchSettlementStatus')).toEqual([[{ payoutId: done.id, settlementId: SETTLEMENT_ID }]]);
     const response = toPayoutResponse(done);
     expect(response).toMatchObject({
       settled_amount_usdt: 0,
@@ -243,31 +250,95 @@ describe('payoutWorkflow (time-skipping)', () => {
     expect(done).toMatchObject({ status: 'FAILED', failureReason: 'transfer_reverted' });
   });
 
-  it('fails when the chain does not show the reported transfer (mismatch)', async () => {
-    const fake = fakeActivities({ verifyUsdtTransfer: async () => 'mismatch' });
+  it('keeps a payout whose reported transfer does not match waiting, alerted, until an operator decides', async () => {
+    const fake = fakeActivities({
+      verifyUsdtTransfer: async () => {
+        throw ApplicationFailure.retryable('no unclaimed transfer of that amount', 'TransferMismatch');
+      },
+    });
     const done = await run(fake, {}, async (h, input) => {
       await charged(h);
-      await signal(h, pixReceived(input.payoutId));
+      const paid = pixReceived(input.payoutId);
+      await signal(h, paid);
       await signal(h, settlementCompleted(input.payoutId));
+      // A round of verification retries (minutes) passes in workflow time before the alert.
+      await env.sleep('6 minutes');
+      await waitForCalls(fake, 'raiseAttention', 1);
+      expect((await h.query(getPayoutQuery)).status).toBe('PROCESSING');
+      const decided = await h.executeUpdate(resolvePayoutUpdate, {
+        args: [{ decision: 'fail', decidedBy: 'ops@example.com', reason: 'provider confirmed it sent nothing' }],
+      });
+      expect(decided).toMatchObject({ status: 'FAILED', failureReason: 'operator_decision' });
       return result(h);
     });
-    expect(done).toMatchObject({ status: 'FAILED', failureReason: 'transfer_mismatch' });
+    expect(done).toMatchObject({ status: 'FAILED', failureReason: 'operator_decision' });
+    expect(fake.callsOf('raiseAttention')[0]).toEqual([
+      expect.objectContaining({ payoutId: done.id, kind: 'transfer_mismatch' }),
+    ]);
+    expect(fake.callsOf('recordOperatorDecision')).toEqual([
+      [
+        {
+          payoutId: done.id,
+          decision: 'fail',
+          decidedBy: 'ops@example.com',
+          reason: 'provider confirmed it sent nothing',
+        },
+      ],
+    ]);
+    expect(fake.callsOf('recordLatePayment').map(([a]) => (a as { kind: string }).kind)).toEqual([
+      'payout_failed',
+    ]);
+    // Its open items are answered by the decision.
+    expect(fake.callsOf('clearAttention')).toEqual([
+      [{ payoutId: done.id, kinds: ['transfer_mismatch'], by: 'workflow' }],
+    ]);
   });
 
-  it('fails a settlement reported on another chain without trusting it', async () => {
+  it('refuses an operator decision while the payout waits on nothing unknown', async () => {
+    const fake = fakeActivities({ verifyUsdtTransfer: async () => 'confirmed' });
+    await run(fake, {}, async (h, input) => {
+      await charged(h);
+      await expect(
+        h.executeUpdate(resolvePayoutUpdate, {
+          args: [{ decision: 'fail', decidedBy: 'ops', reason: 'impatient' }],
+        }),
+      ).rejects.toMatchObject({ cause: { message: expect.stringMatching(/not waiting on an unknown/) } });
+      await signal(h, pixReceived(input.payoutId));
+      await signal(h, settlementCompleted(input.payoutId));
+      expect((await result(h)).status).toBe('COMPLETED');
+    });
+    expect(fake.callsOf('recordOperatorDecision')).toHaveLength(0);
+  });
+
+  it('does not trust a settlement reported on another chain: it waits, alerted, for one on ours', async () => {
     const fake = fakeActivities();
     const done = await run(fake, {}, async (h, input) => {
       await charged(h);
       await signal(h, pixReceived(input.payoutId));
       await signal(h, settlementCompleted(input.payoutId, { chainId: 1 } as never));
+      await waitForCalls(fake, 'raiseAttention', 1);
+      expect(fake.callsOf('verifyUsdtTransfer')).toHaveLength(0);
+      await signal(h, settlementCompleted(input.payoutId));
       return result(h);
     });
-    expect(done).toMatchObject({ status: 'FAILED', failureReason: 'transfer_mismatch' });
-    expect(fake.callsOf('verifyUsdtTransfer')).toHaveLength(0);
+    expect(done).toMatchObject({ status: 'COMPLETED', blockchainTxId: TX_HASH });
+    expect(fake.callsOf('raiseAttention')[0]).toEqual([
+      expect.objectContaining({ kind: 'transfer_mismatch' }),
+    ]);
   });
 
-  it('fails after SETTLEMENT_TIMEOUT (6 h) without a settlement event', async () => {
-    const fake = fakeActivities();
+  it('never fails at the settlement deadline: overdue, it reads the settlement status and completes', async () => {
+    let overdue = false;
+    const fake = fakeActivities({
+      alertSettlementOverdue: async () => {
+        overdue = true;
+      },
+      // The provider went quiet after broadcasting; its status endpoint knows the transfer.
+      fetchSettlementStatus: async () =>
+        overdue
+          ? { status: 'completed' as const, chainId: 42161, txHash: TX_HASH, amountUsdt: '17.825311' }
+          : { status: 'broadcast' as const, chainId: 42161 },
+    });
     const done = await run(fake, {}, async (h, input) => {
       await charged(h);
       await signal(h, pixReceived(input.payoutId));
@@ -278,13 +349,22 @@ describe('payoutWorkflow (time-skipping)', () => {
       );
       return payout;
     });
-    expect(done).toMatchObject({ status: 'FAILED', failureReason: 'settlement_timeout' });
+    expect(done).toMatchObject({ status: 'COMPLETED', blockchainTxId: TX_HASH, settledAmountUsdtUnits: '17825311' });
+    expect(fake.callsOf('raiseAttention').map(([a]) => (a as { kind: string }).kind)).toEqual([
+      'settlement_overdue',
+    ]);
+    expect(fake.callsOf('fetchSettlementStatus').length).toBeGreaterThan(5);
   });
 
-  it('bounds on-chain verification retries by the settlement deadline', async () => {
+  it('keeps verifying a reported transfer past the deadline: one mined late completes the payout', async () => {
+    let overdue = false;
     const fake = fakeActivities({
+      alertSettlementOverdue: async () => {
+        overdue = true;
+      },
       verifyUsdtTransfer: async () => {
-        throw notYet();
+        if (!overdue) throw notYet();
+        return 'confirmed';
       },
     });
     const done = await run(fake, { settlementTimeoutSeconds: 900 }, async (h, input) => {
@@ -293,8 +373,30 @@ describe('payoutWorkflow (time-skipping)', () => {
       await signal(h, settlementCompleted(input.payoutId));
       return result(h);
     });
-    expect(done).toMatchObject({ status: 'FAILED', failureReason: 'settlement_timeout' });
-    expect(fake.callsOf('verifyUsdtTransfer').length).toBeGreaterThan(5);
+    expect(done).toMatchObject({ status: 'COMPLETED', blockchainTxId: TX_HASH });
+    expect(fake.callsOf('recordLatePayment')).toHaveLength(0);
+  });
+
+  it('completes when the provider reported failure but its status shows a transfer the chain confirms', async () => {
+    const fake = fakeActivities({
+      fetchSettlementStatus: async () => ({
+        status: 'failed' as const,
+        chainId: 42161,
+        txHash: TX_HASH,
+        amountUsdt: '17.825311',
+      }),
+    });
+    const done = await run(fake, {}, async (h, input) => {
+      await charged(h);
+      await signal(h, pixReceived(input.payoutId));
+      await signal(h, settlementFailed(input.payoutId));
+      return result(h);
+    });
+    // The chain is the truth; the contradiction is flagged for review.
+    expect(done).toMatchObject({ status: 'COMPLETED', blockchainTxId: TX_HASH });
+    expect(fake.callsOf('raiseAttention').map(([a]) => (a as { kind: string }).kind)).toEqual([
+      'provider_contradiction',
+    ]);
   });
 
   it('fails when the provider refuses the settlement request', async () => {
@@ -510,7 +612,10 @@ describe('payoutWorkflow (time-skipping)', () => {
     ['the provider reports settlement failure', 'provider_reported_failure'],
     ['the transfer reverted', 'transfer_reverted'],
   ])('opens a refund case for the payment when a paid payout fails because %s', async (_what, reason) => {
-    const fake = fakeActivities({ verifyUsdtTransfer: async () => 'reverted' });
+    const fake = fakeActivities({
+      verifyUsdtTransfer: async () => 'reverted',
+      fetchSettlementStatus: async () => FAILED_BEFORE_BROADCAST,
+    });
     let paid: ProviderEvent | undefined;
     const done = await run(fake, {}, async (h, input) => {
       await charged(h);
@@ -542,6 +647,7 @@ describe('payoutWorkflow (time-skipping)', () => {
     const terminal = gate();
     const release = gate();
     const fake = fakeActivities({
+      fetchSettlementStatus: async () => FAILED_BEFORE_BROADCAST,
       recordPayout: async (p) => {
         if (p.status === 'FAILED') {
           terminal.open();
@@ -646,7 +752,7 @@ describe('payoutWorkflow (time-skipping)', () => {
         },
         confirmTreasuryTransfer: async () => {
           if (!overdue) throw notYet();
-          return 'confirmed';
+          return { status: 'confirmed' as const, txHash: TREASURY_TX_HASH };
         },
       });
       const done = await run(
@@ -681,7 +787,9 @@ describe('payoutWorkflow (time-skipping)', () => {
     });
 
     it('fails when the treasury transfer reverted, and when its nonce went to another transaction', async () => {
-      const reverted = fakeActivities({ confirmTreasuryTransfer: async () => 'reverted' });
+      const reverted = fakeActivities({
+        confirmTreasuryTransfer: async () => ({ status: 'reverted' as const, txHash: TREASURY_TX_HASH }),
+      });
       const a = await run(reverted, { settlementMode: 'treasury' }, async (h, input) => {
         await charged(h);
         await signal(h, pixReceived(input.payoutId));
@@ -699,7 +807,20 @@ describe('payoutWorkflow (time-skipping)', () => {
         await signal(h, pixReceived(input.payoutId));
         return result(h);
       });
-      expect(b).toMatchObject({ status: 'FAILED', failureReason: 'settlement_request_failed' });
+      expect(b).toMatchObject({ status: 'FAILED', failureReason: 'transfer_nonce_taken' });
+    });
+
+    it('completes with the hash that was mined: a re-priced replacement', async () => {
+      const replacement = `0x${'ef'.repeat(32)}` as const;
+      const fake = fakeActivities({
+        confirmTreasuryTransfer: async () => ({ status: 'confirmed' as const, txHash: replacement }),
+      });
+      const done = await run(fake, { settlementMode: 'treasury' }, async (h, input) => {
+        await charged(h);
+        await signal(h, pixReceived(input.payoutId));
+        return result(h);
+      });
+      expect(done).toMatchObject({ status: 'COMPLETED', blockchainTxId: replacement });
     });
   });
 });

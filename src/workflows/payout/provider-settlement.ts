@@ -13,8 +13,14 @@ const FIRST_STATUS_READ_MS = 30_000;
 const MAX_STATUS_READ_MS = 10 * 60_000;
 
 /** What the provider said happened, from a webhook or from its status endpoint. */
+interface Transfer {
+  txHash: `0x${string}`;
+  amountUsdt: string;
+  chainId: number;
+  confirmedAt?: string;
+}
 type Evidence =
-  | { kind: 'transfer'; txHash: `0x${string}`; amountUsdt: string; chainId: number; confirmedAt?: string }
+  | ({ kind: 'transfer' } & Transfer)
   | { kind: 'failed_before_broadcast'; reason: string }
   | { kind: 'reported_failed'; reason: string }
   | { kind: 'in_progress' }
@@ -34,14 +40,18 @@ export async function settleThroughProvider(
   inbox: PaymentInbox,
   attention: Attention,
 ): Promise<SettlementOutcome> {
-  const accepted = await requestSettlement(payout, settings, attention);
-  if (accepted === undefined) return { kind: 'failed', reason: 'settlement_request_failed' };
-  const { settlementId } = accepted;
+  const request = () => requestSettlement(payout, settings, inbox, attention);
+  const accepted = await request();
+  if (accepted === 'refused') return { kind: 'failed', reason: 'settlement_request_failed' };
+  // Unanswered, but a report came: the provider took an earlier attempt. Its id is asked again later.
+  let settlementId = accepted?.settlementId;
 
   let reportedFailed = false;
   let nextReadMs = FIRST_STATUS_READ_MS;
   // A repeated request answers the settlement's current state: anything past pending is read at once.
-  let readNow = accepted.status !== 'pending';
+  let readNow = accepted !== undefined && accepted.status !== 'pending';
+  /** The transfer the provider last named: verified until the chain proves it one way or the other. */
+  let candidate: Transfer | undefined;
   for (;;) {
     let evidence: Evidence;
     const reported =
@@ -55,72 +65,86 @@ export async function settleThroughProvider(
           : { kind: 'reported_failed', reason: reported.failureReason };
     } else {
       readNow = false;
-      evidence = await readStatus(payout, settlementId, attention);
+      if (settlementId === undefined) {
+        const again = await request();
+        if (again === 'refused') return { kind: 'failed', reason: 'settlement_request_failed' };
+        settlementId = again?.settlementId;
+      }
+      evidence =
+        settlementId === undefined ? { kind: 'unknown' } : await readStatus(payout, settlementId, attention);
       nextReadMs = Math.min(nextReadMs * 2, MAX_STATUS_READ_MS);
     }
 
-    switch (evidence.kind) {
-      case 'transfer': {
-        if (evidence.chainId !== settings.chainId) {
-          await attention.raise(
-            'transfer_mismatch',
-            `provider reports the transfer ${evidence.txHash} on chain ${evidence.chainId}, not ${settings.chainId}`,
-          );
-          continue;
-        }
-        const amountUnits = usdtUnitsFromDecimal(evidence.amountUsdt).toString();
-        const verdict = await verifyTransfer(payout, settings.settlementConfirmations, evidence.txHash, amountUnits);
-        if (verdict === 'reverted') return { kind: 'failed', reason: 'transfer_reverted' };
-        if (verdict === 'confirmed') {
-          await attention.clear('transfer_mismatch', 'settlement_status_unknown');
-          if (reportedFailed) {
-            await attention.raise(
-              'provider_contradiction',
-              `provider reported the settlement failed, but transfer ${evidence.txHash} paid the receiver`,
-            );
-          }
-          const confirmedAt = evidence.confirmedAt ?? new Date().toISOString();
-          return { kind: 'completed', txHash: evidence.txHash, amountUnits, confirmedAt };
-        }
-        if (verdict === 'mismatch') {
-          await attention.raise(
-            'transfer_mismatch',
-            `transfer ${evidence.txHash} carries no unclaimed ${evidence.amountUsdt} USDT to the receiver`,
-          );
-        }
-        // Not provable yet: ask the provider again soon, it may know a newer transaction.
-        nextReadMs = FIRST_STATUS_READ_MS;
-        continue;
+    if (evidence.kind === 'transfer') {
+      if (evidence.chainId === settings.chainId) {
+        candidate = evidence;
+      } else {
+        await attention.raise(
+          'transfer_mismatch',
+          `provider reports the transfer ${evidence.txHash} on chain ${evidence.chainId}, not ${settings.chainId}`,
+        );
       }
-      case 'failed_before_broadcast':
+    } else if (evidence.kind === 'failed_before_broadcast') {
+      if (candidate === undefined) {
         log.warn('provider settlement failed before anything was broadcast', {
           payoutId: payout.id,
           reason: evidence.reason,
         });
         return { kind: 'failed', reason: 'provider_reported_failure' };
-      case 'reported_failed':
-        // A webhook saying "failed" is the provider's word, not yet the proof that nothing was sent:
-        // its status says whether a transaction went out (then the chain decides).
-        log.warn('provider reported settlement failure; reading its status', {
-          payoutId: payout.id,
-          reason: evidence.reason,
-        });
-        reportedFailed = true;
-        readNow = true;
-        continue;
-      case 'unknown':
-      case 'in_progress':
-        continue;
+      }
+      // It named a transaction before: the chain, not the provider's word, decides that one.
+      log.error('provider says nothing was broadcast but named a transaction before', {
+        payoutId: payout.id,
+        txHash: candidate.txHash,
+      });
+    } else if (evidence.kind === 'reported_failed') {
+      // A webhook saying "failed" is the provider's word, not yet the proof that nothing was sent:
+      // its status says whether a transaction went out (then the chain decides).
+      log.warn('provider reported settlement failure; reading its status', {
+        payoutId: payout.id,
+        reason: evidence.reason,
+      });
+      reportedFailed = true;
+      readNow = true;
+      continue;
     }
+    if (candidate === undefined) continue;
+
+    const amountUnits = usdtUnitsFromDecimal(candidate.amountUsdt).toString();
+    const verdict = await verifyTransfer(payout, settings.settlementConfirmations, candidate.txHash, amountUnits);
+    if (verdict === 'reverted') return { kind: 'failed', reason: 'transfer_reverted' };
+    if (verdict === 'confirmed') {
+      await attention.clear('transfer_mismatch', 'settlement_status_unknown');
+      if (reportedFailed) {
+        await attention.raise(
+          'provider_contradiction',
+          `provider reported the settlement failed, but transfer ${candidate.txHash} paid the receiver`,
+        );
+      }
+      const confirmedAt = candidate.confirmedAt ?? new Date().toISOString();
+      return { kind: 'completed', txHash: candidate.txHash, amountUnits, confirmedAt };
+    }
+    if (verdict === 'mismatch') {
+      await attention.raise(
+        'transfer_mismatch',
+        `transfer ${candidate.txHash} carries no unclaimed ${candidate.amountUsdt} USDT to the receiver`,
+      );
+    }
+    // Not provable yet: ask the provider again soon (it may name a newer transaction), then the chain.
+    nextReadMs = FIRST_STATUS_READ_MS;
   }
 }
 
-/** The settlement request, repeated until accepted (its id) or refused (undefined). */
+/**
+ * The settlement request, repeated until accepted (its id and state) or refused. It also returns,
+ * unanswered, once a settlement report is in: the provider acted on an attempt whose answer was lost.
+ */
 async function requestSettlement(
   payout: PayoutRecord,
   settings: PayoutSettings,
+  inbox: PaymentInbox,
   attention: Attention,
-): Promise<{ settlementId: string; status: string } | undefined> {
+): Promise<{ settlementId: string; status: string } | 'refused' | undefined> {
   for (;;) {
     const round = await oneRound((a) =>
       a.requestSettlement({
@@ -137,8 +161,9 @@ async function requestSettlement(
     if ('refused' in round) {
       log.warn('provider refused the settlement request', { payoutId: payout.id, error: round.refused });
       await attention.clear('settlement_request_unanswered');
-      return undefined;
+      return 'refused';
     }
+    if (inbox.settlementReports.length > 0) return undefined;
     // No answer is no refusal: an attempt whose answer was lost may have been accepted, and "charge
     // not paid" may come from a replica that has not seen the payment yet.
     await attention.raise(

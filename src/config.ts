@@ -89,6 +89,7 @@ const envSchema = z
     QUOTE_CACHE_SECONDS: int(30, 0).refine((v) => v <= 30, 'must be at most 30 (docs/decisions.md D5)'),
 
     MIN_AMOUNT_BUFFER: decimalString.default('0.06'),
+    SETTLEMENT_ABOVE_QUOTE_TOLERANCE: decimalString.default('0.02'),
     MAX_AMOUNT_BRL: decimalString
       .regex(/^\d+(\.\d{1,2})?$/, 'must have at most 2 decimal places')
       .default('100000.00'),

@@ -5,6 +5,7 @@ import {
   type PaymentProvider,
   type SettlementState,
 } from '../adapters/provider/types';
+import { sameExternalId } from '../domain/ids';
 import type { ProviderEvent } from '../domain/provider-event';
 import type { Logger } from '../observability/logger';
 
@@ -155,7 +156,7 @@ export function createProviderActivities({
         logger.warn({ ...log, code: err.code, status: err.httpStatus }, 'settlement status unreadable');
         throw ApplicationFailure.retryable(err.message, 'ProviderUnavailable');
       }
-      if (status.externalId !== req.payoutId) {
+      if (!sameExternalId(status.externalId, req.payoutId)) {
         logger.error(
           { payoutId: req.payoutId, settlementId: req.settlementId, externalId: status.externalId },
           'settlement status names another payout',
@@ -222,7 +223,7 @@ export function createProviderActivities({
         if (!(err instanceof ProviderError)) throw err;
         return unreadable(err.message, { code: err.code, status: err.httpStatus });
       }
-      if (status.externalId !== req.payoutId) {
+      if (!sameExternalId(status.externalId, req.payoutId)) {
         return unreadable('charge status names another payout', { externalId: status.externalId });
       }
       return {

@@ -103,6 +103,7 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
     readRateLimitPerMinute: config.READ_RATE_LIMIT_PER_MINUTE,
     authenticate,
     chargeWaitMs: 20_000,
+    aboveQuoteTolerance: config.SETTLEMENT_ABOVE_QUOTE_TOLERANCE,
     settings: {
       chargeExpirySeconds: config.PIX_CHARGE_EXPIRY_SECONDS,
       settlementTimeoutSeconds: config.SETTLEMENT_TIMEOUT_SECONDS,

@@ -166,3 +166,18 @@ export function minAmountUsdtUnits(centavos: bigint, spotRate: string, buffer: s
 export function usdtUnitsForBrl(centavos: bigint, rate: string, spread: string): bigint {
   return minAmountUsdtUnits(centavos, rate, spread);
 }
+
+/**
+ * The most USDT a BRL amount can buy at the spot rate plus a tolerance, in base units:
+ * floor(amount_brl × (1 + tolerance) / spot_rate). A settlement above it means the provider converted
+ * more than this payment (money that may be in a refund case), so it is alerted.
+ */
+export function maxExpectedUsdtUnits(centavos: bigint, spotRate: string, tolerance: string): bigint {
+  const rate = fractionOf(spotRate, 'rate');
+  const margin = fractionOf(tolerance, 'tolerance');
+  if (rate.numerator <= 0n) throw new RangeError(`rate must be > 0, got ${spotRate}`);
+  if (margin.numerator < 0n) throw new RangeError(`tolerance must be >= 0, got ${tolerance}`);
+  const scaleUp = 10n ** BigInt(USDT_DECIMALS - BRL_DECIMALS);
+  const numerator = centavos * scaleUp * rate.denominator * (margin.denominator + margin.numerator);
+  return floorDiv(numerator, rate.numerator * margin.denominator);
+}

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 
+import { sameExternalId } from '../../domain/ids';
 import { formatCentavos, parseDecimal } from '../../domain/money';
 import type { ProviderEvent } from '../../domain/provider-event';
 import { ProviderError, type PaymentProvider } from './types';
@@ -226,7 +227,7 @@ export function createHttpProvider(opts: HttpProviderOptions): PaymentProvider {
         schema: chargeBody,
       });
       // A charge for another payout or another amount must never be shown to a payer.
-      if (body.external_id !== req.externalId)
+      if (!sameExternalId(body.external_id, req.externalId))
         throw invalid('createCharge', 'external_id differs from the request');
       if (parseDecimal(body.amount_brl, 2) !== req.amountCentavos) {
         throw invalid('createCharge', 'amount_brl differs from the request');

@@ -71,7 +71,7 @@ export const payoutCancelRoutes: FastifyPluginAsyncZod<PayoutCancelRoutesOptions
         ? await findPartnerPayout(opts.db, partnerId, payoutId.toLowerCase())
         : null;
       if (!stored) throw new HttpError(404, 'payout not found');
-      const { workflowId, runId, ...readModel } = stored;
+      const { workflowId, runId: _storedRun, ...readModel } = stored;
 
       const answer = (payout: PayoutRecord) => {
         if (key !== undefined && wasCancelled(payout)) {
@@ -81,7 +81,8 @@ export const payoutCancelRoutes: FastifyPluginAsyncZod<PayoutCancelRoutesOptions
       };
       if (isTerminal(readModel.status)) return answer(readModel);
 
-      const handle = opts.temporal.workflow.getHandle(workflowId, runId);
+      // By workflow id only: after an operator's reset the current run is the one that decides.
+      const handle = opts.temporal.workflow.getHandle(workflowId);
       let cancelled: PayoutRecord;
       try {
         cancelled = await opts.temporal.withDeadline(Date.now() + decisionWaitMs, () =>

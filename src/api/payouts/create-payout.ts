@@ -11,7 +11,7 @@ import {
 } from '../../adapters/db/idempotency-repo';
 import { findPartnerPayout, upsertPayout } from '../../adapters/db/payouts-repo';
 import type { Db } from '../../adapters/db/pool';
-import { formatCentavos } from '../../domain/money';
+import { formatCentavos, maxExpectedUsdtUnits } from '../../domain/money';
 import type { PayoutRecord } from '../../domain/payout';
 import {
   ChargeRefusedError,
@@ -36,6 +36,8 @@ export interface CreatePayoutDeps extends MinAmountDeps {
   temporal: Client;
   taskQueue: string;
   settings: PayoutSettings;
+  /** A settlement more than this fraction above the payment at the quote's spot rate is alerted. */
+  aboveQuoteTolerance: string;
   /** How long POST waits for the PIX charge before answering 503 (the workflow keeps going). */
   chargeWaitMs: number;
 }
@@ -86,8 +88,9 @@ export async function createPayout(
   };
 
   let minUnits: bigint;
+  let rate: string;
   try {
-    ({ minAmountUsdtUnits: minUnits } = await quoteMinAmount(deps, body.amount_brl));
+    ({ minAmountUsdtUnits: minUnits, rate } = await quoteMinAmount(deps, body.amount_brl));
   } catch (err) {
     await releaseClaim();
     throw err;
@@ -98,6 +101,7 @@ export async function createPayout(
     partnerId,
     amountCentavos: body.amount_brl.toString(),
     minAmountUsdtUnits: minUnits.toString(),
+    maxExpectedUsdtUnits: maxExpectedUsdtUnits(body.amount_brl, rate, deps.aboveQuoteTolerance).toString(),
     pixKey: body.pix_key,
     pixKeyType: body.pix_key_type,
     receiverWallet: body.receiver_wallet,

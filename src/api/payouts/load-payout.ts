@@ -26,13 +26,14 @@ export async function loadPartnerPayout(
   if (!isUuid(payoutId)) return null;
   const stored = await findPartnerPayout(deps.db, partnerId, payoutId.toLowerCase());
   if (!stored) return null;
-  const { workflowId, runId, ...readModel } = stored;
+  const { workflowId, runId: _storedRun, ...readModel } = stored;
   if (isTerminal(readModel.status)) return readModel;
   try {
-    const live = await deps.temporal.withDeadline(Date.now() + QUERY_DEADLINE_MS, () =>
-      deps.temporal.workflow.getHandle(workflowId, runId).query(getPayoutQuery),
+    // By workflow id only: after an operator's reset the current run is another one, and its state
+    // is the payout's (its versions restart from the reset point, so they are not compared).
+    return await deps.temporal.withDeadline(Date.now() + QUERY_DEADLINE_MS, () =>
+      deps.temporal.workflow.getHandle(workflowId).query(getPayoutQuery),
     );
-    return live.version >= readModel.version ? live : readModel;
   } catch {
     return readModel;
   }

@@ -20,7 +20,7 @@ export interface MinAmountDeps {
 export async function quoteMinAmount(
   deps: MinAmountDeps,
   amountCentavos: bigint,
-): Promise<{ minAmountUsdtUnits: bigint; expiresAt: string }> {
+): Promise<{ minAmountUsdtUnits: bigint; expiresAt: string; rate: string }> {
   const quote = await deps.quote().catch((cause: unknown) => {
     throw new QuoteUnavailableError('the provider quote failed', { cause });
   });
@@ -28,5 +28,5 @@ export async function quoteMinAmount(
   if (minUnits < MIN_QUOTE_USDT_UNITS) {
     throw new AmountTooSmallError(`min_amount_usdt would be ${minUnits} base units, below the minimum quote`);
   }
-  return { minAmountUsdtUnits: minUnits, expiresAt: quote.expiresAt };
+  return { minAmountUsdtUnits: minUnits, expiresAt: quote.expiresAt, rate: quote.rate };
 }

@@ -15,10 +15,25 @@ import { createSecretBox } from '../adapters/secrets/secret-box';
 import { listRefundCases, resolveRefundCase, type RefundCase } from '../adapters/db/refund-cases-repo';
 import { createPool, type Db } from '../adapters/db/pool';
 import { PAYOUT_STATUSES, toPayoutResponse } from '../domain/payout';
-import { Connection, type WorkflowService } from '@temporalio/client';
+import {
+  ApplicationFailure,
+  Connection,
+  WorkflowNotFoundError,
+  WorkflowUpdateFailedError,
+  type Client,
+  type WorkflowService,
+} from '@temporalio/client';
 import { BUILD_ID_PATTERN, loadConfig } from '../config';
 import { isUuid } from '../domain/ids';
-import { temporalConnectionOptions } from '../temporal/connection';
+import { connectClient, temporalConnectionOptions } from '../temporal/connection';
+import { listOpenAttention } from '../adapters/db/attention-repo';
+import { findPayoutLocation } from '../adapters/db/payouts-repo';
+import { usdtUnitsFromDecimal } from '../domain/money';
+import {
+  PAYOUT_NOT_RESOLVABLE,
+  resolvePayoutUpdate,
+  type OperatorDecisionInput,
+} from '../workflows/payout.contract';
 import { describeDeployment, setCurrentVersion } from '../temporal/worker-versioning';
 
 /**
@@ -64,7 +79,13 @@ interface TemporalCommand extends CommandInfo {
   plan(values: Values): (temporal: TemporalTarget) => Promise<unknown>;
 }
 
-type Command = DbCommand | TemporalCommand;
+/** A command on a payout's workflow: the database finds it, Temporal carries the decision to it. */
+interface PayoutWorkflowCommand extends CommandInfo {
+  uses: 'database+temporal';
+  plan(values: Values): (db: Db, temporal: Client) => Promise<unknown>;
+}
+
+type Command = DbCommand | TemporalCommand | PayoutWorkflowCommand;
 
 const INVOCATION = 'npm run --silent admin --';
 const str: OptionSpec = { type: 'string' };
@@ -307,6 +328,79 @@ const COMMANDS: Record<string, Command> = {
       };
     },
   },
+  'payouts attention': {
+    args: '[--payout <payout_id>]',
+    summary: 'list payouts waiting on an unknown (or flagged for review), oldest first',
+    details:
+      'Prints {"attention": [{"id", "payout_id", "kind", "detail", "raised_at"}]}: what each payout waits on\n' +
+      'without proof (docs/operations.md#payouts-waiting-on-an-unknown). The payout keeps looking by itself;\n' +
+      'where only a person can find the answer, `payouts resolve` records the decision.',
+    options: { payout: str },
+    plan(values) {
+      const payout = values.payout === undefined ? undefined : requireOption(values, 'payout');
+      if (payout !== undefined && !isUuid(payout)) throw new UsageError('--payout must be a payout id (a UUID)');
+      return async (db) => ({
+        attention: (await listOpenAttention(db, { payoutId: payout?.toLowerCase() })).map((a) => ({
+          id: a.id,
+          payout_id: a.payoutId,
+          kind: a.kind,
+          detail: a.detail,
+          raised_at: a.raisedAt,
+        })),
+      });
+    },
+  },
+  'payouts resolve': {
+    uses: 'database+temporal',
+    args:
+      '--id <payout_id> --decision fail|complete --by <who> --reason <why> [--tx-hash <0x..> --amount-usdt <decimal>]',
+    summary: 'decide a payout that waits on an unknown: fail it (payer refunded) or complete it with its transfer',
+    details:
+      'Only a payout with an open attention item can be decided. `fail` ends it FAILED (operator_decision) and\n' +
+      'opens the refund case for its payment; `complete` names the on-chain transfer that paid the receiver,\n' +
+      'which is verified and claimed for the payout before it completes. Who and why are kept\n' +
+      '(operator_decisions table, worker log). Prints the payout as it ended.',
+    options: { id: str, decision: str, by: str, reason: str, 'tx-hash': str, 'amount-usdt': str },
+    plan(values) {
+      const id = requireOption(values, 'id');
+      if (!isUuid(id)) throw new UsageError('--id must be a payout id (a UUID)');
+      const decision = requireOption(values, 'decision');
+      if (decision !== 'fail' && decision !== 'complete') throw new UsageError('--decision is fail or complete');
+      const decidedBy = requireOption(values, 'by');
+      const reason = requireOption(values, 'reason');
+      if (reason.length > 2000) throw new UsageError('--reason must be at most 2000 characters');
+      const input: OperatorDecisionInput = { decision, decidedBy, reason };
+      if (decision === 'complete') {
+        const txHash = requireOption(values, 'tx-hash');
+        if (!/^0x[0-9a-fA-F]{64}$/.test(txHash)) throw new UsageError('--tx-hash must be a transaction hash');
+        let units: bigint;
+        try {
+          units = usdtUnitsFromDecimal(requireOption(values, 'amount-usdt'));
+        } catch {
+          throw new UsageError('--amount-usdt must be a USDT amount with at most 6 decimals');
+        }
+        if (units <= 0n) throw new UsageError('--amount-usdt must be positive');
+        Object.assign(input, { txHash: txHash as `0x${string}`, amountUsdtUnits: units.toString() });
+      }
+      return async (db, temporal) => {
+        const location = await findPayoutLocation(db, id.toLowerCase());
+        if (location === null) throw new Error(`no payout ${id}`);
+        try {
+          const ended = await temporal.workflow
+            .getHandle(location.workflowId)
+            .executeUpdate(resolvePayoutUpdate, { args: [input] });
+          return { ...toPayoutResponse(ended), ...(ended.failureReason ? { failure_reason: ended.failureReason } : {}) };
+        } catch (err) {
+          const cause = err instanceof WorkflowUpdateFailedError ? err.cause : undefined;
+          if (cause instanceof ApplicationFailure && cause.type === PAYOUT_NOT_RESOLVABLE) {
+            throw new Error(`payout ${id} not decided: ${cause.message}`);
+          }
+          if (err instanceof WorkflowNotFoundError) throw new Error(`payout ${id} has ended: nothing to decide`);
+          throw err;
+        }
+      };
+    },
+  },
   'refunds list': {
     args: '[--all]',
     summary: 'list open refund cases (PIX received and not settled), oldest first',
@@ -512,6 +606,9 @@ async function main(argv: string[]): Promise<number> {
     if (command.uses === 'temporal') {
       const work = command.plan(values);
       execute = () => withTemporal(work);
+    } else if (command.uses === 'database+temporal') {
+      const work = command.plan(values);
+      execute = () => withDatabase((db) => withClient((client) => work(db, client)));
     } else {
       const work = command.plan(values);
       execute = () => withDatabase(work);
@@ -543,6 +640,16 @@ async function withTemporal(work: (temporal: TemporalTarget) => Promise<unknown>
       namespace: config.TEMPORAL_NAMESPACE,
       deploymentName: config.TEMPORAL_WORKER_DEPLOYMENT_NAME,
     });
+  } finally {
+    await connection.close();
+  }
+}
+
+/** A client with the service's payload codec: decisions and answers are payloads like any other. */
+async function withClient(work: (client: Client) => Promise<unknown>): Promise<unknown> {
+  const { client, connection } = await connectClient(loadConfig());
+  try {
+    return await work(client);
   } finally {
     await connection.close();
   }

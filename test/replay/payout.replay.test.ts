@@ -5,7 +5,7 @@ import { Worker } from '@temporalio/worker';
 import { testBundle } from '../workflow/harness';
 import { historyFromObject } from './history-json';
 
-// Histories recorded from complete runs of earlier workflow code (record-histories.ts), replayed
+// Histories recorded from complete runs of the released workflow code (record-histories.ts), replayed
 // against the code as it is now. A change that would break running payouts (another activity, a
 // reordered step, a timer added or removed without a patch) fails here instead of in production.
 const DIR = path.join(__dirname, 'histories');
@@ -25,13 +25,8 @@ describe('workflow replay', () => {
         'payout-provider-failed.json',
         'payout-charge-expired.json',
         'payout-treasury-overdue-completed.json',
+        'payout-provider-status-completed.json',
         'provider-event-late-payment.json',
-        // Recorded with the quick steps as local activities (docs/decisions.md D32).
-        'payout-provider-completed.local-steps.json',
-        'payout-provider-failed.local-steps.json',
-        'payout-charge-expired.local-steps.json',
-        'payout-treasury-overdue-completed.local-steps.json',
-        'provider-event-late-payment.local-steps.json',
       ]),
     );
   });
@@ -42,11 +37,11 @@ describe('workflow replay', () => {
 
   it('catches a history the code no longer produces (the check has teeth)', async () => {
     const history = load('payout-provider-completed.json');
-    // As if the workflow had once called another activity at this step.
+    // As if the workflow had once called another activity at this step (the COMPLETED write).
     const scheduled = history.events.find(
-      (e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'createPixCharge',
+      (e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'recordPayout',
     );
-    scheduled!.activityTaskScheduledEventAttributes!.activityType!.name = 'createPixChargeV0';
+    scheduled!.activityTaskScheduledEventAttributes!.activityType!.name = 'recordPayoutV0';
     await expect(
       Worker.runReplayHistory({ workflowBundle: await testBundle() }, history, 'tampered'),
     ).rejects.toBeInstanceOf(DeterminismViolationError);

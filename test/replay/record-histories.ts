@@ -1,5 +1,6 @@
 /**
  * Records replay fixtures in ./histories: `npx tsx test/replay/record-histories.ts [label]`.
+ * The fixtures without a label are the baseline: histories of the code as first released.
  *
  * With a label (say, the patch id of a change just shipped) it adds `<name>.<label>.json` next to
  * the fixtures already there, so the histories of every generation of the code keep replaying
@@ -34,6 +35,8 @@ import {
   pixReceived,
   settlementCompleted,
   settlementFailed,
+  TREASURY_TX_HASH,
+  TX_HASH,
   waitForPayout,
   withWorker,
 } from '../workflow/harness';
@@ -83,10 +86,32 @@ async function main(): Promise<void> {
       pixReceived(id), // a second payment: recorded for refund
       settlementCompleted(id),
     ]);
-    await payout(env, 'payout-provider-failed', {}, fakeActivities(), (id) => [
+    const nothingSent = fakeActivities({
+      fetchSettlementStatus: async () => ({
+        status: 'failed' as const,
+        chainId: 42161,
+        failureReason: 'no liquidity',
+      }),
+    });
+    await payout(env, 'payout-provider-failed', {}, nothingSent, (id) => [
       pixReceived(id),
       settlementFailed(id),
     ]);
+    // No webhook after the settlement request: the status is read until it names a transfer.
+    let reads = 0;
+    const quietProvider = fakeActivities({
+      fetchSettlementStatus: async () =>
+        ++reads < 3
+          ? { status: 'broadcast' as const, chainId: 42161 }
+          : { status: 'completed' as const, chainId: 42161, txHash: TX_HASH, amountUsdt: '17.825311' },
+    });
+    await payout(
+      env,
+      'payout-provider-status-completed',
+      { settlementTimeoutSeconds: 60 },
+      quietProvider,
+      (id) => [pixReceived(id)],
+    );
     await payout(env, 'payout-charge-expired', {}, fakeActivities(), () => []);
     let overdue = false;
     const slowTreasury = fakeActivities({
@@ -95,7 +120,7 @@ async function main(): Promise<void> {
       },
       confirmTreasuryTransfer: async () => {
         if (!overdue) throw notYet();
-        return 'confirmed';
+        return { status: 'confirmed' as const, txHash: TREASURY_TX_HASH };
       },
     });
     await payout(

@@ -338,7 +338,8 @@ const COMMANDS: Record<string, Command> = {
     options: { payout: str },
     plan(values) {
       const payout = values.payout === undefined ? undefined : requireOption(values, 'payout');
-      if (payout !== undefined && !isUuid(payout)) throw new UsageError('--payout must be a payout id (a UUID)');
+      if (payout !== undefined && !isUuid(payout))
+        throw new UsageError('--payout must be a payout id (a UUID)');
       return async (db) => ({
         attention: (await listOpenAttention(db, { payoutId: payout?.toLowerCase() })).map((a) => ({
           id: a.id,
@@ -352,9 +353,9 @@ const COMMANDS: Record<string, Command> = {
   },
   'payouts resolve': {
     uses: 'database+temporal',
-    args:
-      '--id <payout_id> --decision fail|complete --by <who> --reason <why> [--tx-hash <0x..> --amount-usdt <decimal>]',
-    summary: 'decide a payout that waits on an unknown: fail it (payer refunded) or complete it with its transfer',
+    args: '--id <payout_id> --decision fail|complete --by <who> --reason <why> [--tx-hash <0x..> --amount-usdt <decimal>]',
+    summary:
+      'decide a payout that waits on an unknown: fail it (payer refunded) or complete it with its transfer',
     details:
       'Only a payout with an open attention item can be decided. `fail` ends it FAILED (operator_decision) and\n' +
       'opens the refund case for its payment; `complete` names the on-chain transfer that paid the receiver,\n' +
@@ -365,7 +366,8 @@ const COMMANDS: Record<string, Command> = {
       const id = requireOption(values, 'id');
       if (!isUuid(id)) throw new UsageError('--id must be a payout id (a UUID)');
       const decision = requireOption(values, 'decision');
-      if (decision !== 'fail' && decision !== 'complete') throw new UsageError('--decision is fail or complete');
+      if (decision !== 'fail' && decision !== 'complete')
+        throw new UsageError('--decision is fail or complete');
       const decidedBy = requireOption(values, 'by');
       const reason = requireOption(values, 'reason');
       if (reason.length > 2000) throw new UsageError('--reason must be at most 2000 characters');
@@ -389,13 +391,17 @@ const COMMANDS: Record<string, Command> = {
           const ended = await temporal.workflow
             .getHandle(location.workflowId)
             .executeUpdate(resolvePayoutUpdate, { args: [input] });
-          return { ...toPayoutResponse(ended), ...(ended.failureReason ? { failure_reason: ended.failureReason } : {}) };
+          return {
+            ...toPayoutResponse(ended),
+            ...(ended.failureReason ? { failure_reason: ended.failureReason } : {}),
+          };
         } catch (err) {
           const cause = err instanceof WorkflowUpdateFailedError ? err.cause : undefined;
           if (cause instanceof ApplicationFailure && cause.type === PAYOUT_NOT_RESOLVABLE) {
             throw new Error(`payout ${id} not decided: ${cause.message}`);
           }
-          if (err instanceof WorkflowNotFoundError) throw new Error(`payout ${id} has ended: nothing to decide`);
+          if (err instanceof WorkflowNotFoundError)
+            throw new Error(`payout ${id} has ended: nothing to decide`);
           throw err;
         }
       };

@@ -12,7 +12,13 @@ import {
 import type { ChainActivities, PayoutBookkeepingActivities, ProviderActivities } from '../activities';
 import { amend, isTerminal, transition, type FailureReason, type PayoutRecord } from '../domain/payout';
 import { isActivityError, isRefusal } from './activity-errors';
-import { asLocal, BOOKKEEPING, CHARGE_CREATION, CHARGE_RECONCILIATION, PROOF_ROUND } from './activity-options';
+import {
+  asLocal,
+  BOOKKEEPING,
+  CHARGE_CREATION,
+  CHARGE_RECONCILIATION,
+  PROOF_ROUND,
+} from './activity-options';
 import { startPartnerCallback } from './callback.workflow';
 import {
   awaitChargeUpdate,
@@ -55,8 +61,12 @@ const bookkeeping =
  * at the provider, and a payment held while its id was unknown is judged on every path that ends the
  * payout (docs/decisions.md).
  */
-const localCharging = proxyLocalActivities<Pick<ProviderActivities, 'createPixCharge'>>(asLocal(CHARGE_CREATION));
-const localWrite = proxyLocalActivities<Pick<PayoutBookkeepingActivities, 'recordPayout'>>(asLocal(BOOKKEEPING));
+const localCharging = proxyLocalActivities<Pick<ProviderActivities, 'createPixCharge'>>(
+  asLocal(CHARGE_CREATION),
+);
+const localWrite = proxyLocalActivities<Pick<PayoutBookkeepingActivities, 'recordPayout'>>(
+  asLocal(BOOKKEEPING),
+);
 const reconciling =
   proxyActivities<Pick<ProviderActivities, 'fetchChargeStatus' | 'cancelPixCharge'>>(CHARGE_RECONCILIATION);
 const verifying = proxyActivities<Pick<ChainActivities, 'verifyUsdtTransfer'>>(PROOF_ROUND);
@@ -181,7 +191,10 @@ class PayoutProcess {
   async awaitPayment(): Promise<boolean> {
     // The state, not the condition's result, decides: a payment applied in the same activation as
     // the expiry timer fired was received in time and must be settled, not dropped.
-    await condition(() => this.inbox.payment !== undefined || isTerminal(this.record.status), this.expiryWaitMs);
+    await condition(
+      () => this.inbox.payment !== undefined || isTerminal(this.record.status),
+      this.expiryWaitMs,
+    );
     // A cancel under way is decided before the expiry is: it may fail the payout or find its payment.
     this.expiryReached = true;
     await condition(() => !this.cancelling);
@@ -285,7 +298,10 @@ class PayoutProcess {
       this.inbox.takeReported(status.payments);
     });
     if (this.inbox.payment !== undefined) {
-      log.info('payment found by reconciliation at expiry', { payoutId, eventId: this.inbox.payment.eventId });
+      log.info('payment found by reconciliation at expiry', {
+        payoutId,
+        eventId: this.inbox.payment.eventId,
+      });
     }
   }
 
@@ -415,7 +431,11 @@ class PayoutProcess {
 
   private async applyDecision({ decision: d }: { decision: OperatorDecisionInput }): Promise<void> {
     await bookkeeping.recordOperatorDecision({ payoutId: this.record.id, ...d });
-    log.warn('operator decided the payout', { payoutId: this.record.id, decision: d.decision, by: d.decidedBy });
+    log.warn('operator decided the payout', {
+      payoutId: this.record.id,
+      decision: d.decision,
+      by: d.decidedBy,
+    });
     if (d.decision === 'fail') return this.fail('operator_decision');
     await this.conclude({
       kind: 'completed',
@@ -495,7 +515,11 @@ class PayoutProcess {
     const late = this.inbox.lateSettlements;
     for (let event = late.shift(); event !== undefined; event = late.shift()) {
       if (event.type === 'settlement.completed') {
-        await bookkeeping.alertLateSettlement({ payoutId: this.record.id, status: this.record.status, event });
+        await bookkeeping.alertLateSettlement({
+          payoutId: this.record.id,
+          status: this.record.status,
+          event,
+        });
       } else {
         log.info('settlement failure reported for an ended payout', {
           eventId: event.eventId,

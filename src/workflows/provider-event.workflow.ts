@@ -1,4 +1,10 @@
-import { getExternalWorkflowHandle, log, proxyActivities, proxyLocalActivities, sleep } from '@temporalio/workflow';
+import {
+  getExternalWorkflowHandle,
+  log,
+  proxyActivities,
+  proxyLocalActivities,
+  sleep,
+} from '@temporalio/workflow';
 import { isActivityError } from './activity-errors';
 import type { PayoutBookkeepingActivities, ProviderActivities } from '../activities';
 import { asLocal, BOOKKEEPING, NOTIFICATION_FETCH } from './activity-options';

@@ -226,7 +226,9 @@ describe('payoutWorkflow (time-skipping)', () => {
     expect(done).toMatchObject({ status: 'FAILED', failureReason: 'provider_reported_failure' });
     expect(fake.callsOf('verifyUsdtTransfer')).toHaveLength(0);
     // The webhook alone is not the proof: the settlement's status was read.
-    expect(fake.callsOf('fetchSettlementStatus')).toEqual([[{ payoutId: done.id, settlementId: SETTLEMENT_ID }]]);
+    expect(fake.callsOf('fetchSettlementStatus')).toEqual([
+      [{ payoutId: done.id, settlementId: SETTLEMENT_ID }],
+    ]);
     const response = toPayoutResponse(done);
     expect(response).toMatchObject({
       settled_amount_usdt: 0,
@@ -266,7 +268,9 @@ describe('payoutWorkflow (time-skipping)', () => {
       await waitForCalls(fake, 'raiseAttention', 1);
       expect((await h.query(getPayoutQuery)).status).toBe('PROCESSING');
       const decided = await h.executeUpdate(resolvePayoutUpdate, {
-        args: [{ decision: 'fail', decidedBy: 'ops@example.com', reason: 'provider confirmed it sent nothing' }],
+        args: [
+          { decision: 'fail', decidedBy: 'ops@example.com', reason: 'provider confirmed it sent nothing' },
+        ],
       });
       expect(decided).toMatchObject({ status: 'FAILED', failureReason: 'operator_decision' });
       return result(h);
@@ -349,7 +353,11 @@ describe('payoutWorkflow (time-skipping)', () => {
       );
       return payout;
     });
-    expect(done).toMatchObject({ status: 'COMPLETED', blockchainTxId: TX_HASH, settledAmountUsdtUnits: '17825311' });
+    expect(done).toMatchObject({
+      status: 'COMPLETED',
+      blockchainTxId: TX_HASH,
+      settledAmountUsdtUnits: '17825311',
+    });
     expect(fake.callsOf('raiseAttention').map(([a]) => (a as { kind: string }).kind)).toEqual([
       'settlement_overdue',
     ]);

@@ -49,10 +49,12 @@ export class Attention {
    */
   async whenLate<T>(afterMs: number, onLate: () => Promise<void>, step: () => Promise<T>): Promise<T> {
     const timer = new CancellationScope();
-    const alarm = timer.run(() => sleep(Math.max(1, afterMs))).then(
-      () => onLate(),
-      () => undefined, // the step ended first
-    );
+    const alarm = timer
+      .run(() => sleep(Math.max(1, afterMs)))
+      .then(
+        () => onLate(),
+        () => undefined, // the step ended first
+      );
     try {
       return await step();
     } finally {

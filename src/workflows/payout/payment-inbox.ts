@@ -124,7 +124,11 @@ export class PaymentInbox {
       return;
     }
     if (event.chargeId !== payout.providerChargeId) {
-      return this.refund(event, 'wrong_charge', `payment on charge ${event.chargeId}, not this payout's charge`);
+      return this.refund(
+        event,
+        'wrong_charge',
+        `payment on charge ${event.chargeId}, not this payout's charge`,
+      );
     }
     if (this.paidBy !== undefined && !(Date.parse(event.paidAt) <= this.paidBy)) {
       return this.refund(event, 'late_payment', 'payment made after the PIX charge expired');

@@ -111,7 +111,12 @@ export async function settleThroughProvider(
     if (candidate === undefined) continue;
 
     const amountUnits = usdtUnitsFromDecimal(candidate.amountUsdt).toString();
-    const verdict = await verifyTransfer(payout, settings.settlementConfirmations, candidate.txHash, amountUnits);
+    const verdict = await verifyTransfer(
+      payout,
+      settings.settlementConfirmations,
+      candidate.txHash,
+      amountUnits,
+    );
     if (verdict === 'reverted') return { kind: 'failed', reason: 'transfer_reverted' };
     if (verdict === 'confirmed') {
       await attention.clear('transfer_mismatch', 'settlement_status_unknown');
@@ -181,7 +186,10 @@ async function readStatus(
   const round = await oneRound((a) => a.fetchSettlementStatus({ payoutId: payout.id, settlementId }));
   if (!('answer' in round)) {
     const why = 'refused' in round ? round.refused : round.unanswered;
-    await attention.raise('settlement_status_unknown', `settlement ${settlementId} status unreadable: ${why}`);
+    await attention.raise(
+      'settlement_status_unknown',
+      `settlement ${settlementId} status unreadable: ${why}`,
+    );
     return { kind: 'unknown' };
   }
   return toEvidence(round.answer, settlementId, attention);
@@ -198,7 +206,12 @@ async function toEvidence(
   }
   await attention.clear('settlement_status_unknown');
   if (status.txHash !== undefined && status.amountUsdt !== undefined) {
-    return { kind: 'transfer', txHash: status.txHash, amountUsdt: status.amountUsdt, chainId: status.chainId };
+    return {
+      kind: 'transfer',
+      txHash: status.txHash,
+      amountUsdt: status.amountUsdt,
+      chainId: status.chainId,
+    };
   }
   if (status.status === 'failed' && status.txHash === undefined) {
     return { kind: 'failed_before_broadcast', reason: status.failureReason ?? 'failed' };

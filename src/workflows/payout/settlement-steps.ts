@@ -2,7 +2,13 @@
  * What both settlement modes share: the outcome they end in, the on-chain verification of a
  * transfer, and the activity proxies of steps that run until proof.
  */
-import { ApplicationFailure, isCancellation, log, proxyActivities, proxyLocalActivities } from '@temporalio/workflow';
+import {
+  ApplicationFailure,
+  isCancellation,
+  log,
+  proxyActivities,
+  proxyLocalActivities,
+} from '@temporalio/workflow';
 import type { ChainActivities, ProviderActivities } from '../../activities';
 import type { FailureReason } from '../../domain/payout';
 import { isActivityError, isRefusal } from '../activity-errors';
@@ -26,9 +32,7 @@ const onceLocally = proxyLocalActivities<ProofSteps>(asLocal(SINGLE_LOCAL_ATTEMP
 
 /** A round's result: the step's answer, a refusal (final), or no answer yet (try again later). */
 export type RoundResult<T> =
-  | { answer: T }
-  | { refused: string }
-  | { unanswered: string; failureType: string | undefined };
+  { answer: T } | { refused: string } | { unanswered: string; failureType: string | undefined };
 
 /** `step` once locally, then a round of remote retries unless refused. */
 export async function oneRound<T>(step: (activities: ProofSteps) => Promise<T>): Promise<RoundResult<T>> {

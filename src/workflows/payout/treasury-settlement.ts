@@ -8,7 +8,9 @@ import type { Attention } from './attention';
 import { ATTENTION_AFTER_MS, type SettlementOutcome } from './settlement-steps';
 
 const treasury =
-  proxyActivities<Pick<ChainActivities, 'sendTreasuryTransfer' | 'confirmTreasuryTransfer'>>(TREASURY_TRANSFER);
+  proxyActivities<Pick<ChainActivities, 'sendTreasuryTransfer' | 'confirmTreasuryTransfer'>>(
+    TREASURY_TRANSFER,
+  );
 
 /**
  * The worker pays the guaranteed minimum from the operator's treasury (the margin is the spread
@@ -39,7 +41,8 @@ export async function settleFromTreasury(
       'transfer_unconfirmed',
       'treasury transfer not confirmed: see the worker log (transfer_mismatch, treasury_transfer_repriced) and the treasury nonce',
       ATTENTION_AFTER_MS,
-      () => treasury.confirmTreasuryTransfer({ ...transfer, minConfirmations: settings.settlementConfirmations }),
+      () =>
+        treasury.confirmTreasuryTransfer({ ...transfer, minConfirmations: settings.settlementConfirmations }),
     );
   } catch (err) {
     // Only the proof that the nonce went to another transaction is final (see the activity).

@@ -244,9 +244,9 @@ it('an empty treasury is not final: the transfer retries with the alert until to
   await send(providerWallet.privateKey, 'transfer', world.address, 3_000_000n);
   const { txHash } = await world.activities.sendTreasuryTransfer(req);
   await rpc.waitForTransactionReceipt({ hash: txHash, pollingInterval: 50 });
-  await expect(world.activities.confirmTreasuryTransfer({ ...req, minConfirmations: 1 })).resolves.toBe(
-    'confirmed',
-  );
+  await expect(
+    world.activities.confirmTreasuryTransfer({ ...req, minConfirmations: 1 }),
+  ).resolves.toMatchObject({ status: 'confirmed' });
 });
 
 it('a nonce taken by another transaction is final only once finalized past ours with no receipt for ours', async () => {
@@ -329,9 +329,9 @@ describe('treasury transfers signed and not yet mined', () => {
     await world.activities.sendTreasuryTransfer(third);
     await anvilRpc('evm_mine');
     for (const req of [first, third]) {
-      await expect(world.activities.confirmTreasuryTransfer({ ...req, minConfirmations: 1 })).resolves.toBe(
-        'confirmed',
-      );
+      await expect(
+        world.activities.confirmTreasuryTransfer({ ...req, minConfirmations: 1 }),
+      ).resolves.toMatchObject({ status: 'confirmed' });
     }
     expect(await world.ledger.balanceOf(world.address)).toBe(0n);
   });
@@ -406,7 +406,11 @@ describe('a treasury transfer left unmined', () => {
     expect(await counter(world.metrics, 'treasuryTransfersRepriced')).toBe(1);
 
     await anvilRpc('evm_mine');
-    await expect(world.activities.confirmTreasuryTransfer(req)).resolves.toBe('confirmed');
+    // The payout records the hash that was mined, not the one first signed.
+    await expect(world.activities.confirmTreasuryTransfer(req)).resolves.toEqual({
+      status: 'confirmed',
+      txHash: replacement,
+    });
     expect(await minedHash(req.payoutId)).toBe(replacement);
     expect(await countTransfersTo({ rpcUrl: anvil.rpcUrl, usdtAddress: usdt, to: receiver })).toEqual({
       count: 1,
@@ -437,7 +441,10 @@ describe('a treasury transfer left unmined', () => {
     await anvilRpc('evm_mine');
     await rpc.waitForTransactionReceipt({ hash: original, pollingInterval: 50 });
 
-    await expect(world.activities.confirmTreasuryTransfer(req)).resolves.toBe('confirmed');
+    await expect(world.activities.confirmTreasuryTransfer(req)).resolves.toEqual({
+      status: 'confirmed',
+      txHash: original,
+    });
     expect(await minedHash(req.payoutId)).toBe(original);
     expect(await countTransfersTo({ rpcUrl: anvil.rpcUrl, usdtAddress: usdt, to: receiver })).toEqual({
       count: 1,
@@ -478,7 +485,9 @@ describe('a treasury transfer left unmined', () => {
     // the latest has a receipt: still not proof, the middle one has. Retried, never final.
     const resend = await failureOf(world.activities.sendTreasuryTransfer(req));
     expect(resend.nonRetryable).toBe(false);
-    await expect(world.activities.confirmTreasuryTransfer(req)).resolves.toBe('confirmed');
+    await expect(world.activities.confirmTreasuryTransfer(req)).resolves.toMatchObject({
+      status: 'confirmed',
+    });
     expect(await minedHash(req.payoutId)).toBe(stored[1]);
     expect((await countTransfersTo({ rpcUrl: anvil.rpcUrl, usdtAddress: usdt, to: receiver })).count).toBe(1);
   });

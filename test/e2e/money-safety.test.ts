@@ -101,9 +101,9 @@ describe('money safety (provider mode, real servers)', () => {
     expect(refund!.reason).toMatch(/payout failed \(provider_reported_failure\)/);
   }, 90_000);
 
-  it('a payout reset by an operator still receives its payment (signals go by workflow id)', async () => {
-    const payout = await create();
-    const workflowId = payoutWorkflowId(payout.id);
+  /** An operator's `temporal workflow reset` to the payout's last completed workflow task: a new run. */
+  async function resetByOperator(payoutId: string): Promise<{ before: string; after: string }> {
+    const workflowId = payoutWorkflowId(payoutId);
     const before = await stack.temporal.workflow.getHandle(workflowId).describe();
     const history = await stack.temporal.workflow.getHandle(workflowId).fetchHistory();
     const lastTaskCompleted = [...(history.events ?? [])]
@@ -117,14 +117,39 @@ describe('money safety (provider mode, real servers)', () => {
       requestId: crypto.randomUUID(),
     });
     expect(runId).not.toBe(before.runId);
+    return { before: before.runId, after: runId! };
+  }
+  const storedRun = async (payoutId: string) =>
+    (await stack.db.query<{ run_id: string }>('SELECT run_id FROM payouts WHERE id = $1', [payoutId])).rows[0]
+      ?.run_id;
+
+  it('a payout reset by an operator still receives its payment, and the read model follows the new run', async () => {
+    const payout = await create();
+    const runs = await resetByOperator(payout.id);
     // The read model still names the first run: the payment must reach the new one all the same.
-    const { rows } = await stack.db.query('SELECT run_id FROM payouts WHERE id = $1', [payout.id]);
-    expect(rows).toEqual([{ run_id: before.runId }]);
+    expect(await storedRun(payout.id)).toBe(runs.before);
 
     await stack.pay(payout.pix_copy_paste);
     const done = await stack.waitForStatus(apiKey, payout.id, ['COMPLETED', 'FAILED']);
     expect(done.status).toBe('COMPLETED');
     expect(await refundCases(payout.id)).toEqual([]);
+    // The new run's writes were taken (docs/decisions.md D34), not ignored as another run's.
+    expect(await storedRun(payout.id)).toBe(runs.after);
+  }, 90_000);
+
+  it('a payout reset by an operator is cancelled through its current run', async () => {
+    const payout = await create();
+    const runs = await resetByOperator(payout.id);
+    const res = await fetch(`${stack.apiUrl}/v1/payouts/${payout.id}/cancel`, {
+      method: 'POST',
+      headers: { 'x-api-key': apiKey },
+    });
+    expect(res.status).toBe(200);
+    expect(await res.json()).toMatchObject({ id: payout.id, status: 'FAILED' });
+    const closed = await stack.temporal.workflow.getHandle(payoutWorkflowId(payout.id)).describe();
+    expect(closed.runId).toBe(runs.after);
+    expect(closed.status.name).toBe('COMPLETED');
+    expect(await storedRun(payout.id)).toBe(runs.after);
   }, 90_000);
 
   it('a payment whose webhook was lost is found at expiry and settled', async () => {

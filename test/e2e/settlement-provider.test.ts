@@ -91,7 +91,7 @@ describe('provider settlement (dev server, PostgreSQL, anvil, sandbox, worker, a
     });
   });
 
-  it('records a payment made after the charge expired for refund and does not settle it', async () => {
+  it('removes the charge at expiry: a late payer is refused by the bank, nothing is refunded or settled', async () => {
     // PIX_CHARGE_EXPIRY_SECONDS is at least 60 in config, too long for a real-time test, so this
     // payout is started directly with a 2 s expiry (the time-skipping tests cover the real hour).
     const receiver = privateKeyToAddress(generatePrivateKey());
@@ -120,23 +120,15 @@ describe('provider settlement (dev server, PostgreSQL, anvil, sandbox, worker, a
     const failed = (await handle.result()) as PayoutRecord;
     expect(failed).toMatchObject({ status: 'FAILED', failureReason: 'charge_expired' });
 
-    // The bank does not know about the expiry: the payer pays, the provider reports it.
-    await stack.pay(failed.pixCopyPaste);
-    let refund: Record<string, unknown> | undefined;
-    for (let i = 0; i < 100 && !refund; i++) {
-      const { rows } = await stack.db.query('SELECT * FROM refund_cases WHERE payout_id = $1', [
-        input.payoutId,
-      ]);
-      refund = rows[0] as Record<string, unknown> | undefined;
-      if (!refund) await new Promise((r) => setTimeout(r, 100));
-    }
-    expect(refund).toMatchObject({
-      payout_id: input.payoutId,
-      charge_id: failed.providerChargeId,
-      amount_brl: '100.00',
-      status: 'open',
-      reason: 'payment received after the payout was FAILED',
-    });
+    // A bank does not know about an expiry, but it does refuse a removed charge: the payout removed
+    // it at expiry, so the late payer's money never leaves and there is nothing to refund.
+    await expect(stack.pay(failed.pixCopyPaste)).rejects.toThrow(/answered 410/);
+    const status = await fetch(`${stack.sandboxUrl}/pix/charges/${failed.providerChargeId}`);
+    expect(await status.json()).toMatchObject({ status: 'removed', payments: [] });
+    const { rows } = await stack.db.query('SELECT 1 FROM refund_cases WHERE payout_id = $1', [
+      input.payoutId,
+    ]);
+    expect(rows).toEqual([]);
 
     const after = await stack.waitForStatus(apiKey, input.payoutId, [
       'PENDING',

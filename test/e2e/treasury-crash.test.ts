@@ -223,7 +223,9 @@ describe('treasury transfer survives a worker crash (worker as a separate proces
       const req = { payoutId, to: receiver, amountUnits: '1000000' };
       const sent = await Promise.all([acts.sendTreasuryTransfer(req), acts.sendTreasuryTransfer(req)]);
       expect(sent).toEqual([{ txHash: stored.txHash }, { txHash: stored.txHash }]);
-      await expect(acts.confirmTreasuryTransfer({ ...req, minConfirmations: 1 })).resolves.toBe('confirmed');
+      await expect(acts.confirmTreasuryTransfer({ ...req, minConfirmations: 1 })).resolves.toMatchObject({
+        status: 'confirmed',
+      });
       expect(
         await countTransfersTo({ rpcUrl: stack.rpcUrl, usdtAddress: stack.usdtAddress, to: receiver }),
       ).toEqual({
@@ -250,9 +252,9 @@ describe('treasury transfer survives a worker crash (worker as a separate proces
         );
         expect((await client.getTransaction({ hash: txHash })).hash).toBe(txHash);
         await rpc(stack.rpcUrl, 'evm_mine');
-        await expect(acts.confirmTreasuryTransfer({ ...req, minConfirmations: 1 })).resolves.toBe(
-          'confirmed',
-        );
+        await expect(acts.confirmTreasuryTransfer({ ...req, minConfirmations: 1 })).resolves.toMatchObject({
+          status: 'confirmed',
+        });
       } finally {
         await rpc(stack.rpcUrl, 'evm_setAutomine', [true]);
       }

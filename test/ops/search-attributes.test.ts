@@ -45,7 +45,10 @@ describe('payout search attributes', () => {
         async createPixCharge() {
           return { chargeId: 'chg_1', pixCopyPaste: '000201...' };
         },
-        // Reconciliation at expiry: the provider saw no payment.
+        // Reconciliation at expiry: the charge is removed, and the provider saw no payment.
+        async cancelPixCharge() {
+          return { kind: 'removed' as const, removedAt: new Date().toISOString() };
+        },
         async fetchChargeStatus() {
           return { status: 'expired' as const, expiresAt: new Date().toISOString(), payments: [] };
         },

@@ -348,7 +348,7 @@ describe('one sandbox', () => {
     expect(await read()).toMatchObject({ status: 'active', payments: [] });
   });
 
-  test('settlement request errors: only a 400 or a conflict is a refusal', async () => {
+  test('settlement request errors: only a 400 is a refusal', async () => {
     const payoutId = newPayoutId();
     const { chargeId, pixCopyPaste } = await sandbox.activities.createPixCharge({
       payoutId,
@@ -405,12 +405,13 @@ describe('one sandbox', () => {
     await receiver.takeToken();
     const accepted = await sandbox.activities.requestSettlement(request);
     await receiver.takeToken();
-    // The same payout id with another wallet: a conflict, final.
+    // The same payout id with another wallet: a conflict. Not a refusal: a settlement exists for the
+    // payout and may move USDT, so it is retried (and alerted) until an operator decides.
     expect(
       await failure(sandbox.activities.requestSettlement({ ...request, receiverWallet: freshWallet() })),
     ).toEqual({
-      type: 'ProviderRejected',
-      nonRetryable: true,
+      type: 'SettlementConflict',
+      nonRetryable: false,
     });
     expect(await sandbox.activities.requestSettlement(request)).toEqual({
       settlementId: accepted.settlementId,

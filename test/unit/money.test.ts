@@ -9,6 +9,7 @@ import {
   centavosToNumber,
   formatCentavos,
   formatUsdtUnits,
+  maxExpectedUsdtUnits,
   minAmountUsdtUnits,
   parseDecimal,
   usdtUnitsForBrl,
@@ -389,5 +390,33 @@ describe('minAmountUsdtUnits', () => {
         },
       ),
     );
+  });
+});
+
+describe('maxExpectedUsdtUnits (the most a payment buys at its quote, plus the tolerance)', () => {
+  it('is floor(amount × (1 + tolerance) / spot) in base units', () => {
+    // 100.00 BRL at 5.50: 18.181818 USDT; with 2 %: 18.545454.
+    expect(maxExpectedUsdtUnits(10000n, '5.50', '0')).toBe(18_181_818n);
+    expect(maxExpectedUsdtUnits(10000n, '5.50', '0.02')).toBe(18_545_454n);
+  });
+
+  it('is never below the guaranteed minimum of the same quote', () => {
+    fc.assert(
+      fc.property(
+        fc.bigInt({ min: 1n, max: 10_000_000n }),
+        fc.integer({ min: 100, max: 100_000 }),
+        (centavos, rateCents) => {
+          const rate = formatCentavos(BigInt(rateCents));
+          expect(maxExpectedUsdtUnits(centavos, rate, '0')).toBeGreaterThanOrEqual(
+            minAmountUsdtUnits(centavos, rate, '0.06'),
+          );
+        },
+      ),
+    );
+  });
+
+  it('refuses a rate that is not positive and a negative tolerance', () => {
+    expect(() => maxExpectedUsdtUnits(10000n, '0', '0.02')).toThrow(RangeError);
+    expect(() => maxExpectedUsdtUnits(10000n, '5.50', '-0.01')).toThrow(RangeError);
   });
 });

@@ -1,0 +1,197 @@
+import { ApplicationFailure } from '@temporalio/common';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import type { PayoutRecord } from '../../src/domain/payout';
+import {
+  getPayoutQuery,
+  providerEventSignal,
+  resolvePayoutUpdate,
+  type PayoutWorkflowInput,
+} from '../../src/workflows/payout.contract';
+import { createTimeSkippingEnv } from '../support/temporal';
+import {
+  fakeActivities,
+  isolatedBundle,
+  payoutInput,
+  pixReceived,
+  settlementCompleted,
+  startPayout,
+  waitForPayout,
+  withWorker,
+} from './harness';
+
+// An unknown is never a verdict (docs/decisions.md D33), on the time-skipping test server: the
+// provider or the chain not answering keeps the payout where it is, with an attention item, until
+// proof arrives or an operator decides. Minutes of retry rounds pass in workflow time.
+describe('payoutWorkflow: unknowns (time-skipping)', () => {
+  let env: TestWorkflowEnvironment;
+
+  beforeAll(async () => {
+    env = await createTimeSkippingEnv();
+    await isolatedBundle();
+  }, 60_000);
+  afterAll(() => env?.teardown());
+
+  type Fake = ReturnType<typeof fakeActivities>;
+  type Handle = Awaited<ReturnType<typeof startPayout>>;
+  const kinds = (fake: Fake, name: 'raiseAttention' | 'clearAttention') =>
+    fake.callsOf(name).map(([a]) => a as { kind?: string; kinds?: string[] });
+
+  function run<T>(fake: Fake, input: PayoutWorkflowInput, fn: (h: Handle) => Promise<T>): Promise<T> {
+    return withWorker(env, fake.activities, async (taskQueue) =>
+      fn(await startPayout(env, taskQueue, input)),
+    );
+  }
+
+  it('keeps a payout PENDING past its expiry while the charge status cannot be read, then settles the payment it reports', async () => {
+    let readable = false;
+    const input = payoutInput();
+    const fake = fakeActivities({
+      fetchChargeStatus: async () => {
+        if (!readable) throw ApplicationFailure.retryable('503 from the provider', 'ChargeStatusUnreadable');
+        return {
+          status: 'paid' as const,
+          expiresAt: '2026-11-21T23:00:00.000Z',
+          payments: [pixReceived(input.payoutId, { paidAt: '2026-11-21T22:59:00.000Z' } as never)],
+        };
+      },
+    });
+    const done = await run(fake, input, async (h) => {
+      await waitForPayout(h, (p) => p.pixCopyPaste !== '');
+      // An hour of expiry and a few minutes of failed reads pass in workflow time.
+      await env.sleep('70 minutes');
+      expect((await h.query(getPayoutQuery)).status).toBe('PENDING');
+      expect(kinds(fake, 'raiseAttention')).toEqual([
+        expect.objectContaining({ kind: 'charge_status_unreadable' }),
+      ]);
+      readable = true;
+      await h.signal(providerEventSignal, settlementCompleted(input.payoutId));
+      return (await h.result()) as PayoutRecord;
+    });
+    expect(done).toMatchObject({ status: 'COMPLETED', paidAt: '2026-11-21T22:59:00.000Z' });
+    expect(fake.callsOf('recordLatePayment')).toHaveLength(0);
+    // Removed at the provider before the status was read, so no payment could come after it.
+    expect(fake.calls.findIndex((c) => c.name === 'cancelPixCharge')).toBeLessThan(
+      fake.calls.findIndex((c) => c.name === 'fetchChargeStatus'),
+    );
+    expect(kinds(fake, 'clearAttention')).toContainEqual(
+      expect.objectContaining({ kinds: ['charge_status_unreadable'] }),
+    );
+  });
+
+  it('lets an operator fail a payout whose charge status stays unreadable, and records who and why', async () => {
+    const input = payoutInput();
+    const fake = fakeActivities({
+      fetchChargeStatus: async () => {
+        throw ApplicationFailure.retryable('401 from the provider', 'ChargeStatusUnreadable');
+      },
+    });
+    const done = await run(fake, input, async (h) => {
+      await waitForPayout(h, (p) => p.pixCopyPaste !== '');
+      await env.sleep('70 minutes');
+      await expect(
+        h.executeUpdate(resolvePayoutUpdate, {
+          args: [
+            {
+              decision: 'complete',
+              decidedBy: 'ops',
+              reason: 'x',
+              txHash: `0x${'ab'.repeat(32)}`,
+              amountUsdtUnits: '1',
+            },
+          ],
+        }),
+      ).rejects.toMatchObject({ cause: { message: expect.stringMatching(/never paid/) } });
+      const decided = await h.executeUpdate(resolvePayoutUpdate, {
+        args: [{ decision: 'fail', decidedBy: 'ana@ops', reason: 'provider confirmed no payment' }],
+      });
+      expect(decided).toMatchObject({ status: 'FAILED', failureReason: 'operator_decision' });
+      return (await h.result()) as PayoutRecord;
+    });
+    expect(done.status).toBe('FAILED');
+    expect(fake.callsOf('recordOperatorDecision')).toEqual([
+      [
+        {
+          payoutId: input.payoutId,
+          decision: 'fail',
+          decidedBy: 'ana@ops',
+          reason: 'provider confirmed no payment',
+        },
+      ],
+    ]);
+  });
+
+  it('retries a settlement request the provider answers "charge not paid" (a lagging replica), alerting, never failing', async () => {
+    let attempts = 0;
+    const input = payoutInput();
+    const fake = fakeActivities({
+      requestSettlement: async () => {
+        if (++attempts < 20) throw ApplicationFailure.retryable('charge not paid', 'ChargeNotPaidYet');
+        return { settlementId: 'stl_late', status: 'pending' as const };
+      },
+    });
+    const done = await run(fake, input, async (h) => {
+      await waitForPayout(h, (p) => p.pixCopyPaste !== '');
+      await h.signal(providerEventSignal, pixReceived(input.payoutId));
+      await env.sleep('20 minutes');
+      await h.signal(providerEventSignal, settlementCompleted(input.payoutId));
+      return (await h.result()) as PayoutRecord;
+    });
+    expect(done.status).toBe('COMPLETED');
+    expect(kinds(fake, 'raiseAttention')).toEqual([
+      expect.objectContaining({ kind: 'settlement_request_unanswered' }),
+    ]);
+    expect(attempts).toBeGreaterThanOrEqual(20);
+  });
+
+  it("uses the repeated request's answer: a settlement already failed with nothing sent is read and failed at once", async () => {
+    const input = payoutInput();
+    const fake = fakeActivities({
+      requestSettlement: async () => ({ settlementId: 'stl_1', status: 'failed' as const }),
+      fetchSettlementStatus: async () => ({
+        status: 'failed' as const,
+        chainId: 42161,
+        failureReason: 'no liquidity',
+      }),
+    });
+    const done = await run(fake, input, async (h) => {
+      await waitForPayout(h, (p) => p.pixCopyPaste !== '');
+      await h.signal(providerEventSignal, pixReceived(input.payoutId));
+      return (await h.result()) as PayoutRecord;
+    });
+    expect(done).toMatchObject({ status: 'FAILED', failureReason: 'provider_reported_failure' });
+    expect(fake.callsOf('fetchSettlementStatus')).toHaveLength(1);
+    expect(fake.callsOf('recordLatePayment').map(([a]) => (a as { kind: string }).kind)).toEqual([
+      'payout_failed',
+    ]);
+  });
+
+  it('flags a settlement above what the payment buys at its quote, and still completes (the USDT is the receiver’s)', async () => {
+    const input = { ...payoutInput(), maxExpectedUsdtUnits: '18000000' };
+    const fake = fakeActivities();
+    const done = await run(fake, input, async (h) => {
+      await waitForPayout(h, (p) => p.pixCopyPaste !== '');
+      await h.signal(providerEventSignal, pixReceived(input.payoutId));
+      await h.signal(
+        providerEventSignal,
+        settlementCompleted(input.payoutId, { amountUsdt: '18.000001' } as never),
+      );
+      return (await h.result()) as PayoutRecord;
+    });
+    expect(done).toMatchObject({ status: 'COMPLETED', settledAmountUsdtUnits: '18000001' });
+    expect(kinds(fake, 'raiseAttention')).toEqual([expect.objectContaining({ kind: 'settled_above_quote' })]);
+    // Items for review outlive the payout: nothing clears it.
+    expect(fake.callsOf('clearAttention')).toEqual([]);
+  });
+
+  it('does not flag a settlement at or under the bound', async () => {
+    const input = { ...payoutInput(), maxExpectedUsdtUnits: '17825311' };
+    const fake = fakeActivities();
+    await run(fake, input, async (h) => {
+      await waitForPayout(h, (p) => p.pixCopyPaste !== '');
+      await h.signal(providerEventSignal, pixReceived(input.payoutId));
+      await h.signal(providerEventSignal, settlementCompleted(input.payoutId));
+      return h.result();
+    });
+    expect(fake.callsOf('raiseAttention')).toEqual([]);
+  });
+});

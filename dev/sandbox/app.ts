@@ -440,13 +440,15 @@ export function buildSandboxApp(config: SandboxConfig, deps: SandboxDeps = {}): 
   }
 
   // Removal of an unpaid charge by the receiver, as BCB's Pix API `PATCH /cob/{txid}` with status
-  // REMOVIDA_PELO_USUARIO_RECEBEDOR. A paid charge stays paid (409): the payment came first.
+  // REMOVIDA_PELO_USUARIO_RECEBEDOR. A charge paid its amount stays paid (409): the payment came first.
+  // A payment of another amount does not pay the charge (it is refunded, never settled), so it does
+  // not stop the removal: the charge is removed and that payment stays what it was.
   app.patch<{ Params: { charge_id: string } }>('/pix/charges/:charge_id', async (request) => {
     authorize(request);
     parse(chargeRemovalRequest, request.body);
     const charge = state.chargeById(request.params.charge_id);
     if (!charge) throw new HttpError(404, 'unknown charge');
-    if (charge.payments.length > 0) throw new HttpError(409, 'charge already paid');
+    if (settleablePayment(charge)) throw new HttpError(409, 'charge already paid');
     if (!charge.removedAt) {
       charge.removedAt = now();
       state.save();

@@ -136,6 +136,82 @@ describe('POST /v1/payouts/{id}/cancel', () => {
     });
   });
 
+  it('after a wrong-amount payment: 200 FAILED cancelled, the charge removed, the payment in its refund case', async () => {
+    const { apiKey, payout } = await createPayout();
+    const wrongEventId = await stack.payWith(payout.pix_copy_paste, { amountBrl: 50 });
+    // The workflow has judged it (its webhook came): a refund case, the payout still PENDING.
+    await refundCaseFor(wrongEventId);
+    const res = await cancel(apiKey, payout.id);
+    expect(res.status).toBe(200);
+    expect(res.json).toMatchObject({ id: payout.id, status: 'FAILED' });
+    const { rows } = await stack.db.query<{ failure_reason: string }>(
+      'SELECT failure_reason FROM payouts WHERE id = $1',
+      [payout.id],
+    );
+    expect(rows[0]?.failure_reason).toBe('cancelled');
+    expect(await refundCaseFor(wrongEventId)).toMatchObject({
+      payout_id: payout.id,
+      status: 'open',
+      amount_brl: '50.00',
+    });
+    expect(await payAtSandbox(payout.pix_copy_paste)).toBe(410);
+  }, 60_000);
+
+  it("another partner's cancel leaves the owner's payout PENDING and its charge payable", async () => {
+    const { apiKey, payout } = await createPayout();
+    const other = await stack.createPartner();
+    expectError(await cancel(other.apiKey, payout.id), 404, 'payout not found');
+    const read = await call(stack.apiUrl, `/v1/payouts/${payout.id}`, { headers: { 'x-api-key': apiKey } });
+    expect(read.json).toMatchObject({
+      id: payout.id,
+      status: 'PENDING',
+      pix_copy_paste: payout.pix_copy_paste,
+    });
+    const provider = createHttpProvider({ baseUrl: stack.sandboxUrl, apiKey: stack.config.PROVIDER_API_KEY });
+    expect(await provider.getChargeStatus((await chargeIdOf(payout.id))!)).toMatchObject({
+      status: 'active',
+      payments: [],
+    });
+  });
+
+  // The read model says PENDING but Temporal cannot decide: 503, retry later, and nothing changed.
+  it('a PENDING payout whose workflow is gone (terminated): 503, the payout untouched', async () => {
+    const { apiKey, payout } = await createPayout();
+    const { rows } = await stack.db.query<{ workflow_id: string }>(
+      'SELECT workflow_id FROM payouts WHERE id = $1',
+      [payout.id],
+    );
+    await stack.temporal.workflow.getHandle(rows[0]!.workflow_id).terminate('test: workflow gone');
+    expectError(await cancel(apiKey, payout.id), 503, 'payment provider unavailable, retry later');
+    const read = await call(stack.apiUrl, `/v1/payouts/${payout.id}`, { headers: { 'x-api-key': apiKey } });
+    expect(read.json).toMatchObject({ status: 'PENDING' });
+  });
+
+  it('a PENDING payout whose workflow never existed: 503, the payout untouched', async () => {
+    const { apiKey, payout } = await createPayout();
+    await stack.db.query(
+      "UPDATE payouts SET workflow_id = 'payout-never-started', run_id = $2 WHERE id = $1",
+      [payout.id, '00000000-0000-4000-8000-000000000001'],
+    );
+    expectError(await cancel(apiKey, payout.id), 503, 'payment provider unavailable, retry later');
+    const { rows } = await stack.db.query<{ status: string }>('SELECT status FROM payouts WHERE id = $1', [
+      payout.id,
+    ]);
+    expect(rows[0]?.status).toBe('PENDING');
+  });
+
+  /** Waits for the refund case of a payment (the workflow opens it once it has judged the payment). */
+  async function refundCaseFor(eventId: string) {
+    for (;;) {
+      const { rows } = await stack.db.query<{ payout_id: string; status: string; amount_brl: string }>(
+        'SELECT payout_id, status, amount_brl FROM refund_cases WHERE event_id = $1',
+        [eventId],
+      );
+      if (rows[0]) return rows[0];
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+
   async function chargeIdOf(payoutId: string): Promise<string | undefined> {
     const { rows } = await stack.db.query<{ provider_charge_id: string }>(
       'SELECT provider_charge_id FROM payouts WHERE id = $1',

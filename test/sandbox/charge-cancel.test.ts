@@ -139,3 +139,24 @@ test('the charge-status endpoint reports a removed charge as removed, and a paid
   expect(await provider.cancelCharge(paid.chargeId)).toEqual({ kind: 'already_paid' });
   expect((await provider.getChargeStatus(paid.chargeId)).status).toBe('paid');
 });
+
+test('a payment of another amount does not stop the removal, and stays listed on the charge', async () => {
+  const charge = await newCharge();
+  const wrong = await fetch(`${baseUrl}/sandbox/payments`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ pix_copy_paste: charge.pixCopyPaste, amount_brl: 50 }),
+  });
+  expect(wrong.status).toBe(202);
+  // The payment is recorded before the answer (its webhook is another test's concern).
+  const { event_id: eventId } = (await wrong.json()) as { event_id: string };
+
+  expect(await provider.cancelCharge(charge.chargeId)).toEqual({
+    kind: 'removed',
+    removedAt: expect.any(String),
+  });
+  expect((await pay(charge.pixCopyPaste)).status).toBe(410);
+  expect(await provider.getChargeStatus(charge.chargeId)).toMatchObject({
+    payments: [{ eventId, amountBrl: '50.00' }],
+  });
+});

@@ -62,6 +62,9 @@ function toRecord(row: PayoutRow): PayoutRecord {
  * idempotent and keeps an activity retry of an older state from overwriting a newer one, and a
  * terminal status supersedes a non-terminal one whatever the versions: a workflow task that is redone
  * after its local activity wrote an interim state may decide the payout's end at that same version.
+ * For the same reason a non-terminal status never overwrites a terminal one of the same run, whatever
+ * its version: the attempt that lost its task may still finish a local write (a worker cut off from
+ * Temporal but not from the database) after the redo has ended the payout.
  * A newer run of the workflow (an operator's reset, whose versions restart from the reset point)
  * wins over the older run; `runStartedAt` is null only for the api's copy of the workflow's answer.
  */
@@ -89,7 +92,8 @@ export async function upsertPayout(
      WHERE (EXCLUDED.run_started_at > payouts.run_started_at)
         OR ((EXCLUDED.run_started_at IS NULL OR payouts.run_started_at IS NULL
              OR EXCLUDED.run_started_at = payouts.run_started_at)
-            AND (payouts.version < EXCLUDED.version
+            AND ((payouts.version < EXCLUDED.version
+                  AND (EXCLUDED.status IN ('COMPLETED', 'FAILED') OR payouts.status NOT IN ('COMPLETED', 'FAILED')))
                  OR (EXCLUDED.status IN ('COMPLETED', 'FAILED') AND payouts.status NOT IN ('COMPLETED', 'FAILED'))))`,
     [
       p.id,

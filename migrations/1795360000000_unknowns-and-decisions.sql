@@ -1,10 +1,5 @@
 -- Up Migration
 
--- The run that wrote a read-model row. An operator's reset starts a new run of the same workflow
--- whose version counter restarts from the reset point: its writes must win over the old run's
--- although their versions are lower, so rows remember which run (by its start time) wrote them.
-ALTER TABLE payouts ADD COLUMN run_started_at timestamptz;
-
 -- What a payout is waiting on without proof (a transfer not yet confirmed past the deadline, a
 -- status the provider does not answer, a mismatch on chain): one row per payout and kind, raised by
 -- the payout's workflow and cleared by it when proof arrives. Rows still open are the
@@ -41,4 +36,3 @@ CREATE TABLE operator_decisions (
 
 DROP TABLE operator_decisions;
 DROP TABLE payout_attention;
-ALTER TABLE payouts DROP COLUMN run_started_at;

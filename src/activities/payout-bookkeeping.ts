@@ -42,13 +42,8 @@ export function createPayoutBookkeepingActivities({
   // alert) cannot see the first refund case of a series that first appears already at 1.
   for (const kind of REFUND_KINDS) metrics.refundCasesOpened.inc({ kind }, 0);
   return {
-    async recordPayout(
-      payout: PayoutRecord,
-      workflowId: string,
-      runId: string,
-      runStartedAt?: string,
-    ): Promise<void> {
-      await upsertPayout(db, payout, workflowId, runId, runStartedAt ?? null);
+    async recordPayout(payout: PayoutRecord, workflowId: string, runId: string): Promise<void> {
+      await upsertPayout(db, payout, workflowId, runId);
       metrics.payoutTransitions.inc({ status: payout.status });
       if (payout.status === 'COMPLETED' && payout.paidAt && payout.confirmedAt) {
         const seconds = (Date.parse(payout.confirmedAt) - Date.parse(payout.paidAt)) / 1000;

@@ -535,10 +535,10 @@ class PayoutProcess {
     const ended = isTerminal(next.status) && !isTerminal(this.record.status);
     this.record = next;
     upsertPayoutSearchAttributes(this.record);
-    const { workflowId, runId, runStartTime } = workflowInfo();
+    const { workflowId, runId } = workflowInfo();
     const interim = !isTerminal(next.status);
     const writer = interim ? localWrite : bookkeeping;
-    await writer.recordPayout(this.record, workflowId, runId, runStartTime.toISOString());
+    await writer.recordPayout(this.record, workflowId, runId);
     if (!ended) return;
     // Ended: whatever was received and not settled is refunded, whatever was waited on is answered.
     this.inbox.settleAccounts(this.record.failureReason ?? this.record.status);

@@ -13,8 +13,6 @@ import { testDatabaseUrl } from '../support/env';
 // cases' side of it: only a COMPLETED payout's payment is "the one it settles".
 
 const WORKFLOW_ID = 'payout-test';
-const RUN_1 = '2026-11-21T22:00:00.000Z';
-const RUN_2 = '2026-11-21T23:00:00.000Z';
 
 describe('payouts read model (upsertPayout) and refund cases', () => {
   let db: Db;
@@ -56,15 +54,10 @@ describe('payouts read model (upsertPayout) and refund cases', () => {
       pix_copy_paste: string;
       failure_reason: string | null;
       run_id: string;
-      run_started_at: Date | null;
-    }>(
-      'SELECT status, version, pix_copy_paste, failure_reason, run_id, run_started_at FROM payouts WHERE id = $1',
-      [id],
-    );
+    }>('SELECT status, version, pix_copy_paste, failure_reason, run_id FROM payouts WHERE id = $1', [id]);
     return rows[0]!;
   }
-  const write = (p: PayoutRecord, runStartedAt: string | null = RUN_1, runId = 'run-1') =>
-    upsertPayout(db, p, WORKFLOW_ID, runId, runStartedAt);
+  const write = (p: PayoutRecord, runId = 'run-1') => upsertPayout(db, p, WORKFLOW_ID, runId);
 
   test("a redone task's writes in the order the kill test sees them: the row ends FAILED, no payable code", async () => {
     // Dead attempt: PENDING v1, PENDING v2 with the pay code. Redo: PENDING v1 again, then FAILED v2.
@@ -98,32 +91,31 @@ describe('payouts read model (upsertPayout) and refund cases', () => {
     expect(await row(v1.id)).toMatchObject({ status: 'FAILED', version: 2, pix_copy_paste: '' });
   });
 
-  test('a newer run wins even with a lower version; an older run then loses even with a higher one', async () => {
+  test("another run's later decision wins even with a lower version; the older run's earlier one then loses", async () => {
     const v1 = pending();
     const failed = transition(withCode(v1), 'FAILED', at(3), { failureReason: 'charge_expired' });
     await write(failed);
-    // An operator's reset: the new run's versions restart from the reset point.
-    await write(v1, RUN_2, 'run-2');
+    // An operator's reset: the new run's versions restart from the reset point, its decisions are later.
+    await write({ ...v1, updatedAt: at(5) }, 'run-2');
     expect(await row(v1.id)).toMatchObject({ status: 'PENDING', version: 1, run_id: 'run-2' });
-    await write(amend(failed, at(4), {}), RUN_1, 'run-1');
+    // A late write of the old run (an attempt that outlived the reset), decided before it.
+    await write(amend(failed, at(4), {}), 'run-1');
     expect(await row(v1.id)).toMatchObject({ status: 'PENDING', version: 1, run_id: 'run-2' });
   });
 
-  test("the api's copy (no run start) follows the version rule and keeps the run's start", async () => {
+  test("the api's copy (same run) follows the version rule", async () => {
     const v1 = pending();
     const v2 = withCode(v1);
     await write(v2);
-    await write(v1, null);
+    await write(v1);
     expect(await row(v1.id)).toMatchObject({
       status: 'PENDING',
       version: 2,
       pix_copy_paste: '000201-payable',
     });
     const v3 = transition(v2, 'PROCESSING', at(5), { paidAt: at(5), paymentEventId: 'evt_a' });
-    await write(v3, null);
-    const after = await row(v1.id);
-    expect(after).toMatchObject({ status: 'PROCESSING', version: 3 });
-    expect(after.run_started_at?.toISOString()).toBe(RUN_1);
+    await write(v3);
+    expect(await row(v1.id)).toMatchObject({ status: 'PROCESSING', version: 3, run_id: 'run-1' });
   });
 
   describe('openRefundCase: only a COMPLETED payout settles its payment', () => {

@@ -58,8 +58,8 @@ async function main(): Promise<void> {
   );
   const hang = () => new Promise<never>(() => {});
   const activities = {
-    async recordPayout(record: PayoutRecord, workflowId: string, runId: string, runStartedAt?: string) {
-      await real.recordPayout(record, workflowId, runId, runStartedAt);
+    async recordPayout(record: PayoutRecord, workflowId: string, runId: string) {
+      await real.recordPayout(record, workflowId, runId);
       const blocked =
         record.status === cfg.blockAfter && (record.status !== 'PENDING' || record.pixCopyPaste !== '');
       report({ kind: 'recordPayout', record, blocked });

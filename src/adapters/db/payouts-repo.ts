@@ -65,33 +65,29 @@ function toRecord(row: PayoutRow): PayoutRecord {
  * For the same reason a non-terminal status never overwrites a terminal one of the same run, whatever
  * its version: the attempt that lost its task may still finish a local write (a worker cut off from
  * Temporal but not from the database) after the redo has ended the payout.
- * A newer run of the workflow (an operator's reset, whose versions restart from the reset point)
- * wins over the older run; `runStartedAt` is null only for the api's copy of the workflow's answer.
+ * Another run of the workflow (an operator's reset, whose versions restart from the reset point) wins
+ * when its change was decided later: a reset run's new decisions all come after the old run's last.
  */
 export async function upsertPayout(
   db: Db,
   p: PayoutRecord,
   workflowId: string,
   runId: string,
-  runStartedAt: string | null = null,
 ): Promise<void> {
   await db.query(
     `INSERT INTO payouts (id, partner_id, workflow_id, run_id, version, status, amount_centavos, min_amount_usdt_units,
        settled_amount_usdt_units, pix_key, pix_key_type, receiver_wallet, pix_copy_paste, provider_charge_id,
-       blockchain_tx_id, paid_at, confirmed_at, failure_reason, created_at, updated_at, payment_event_id,
-       run_started_at)
-     VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,$21,$22)
+       blockchain_tx_id, paid_at, confirmed_at, failure_reason, created_at, updated_at, payment_event_id)
+     VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,$21)
      ON CONFLICT (id) DO UPDATE SET
-       run_id = EXCLUDED.run_id, run_started_at = COALESCE(EXCLUDED.run_started_at, payouts.run_started_at),
-       version = EXCLUDED.version, status = EXCLUDED.status,
+       run_id = EXCLUDED.run_id, version = EXCLUDED.version, status = EXCLUDED.status,
        settled_amount_usdt_units = EXCLUDED.settled_amount_usdt_units, pix_copy_paste = EXCLUDED.pix_copy_paste,
        provider_charge_id = EXCLUDED.provider_charge_id, blockchain_tx_id = EXCLUDED.blockchain_tx_id,
        paid_at = EXCLUDED.paid_at, payment_event_id = EXCLUDED.payment_event_id,
        confirmed_at = EXCLUDED.confirmed_at, failure_reason = EXCLUDED.failure_reason,
        updated_at = EXCLUDED.updated_at
-     WHERE (EXCLUDED.run_started_at > payouts.run_started_at)
-        OR ((EXCLUDED.run_started_at IS NULL OR payouts.run_started_at IS NULL
-             OR EXCLUDED.run_started_at = payouts.run_started_at)
+     WHERE (payouts.run_id <> EXCLUDED.run_id AND EXCLUDED.updated_at > payouts.updated_at)
+        OR (payouts.run_id = EXCLUDED.run_id
             AND ((payouts.version < EXCLUDED.version
                   AND (EXCLUDED.status IN ('COMPLETED', 'FAILED') OR payouts.status NOT IN ('COMPLETED', 'FAILED')))
                  OR (EXCLUDED.status IN ('COMPLETED', 'FAILED') AND payouts.status NOT IN ('COMPLETED', 'FAILED'))))`,
@@ -117,7 +113,6 @@ export async function upsertPayout(
       p.createdAt,
       p.updatedAt,
       p.paymentEventId ?? null,
-      runStartedAt,
     ],
   );
 }

@@ -256,6 +256,14 @@ export function createChainActivities({
       to: string;
       amountUnits: string;
     }): Promise<{ txHash: `0x${string}` }> {
+      // A transfer already signed for the payout is only re-sent: nothing about this worker (its
+      // treasury key, its balance) may refuse it then, since a refusal is taken as proof that nothing
+      // was signed.
+      const signedBefore = await findTreasuryTransfer(db, req.payoutId);
+      if (signedBefore !== null) {
+        await broadcastTreasuryTransfer(signedBefore);
+        return { txHash: latestAttempt(signedBefore).txHash };
+      }
       const transfer = await getOrCreateTreasuryTransfer(
         db,
         {
@@ -309,10 +317,12 @@ export function createChainActivities({
     }): Promise<{ status: 'confirmed' | 'reverted'; txHash: `0x${string}` }> {
       const transfer = await findTreasuryTransfer(db, req.payoutId);
       if (transfer === null) {
-        // sendTreasuryTransfer returned its hash, so the row exists: this is a bug, not a state.
-        throw ApplicationFailure.nonRetryable(
+        // sendTreasuryTransfer returned its hash, so the row existed: a database that lost it (a
+        // failover) is a fault to fix, not proof that nothing was sent. Retried, loudly.
+        logger.error({ payoutId: req.payoutId }, 'treasury transfer row missing after it was sent');
+        throw ApplicationFailure.retryable(
           `no treasury transfer stored for payout ${req.payoutId}`,
-          'ChainRejected',
+          'TreasuryTransferMissing',
         );
       }
       let latestKnown = false;

@@ -11,6 +11,7 @@ import {
   clearAttention,
   raiseAttention,
   recordOperatorDecision,
+  WAITING_KINDS,
   type AttentionKind,
   type OperatorDecision,
 } from '../adapters/db/attention-repo';
@@ -44,6 +45,14 @@ export function createPayoutBookkeepingActivities({
   return {
     async recordPayout(payout: PayoutRecord, workflowId: string, runId: string): Promise<void> {
       await upsertPayout(db, payout, workflowId, runId);
+      // An ended payout waits on nothing: whatever any of its runs or attempts raised is answered.
+      if (payout.status === 'COMPLETED' || payout.status === 'FAILED') {
+        await clearAttention(db, {
+          payoutId: payout.id,
+          kinds: WAITING_KINDS,
+          by: `payout ${payout.status}`,
+        });
+      }
       metrics.payoutTransitions.inc({ status: payout.status });
       if (payout.status === 'COMPLETED' && payout.paidAt && payout.confirmedAt) {
         const seconds = (Date.parse(payout.confirmedAt) - Date.parse(payout.paidAt)) / 1000;

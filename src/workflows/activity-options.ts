@@ -35,6 +35,15 @@ export const CHARGE_RECONCILIATION: ActivityOptions = {
 };
 
 /**
+ * The partner's cancel, asked of the provider while the partner waits: bounded, so that an outage
+ * answers the partner (503, try again) instead of holding the payout's payments and expiry with it.
+ */
+export const CHARGE_CANCEL: ActivityOptions = {
+  ...CHARGE_RECONCILIATION,
+  scheduleToCloseTimeout: '1 minute',
+};
+
+/**
  * A notification behind a webhook token: a provider outage must lose nothing, so the fetch is retried
  * for as long as it takes. Only an event the provider cannot describe within its contract ends it.
  */

@@ -15,6 +15,7 @@ import { isActivityError, isRefusal } from './activity-errors';
 import {
   asLocal,
   BOOKKEEPING,
+  CHARGE_CANCEL,
   CHARGE_CREATION,
   CHARGE_RECONCILIATION,
   PROOF_ROUND,
@@ -69,6 +70,8 @@ const localWrite = proxyLocalActivities<Pick<PayoutBookkeepingActivities, 'recor
 );
 const reconciling =
   proxyActivities<Pick<ProviderActivities, 'fetchChargeStatus' | 'cancelPixCharge'>>(CHARGE_RECONCILIATION);
+const cancelling =
+  proxyActivities<Pick<ProviderActivities, 'fetchChargeStatus' | 'cancelPixCharge'>>(CHARGE_CANCEL);
 const verifying = proxyActivities<Pick<ChainActivities, 'verifyUsdtTransfer'>>(PROOF_ROUND);
 
 /**
@@ -113,6 +116,10 @@ class PayoutProcess {
   private decision: OperatorDecisionInput | undefined;
   /** The step that is running can be decided by an operator (it waits on an unknown). */
   private decidable: 'fail' | 'fail_or_complete' | undefined;
+  /** A decision is being taken (its transfer checked): a second one is refused meanwhile. */
+  private deciding = false;
+  /** Why the decision being taken did not apply (proof arrived first). */
+  private decisionRefusal: string | undefined;
 
   constructor(input: PayoutWorkflowInput) {
     this.settings = input.settings;
@@ -322,12 +329,14 @@ class PayoutProcess {
     try {
       const { id: payoutId, providerChargeId: chargeId } = this.record;
       const removed = await this.inbox.whileHeld(async () => {
-        const outcome = await reconciling.cancelPixCharge({ payoutId, chargeId: chargeId! });
+        // A provider that does not answer in time fails the update (the partner gets 503 and may try
+        // again); the payout goes on as if no cancel had come.
+        const outcome = await cancelling.cancelPixCharge({ payoutId, chargeId: chargeId! });
         if (outcome.kind === 'removed') {
           await this.fail('cancelled');
           return true;
         }
-        const status = await reconciling.fetchChargeStatus({ payoutId, chargeId: chargeId! });
+        const status = await cancelling.fetchChargeStatus({ payoutId, chargeId: chargeId! });
         this.inbox.takeReported(status.payments);
         return false;
       });
@@ -350,7 +359,11 @@ class PayoutProcess {
 
   // --- Operators: a decision where the payout waits on an unknown. ---
 
-  /** Runs `step` until it ends or an operator's decision is accepted; the decision then wins. */
+  /**
+   * Runs `step` until it ends or an operator's decision is accepted. The decision then cancels the
+   * step, but proof wins: a step that still ends with its outcome (an activity that completes once its
+   * cancel is asked, as activities here do by default) keeps it, and the decision is refused.
+   */
   private async untilOperatorDecides<T>(
     allowed: 'fail' | 'fail_or_complete',
     step: () => Promise<T>,
@@ -363,26 +376,44 @@ class PayoutProcess {
         running.then((value) => ({ value })),
         condition(() => this.decision !== undefined).then(() => undefined),
       ]);
-      if (first !== undefined) return first.value;
-      scope.cancel();
-      await running.catch((err: unknown) => {
-        if (!isCancellation(err)) throw err;
-      });
-      return { decision: this.decision! };
+      if (first === undefined) {
+        scope.cancel();
+        const settled = await running.then(
+          (value) => ({ value }),
+          (err: unknown) => {
+            if (!isCancellation(err)) throw err;
+            return undefined;
+          },
+        );
+        if (settled === undefined) return { decision: this.decision! };
+        return this.proofWins(settled.value);
+      }
+      return this.decision === undefined ? first.value : this.proofWins(first.value);
     } finally {
       this.decidable = undefined;
     }
   }
 
+  /** The step found its answer while an operator's decision was being taken: the decision is refused. */
+  private proofWins<T>(value: T): T {
+    this.decisionRefusal = 'proof arrived while the decision was taken; the payout follows the proof';
+    this.decision = undefined;
+    return value;
+  }
+
   private refuseDecisionUnlessWaiting(d: OperatorDecisionInput): void {
     const refuse = (message: string) => {
-      throw ApplicationFailure.create({ type: PAYOUT_NOT_RESOLVABLE, message, nonRetryable: true });
+      throw notResolvable(message);
     };
     if (!d.decidedBy?.trim() || !d.reason?.trim()) refuse('a decision needs who decided and why');
     if (isTerminal(this.record.status)) refuse(`payout is already ${this.record.status}`);
-    if (this.decision !== undefined) refuse('payout already has a decision');
+    if (this.decision !== undefined || this.deciding) refuse('payout already has a decision being taken');
     if (this.decidable === undefined || !this.attention.waiting) {
       refuse('payout is not waiting on an unknown: nothing to decide (see admin payouts attention)');
+    }
+    if (this.settings.settlementMode === 'treasury' && this.decidable === 'fail_or_complete') {
+      // Our own transaction may be signed and in a pool: only the chain can end it (D25).
+      refuse('a treasury transfer may be signed: only its proof ends the payout (see the runbook)');
     }
     if (d.decision === 'complete') {
       if (this.decidable !== 'fail_or_complete') refuse('payout was never paid: it can only be failed');
@@ -398,35 +429,37 @@ class PayoutProcess {
    * before the decision is taken: an operator cannot complete a payout with USDT that did not land.
    */
   private async acceptDecision(d: OperatorDecisionInput): Promise<PayoutRecord> {
-    if (d.decision === 'complete') {
-      const verdict = await verifying
-        .verifyUsdtTransfer({
-          payoutId: this.record.id,
-          txHash: d.txHash!,
-          to: this.record.receiverWallet,
-          amountUnits: d.amountUsdtUnits!,
-          minConfirmations: this.settings.settlementConfirmations,
-        })
-        .catch(() => 'unproven' as const);
-      if (verdict !== 'confirmed') {
-        throw ApplicationFailure.create({
-          type: PAYOUT_NOT_RESOLVABLE,
-          message: `transfer ${d.txHash} is not a confirmed, unclaimed payment of that amount to the receiver (${verdict})`,
-          nonRetryable: true,
-        });
+    // Taken synchronously, before any await: a second decision sent meanwhile is refused.
+    this.deciding = true;
+    try {
+      if (d.decision === 'complete') {
+        const verdict = await verifying
+          .verifyUsdtTransfer({
+            payoutId: this.record.id,
+            txHash: d.txHash!,
+            to: this.record.receiverWallet,
+            amountUnits: d.amountUsdtUnits!,
+            minConfirmations: this.settings.settlementConfirmations,
+          })
+          .catch(() => 'unproven' as const);
+        if (verdict !== 'confirmed') {
+          throw notResolvable(
+            `transfer ${d.txHash} is not a confirmed, unclaimed payment of that amount to the receiver (${verdict})`,
+          );
+        }
       }
+      // The step may have found its proof while the transfer was checked: then proof wins.
+      if (isTerminal(this.record.status) || this.decidable === undefined) {
+        throw notResolvable(`payout is already ${this.record.status}`);
+      }
+      this.decisionRefusal = undefined;
+      this.decision = d;
+      await condition(() => isTerminal(this.record.status) || this.decisionRefusal !== undefined);
+      if (this.decisionRefusal !== undefined) throw notResolvable(this.decisionRefusal);
+      return this.record;
+    } finally {
+      this.deciding = false;
     }
-    // The step may have found its proof while the transfer was checked: then proof wins.
-    if (isTerminal(this.record.status) || this.decidable === undefined) {
-      throw ApplicationFailure.create({
-        type: PAYOUT_NOT_RESOLVABLE,
-        message: `payout is already ${this.record.status}`,
-        nonRetryable: true,
-      });
-    }
-    this.decision = d;
-    await condition(() => isTerminal(this.record.status));
-    return this.record;
   }
 
   private async applyDecision({ decision: d }: { decision: OperatorDecisionInput }): Promise<void> {
@@ -542,13 +575,17 @@ class PayoutProcess {
     if (!ended) return;
     // Ended: whatever was received and not settled is refunded, whatever was waited on is answered.
     this.inbox.settleAccounts(this.record.failureReason ?? this.record.status);
-    await this.attention.clearWaiting();
+    this.attention.forgetWaiting();
     // A payout whose charge could not be created was answered 502: the partner never saw its id, so
     // it gets no callback either.
     if (this.record.failureReason === 'charge_creation_failed') return;
     // Partner callback, started once the read model agrees, so a partner who GETs on receipt sees it.
     await startPartnerCallback(this.record);
   }
+}
+
+function notResolvable(message: string): ApplicationFailure {
+  return ApplicationFailure.create({ type: PAYOUT_NOT_RESOLVABLE, message, nonRetryable: true });
 }
 
 function notCancellable(message: string): ApplicationFailure {

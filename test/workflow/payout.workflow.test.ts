@@ -29,6 +29,13 @@ import {
 
 /** The provider's status of a settlement it gave up before sending anything: the proof FAILED needs. */
 const FAILED_BEFORE_BROADCAST = { status: 'failed' as const, chainId: 42161, failureReason: 'no liquidity' };
+/** The provider's status of a settlement whose transaction reverted: the chain's revert is then proof. */
+const FAILED_AFTER_REVERT = {
+  status: 'failed' as const,
+  chainId: 42161,
+  txHash: TX_HASH,
+  failureReason: 'reverted',
+};
 
 // Every transition and timer of the payout workflow on the time-skipping test server: an hour of
 // charge expiry or six hours of settlement timeout pass in well under a second of real time.
@@ -241,8 +248,11 @@ describe('payoutWorkflow (time-skipping)', () => {
     expect(response).not.toHaveProperty('confirmed_at');
   });
 
-  it('fails when the reported transfer reverted on chain', async () => {
-    const fake = fakeActivities({ verifyUsdtTransfer: async () => 'reverted' });
+  it('fails when the reported transfer reverted on chain and the provider calls that transfer failed', async () => {
+    const fake = fakeActivities({
+      verifyUsdtTransfer: async () => 'reverted',
+      fetchSettlementStatus: async () => FAILED_AFTER_REVERT,
+    });
     const done = await run(fake, {}, async (h, input) => {
       await charged(h);
       await signal(h, pixReceived(input.payoutId));
@@ -250,6 +260,29 @@ describe('payoutWorkflow (time-skipping)', () => {
       return result(h);
     });
     expect(done).toMatchObject({ status: 'FAILED', failureReason: 'transfer_reverted' });
+  });
+
+  it('a reverted transfer the provider has not called failed is no proof: the one it names next completes the payout', async () => {
+    const second = `0x${'cd'.repeat(32)}` as const;
+    const fake = fakeActivities({
+      verifyUsdtTransfer: async (req) =>
+        (req as { txHash: string }).txHash === TX_HASH ? 'reverted' : 'confirmed',
+      // Out of gas: the provider sent the transfer again.
+      fetchSettlementStatus: async () => ({
+        status: 'completed' as const,
+        chainId: 42161,
+        txHash: second,
+        amountUsdt: '17.825311',
+      }),
+    });
+    const done = await run(fake, {}, async (h, input) => {
+      await charged(h);
+      await signal(h, pixReceived(input.payoutId));
+      await signal(h, settlementCompleted(input.payoutId));
+      return result(h);
+    });
+    expect(done).toMatchObject({ status: 'COMPLETED', blockchainTxId: second });
+    expect(fake.callsOf('recordLatePayment')).toHaveLength(0);
   });
 
   it('keeps a payout whose reported transfer does not match waiting, alerted, until an operator decides', async () => {
@@ -292,10 +325,8 @@ describe('payoutWorkflow (time-skipping)', () => {
     expect(fake.callsOf('recordLatePayment').map(([a]) => (a as { kind: string }).kind)).toEqual([
       'payout_failed',
     ]);
-    // Its open items are answered by the decision.
-    expect(fake.callsOf('clearAttention')).toEqual([
-      [{ payoutId: done.id, kinds: ['transfer_mismatch'], by: 'workflow' }],
-    ]);
+    // Its open items are answered by the terminal write of the read model (recordPayout), not one by one.
+    expect(fake.callsOf('clearAttention')).toEqual([]);
   });
 
   it('refuses an operator decision while the payout waits on nothing unknown', async () => {
@@ -622,7 +653,8 @@ describe('payoutWorkflow (time-skipping)', () => {
   ])('opens a refund case for the payment when a paid payout fails because %s', async (_what, reason) => {
     const fake = fakeActivities({
       verifyUsdtTransfer: async () => 'reverted',
-      fetchSettlementStatus: async () => FAILED_BEFORE_BROADCAST,
+      fetchSettlementStatus: async () =>
+        reason === 'transfer_reverted' ? FAILED_AFTER_REVERT : FAILED_BEFORE_BROADCAST,
     });
     let paid: ProviderEvent | undefined;
     const done = await run(fake, {}, async (h, input) => {

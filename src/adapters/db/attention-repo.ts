@@ -27,6 +27,12 @@ export const ATTENTION_KINDS = [
 ] as const;
 export type AttentionKind = (typeof ATTENTION_KINDS)[number];
 
+/** Kinds that flag an ended payout for review; every other kind is something a live payout waits on. */
+export const REVIEW_KINDS: readonly AttentionKind[] = ['provider_contradiction', 'settled_above_quote'];
+export const WAITING_KINDS: readonly AttentionKind[] = ATTENTION_KINDS.filter(
+  (k) => !REVIEW_KINDS.includes(k),
+);
+
 export interface AttentionItem {
   id: string;
   payoutId: string;

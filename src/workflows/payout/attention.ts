@@ -26,7 +26,10 @@ export class Attention {
   async raise(kind: AttentionKind, detail: string): Promise<void> {
     if (this.open.has(kind)) return;
     this.open.add(kind);
-    await alerts.raiseAttention({ payoutId: this.payoutId, kind, detail });
+    // Raised even by a step an operator's decision is cancelling: it may be raising what it proved.
+    await CancellationScope.nonCancellable(() =>
+      alerts.raiseAttention({ payoutId: this.payoutId, kind, detail }),
+    );
   }
 
   async clear(...kinds: AttentionKind[]): Promise<void> {
@@ -38,9 +41,12 @@ export class Attention {
     );
   }
 
-  /** The payout has ended: what it waited on is answered (items for review stay for an operator). */
-  async clearWaiting(): Promise<void> {
-    await this.clear(...[...this.open].filter((kind) => !FOR_REVIEW.includes(kind)));
+  /**
+   * The payout has ended: what it waited on is answered (items for review stay for an operator). The
+   * read model's terminal write clears them in the database, whichever run or attempt raised them.
+   */
+  forgetWaiting(): void {
+    for (const kind of [...this.open]) if (!FOR_REVIEW.includes(kind)) this.open.delete(kind);
   }
 
   /**

@@ -82,12 +82,17 @@ export class PaymentInbox {
     for (const p of this.held.splice(0)) this.judge(p);
   }
 
-  /** Everything received and not settled once the payout has ended: the held payments included. */
+  /**
+   * Everything received and not settled once the payout has ended: the held payments included, and
+   * settlement reports nobody read.
+   */
   settleAccounts(reason: string): void {
     const { payout } = this;
     if (!isTerminal(payout().status)) throw new Error('settleAccounts before the payout ended');
     // Held or not, a payment judged after the end is refunded.
     for (const p of this.held.splice(0)) this.judge(p);
+    // Reports the settlement step never looked at are late now: a completed one is alerted.
+    this.lateSettlements.push(...this.settlementReports.splice(0));
     if (payout().status === 'FAILED' && this.payment !== undefined) {
       this.refund(this.payment, 'payout_failed', `payout failed (${reason}) after its payment was received`);
       this.payment = undefined;

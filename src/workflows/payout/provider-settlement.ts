@@ -5,7 +5,7 @@ import type { PayoutRecord } from '../../domain/payout';
 import type { PayoutSettings } from '../payout.contract';
 import type { Attention } from './attention';
 import type { PaymentInbox } from './payment-inbox';
-import { ATTENTION_AFTER_MS, oneRound, verifyTransfer, type SettlementOutcome } from './settlement-steps';
+import { oneRound, verifyTransfer, type SettlementOutcome } from './settlement-steps';
 
 /** No report within this long after acceptance: the provider's settlement status is asked. */
 const FIRST_STATUS_READ_MS = 30_000;
@@ -18,6 +18,8 @@ interface Transfer {
   amountUsdt: string;
   chainId: number;
   confirmedAt?: string;
+  /** The provider's status calls this transaction's settlement failed (it reverted, by its account). */
+  providerFailed?: boolean;
 }
 type Evidence =
   | ({ kind: 'transfer' } & Transfer)
@@ -40,18 +42,23 @@ export async function settleThroughProvider(
   inbox: PaymentInbox,
   attention: Attention,
 ): Promise<SettlementOutcome> {
-  const request = () => requestSettlement(payout, settings, inbox, attention);
+  /** The transfer the provider last named: verified until the chain proves it one way or the other. */
+  let candidate: Transfer | undefined;
+  let reportedFailed = false;
+  /** Once the provider has said anything about a settlement, a refusal of the request proves nothing. */
+  const heardOfSettlement = () =>
+    candidate !== undefined || reportedFailed || inbox.settlementReports.length > 0;
+  const request = () => requestSettlement(payout, settings, attention, heardOfSettlement);
+
   const accepted = await request();
   if (accepted === 'refused') return { kind: 'failed', reason: 'settlement_request_failed' };
   // Unanswered, but a report came: the provider took an earlier attempt. Its id is asked again later.
   let settlementId = accepted?.settlementId;
-
-  let reportedFailed = false;
   let nextReadMs = FIRST_STATUS_READ_MS;
   // A repeated request answers the settlement's current state: anything past pending is read at once.
   let readNow = accepted !== undefined && accepted.status !== 'pending';
-  /** The transfer the provider last named: verified until the chain proves it one way or the other. */
-  let candidate: Transfer | undefined;
+  /** A transaction the chain shows reverted: proof only once the provider's status calls it failed. */
+  let reverted: `0x${string}` | undefined;
   for (;;) {
     let evidence: Evidence;
     const reported =
@@ -76,6 +83,13 @@ export async function settleThroughProvider(
     }
 
     if (evidence.kind === 'transfer') {
+      if (evidence.providerFailed && evidence.txHash === reverted) {
+        log.warn('settlement transaction reverted, and the provider calls it failed', {
+          payoutId: payout.id,
+          txHash: reverted,
+        });
+        return { kind: 'failed', reason: 'transfer_reverted' };
+      }
       if (evidence.chainId === settings.chainId) {
         candidate = evidence;
       } else {
@@ -85,18 +99,19 @@ export async function settleThroughProvider(
         );
       }
     } else if (evidence.kind === 'failed_before_broadcast') {
-      if (candidate === undefined) {
+      if (
+        candidate === undefined &&
+        !inbox.settlementReports.some((r) => r.type === 'settlement.completed')
+      ) {
         log.warn('provider settlement failed before anything was broadcast', {
           payoutId: payout.id,
           reason: evidence.reason,
         });
         return { kind: 'failed', reason: 'provider_reported_failure' };
       }
-      // It named a transaction before: the chain, not the provider's word, decides that one.
-      log.error('provider says nothing was broadcast but named a transaction before', {
-        payoutId: payout.id,
-        txHash: candidate.txHash,
-      });
+      // It named a transaction before (or a report of one is queued): the chain, not the provider's
+      // word, decides that one.
+      log.error('provider says nothing was broadcast but named a transaction', { payoutId: payout.id });
     } else if (evidence.kind === 'reported_failed') {
       // A webhook saying "failed" is the provider's word, not yet the proof that nothing was sent:
       // its status says whether a transaction went out (then the chain decides).
@@ -109,6 +124,13 @@ export async function settleThroughProvider(
       continue;
     }
     if (candidate === undefined) continue;
+    if (candidate.txHash === reverted) {
+      await attention.raise(
+        'transfer_mismatch',
+        `transfer ${reverted} reverted on chain; waiting for the provider to call it failed or name another`,
+      );
+      continue;
+    }
 
     const amountUnits = usdtUnitsFromDecimal(candidate.amountUsdt).toString();
     const verdict = await verifyTransfer(
@@ -117,10 +139,9 @@ export async function settleThroughProvider(
       candidate.txHash,
       amountUnits,
     );
-    if (verdict === 'reverted') return { kind: 'failed', reason: 'transfer_reverted' };
     if (verdict === 'confirmed') {
       await attention.clear('transfer_mismatch', 'settlement_status_unknown');
-      if (reportedFailed) {
+      if (reportedFailed || candidate.providerFailed) {
         await attention.raise(
           'provider_contradiction',
           `provider reported the settlement failed, but transfer ${candidate.txHash} paid the receiver`,
@@ -129,26 +150,35 @@ export async function settleThroughProvider(
       const confirmedAt = candidate.confirmedAt ?? new Date().toISOString();
       return { kind: 'completed', txHash: candidate.txHash, amountUnits, confirmedAt };
     }
+    if (verdict === 'reverted') {
+      // Proof that this transaction moved nothing; the provider may have sent another since. Its
+      // status decides: the same hash called failed ends the payout, another hash is verified.
+      if (candidate.providerFailed) return { kind: 'failed', reason: 'transfer_reverted' };
+      reverted = candidate.txHash;
+      readNow = true;
+      continue;
+    }
     if (verdict === 'mismatch') {
       await attention.raise(
         'transfer_mismatch',
         `transfer ${candidate.txHash} carries no unclaimed ${candidate.amountUsdt} USDT to the receiver`,
       );
     }
-    // Not provable yet: ask the provider again soon (it may name a newer transaction), then the chain.
-    nextReadMs = FIRST_STATUS_READ_MS;
+    // Not provable yet: the provider is asked again on the backoff (it may name a newer transaction).
   }
 }
 
 /**
  * The settlement request, repeated until accepted (its id and state) or refused. It also returns,
  * unanswered, once a settlement report is in: the provider acted on an attempt whose answer was lost.
+ * A refusal after the provider has said anything about a settlement proves nothing (a gateway's 400,
+ * a provider confused about an attempt it took): it is alerted and the request asked again.
  */
 async function requestSettlement(
   payout: PayoutRecord,
   settings: PayoutSettings,
-  inbox: PaymentInbox,
   attention: Attention,
+  heardOfSettlement: () => boolean,
 ): Promise<{ settlementId: string; status: string } | 'refused' | undefined> {
   for (;;) {
     const round = await oneRound((a) =>
@@ -163,18 +193,17 @@ async function requestSettlement(
       await attention.clear('settlement_request_unanswered');
       return round.answer;
     }
-    if ('refused' in round) {
+    if ('refused' in round && !heardOfSettlement()) {
       log.warn('provider refused the settlement request', { payoutId: payout.id, error: round.refused });
       await attention.clear('settlement_request_unanswered');
       return 'refused';
     }
-    if (inbox.settlementReports.length > 0) return undefined;
+    const why =
+      'refused' in round ? `refused after a settlement was reported: ${round.refused}` : round.unanswered;
     // No answer is no refusal: an attempt whose answer was lost may have been accepted, and "charge
     // not paid" may come from a replica that has not seen the payment yet.
-    await attention.raise(
-      'settlement_request_unanswered',
-      `settlement request not answered for ${ATTENTION_AFTER_MS / 60_000} minutes: ${round.unanswered}`,
-    );
+    await attention.raise('settlement_request_unanswered', `settlement request not answered: ${why}`);
+    if (heardOfSettlement()) return undefined;
   }
 }
 
@@ -205,12 +234,14 @@ async function toEvidence(
     return { kind: 'unknown' };
   }
   await attention.clear('settlement_status_unknown');
-  if (status.txHash !== undefined && status.amountUsdt !== undefined) {
+  if (status.txHash !== undefined && (status.amountUsdt !== undefined || status.status === 'failed')) {
     return {
       kind: 'transfer',
       txHash: status.txHash,
-      amountUsdt: status.amountUsdt,
+      // A failed settlement's transaction may come without an amount: only its revert is checked then.
+      amountUsdt: status.amountUsdt ?? '0',
       chainId: status.chainId,
+      providerFailed: status.status === 'failed',
     };
   }
   if (status.status === 'failed' && status.txHash === undefined) {

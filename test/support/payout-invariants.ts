@@ -1,14 +1,11 @@
 import type { Address } from 'viem';
 import { countTransfersTo } from '../../src/adapters/chain/usdt-ledger';
+import type { Db } from '../../src/adapters/db/pool';
 import { findPartnerPayout } from '../../src/adapters/db/payouts-repo';
 import type { PayoutRecord, PayoutStatus } from '../../src/domain/payout';
 import { getPayoutQuery } from '../../src/workflows/payout.contract';
+import { ATTENTION_AFTER_MS } from '../../src/workflows/payout/settlement-steps';
 import type { ProcessStack } from './process-stack';
-
-/**
- * Issue 9 makes every paid payout that ends FAILED open a refund case (today only a payment that
- * arrives after the payout ended does). Turn this on once that change is merged.
- */
 
 /** One payout a test created, and what it knows about it. */
 export interface TrackedPayout {
@@ -80,6 +77,61 @@ export async function expectPayoutInvariants(stack: ProcessStack, p: TrackedPayo
     const { rows } = await stack.db.query('SELECT 1 FROM refund_cases WHERE payout_id = $1', [p.id]);
     expect({ id: p.id, refundCases: rows.length }).toEqual({ id: p.id, refundCases: 1 });
   }
+
+  // Ended: nothing is waited on any more, so no attention item that says it is stays open.
+  expect({ id: p.id, openAttention: await openWaitingAttention(stack.db, p.id) }).toEqual({
+    id: p.id,
+    openAttention: [],
+  });
+}
+
+/** Kinds that flag an ended payout for review: they stay open until an operator acknowledges them. */
+const FOR_REVIEW = ['provider_contradiction', 'settled_above_quote'];
+
+/** The payout's open attention items that say it waits on something (not those for review). */
+export async function openWaitingAttention(db: Db, payoutId: string): Promise<string[]> {
+  const { rows } = await db.query<{ kind: string }>(
+    `SELECT kind FROM payout_attention
+      WHERE payout_id = $1 AND cleared_at IS NULL AND NOT (kind = ANY($2)) ORDER BY kind`,
+    [payoutId, FOR_REVIEW],
+  );
+  return rows.map((r) => r.kind);
+}
+
+/** The settings the api gave the payouts (PIX_CHARGE_EXPIRY_SECONDS, SETTLEMENT_TIMEOUT_SECONDS). */
+export interface WaitLimits {
+  chargeExpirySeconds: number;
+  settlementTimeoutSeconds: number;
+}
+
+/**
+ * No payout waits unseen: one still PENDING past its charge's expiry, or PROCESSING past its
+ * settlement deadline, has an open attention item (an operator sees it and can decide it). The
+ * workflow raises the expiry's items after ATTENTION_AFTER_MS of an unanswered step, the deadline's
+ * at the deadline; `graceMs` covers the activity that writes the row. Expiry counts from created_at
+ * and the deadline from the last write of PROCESSING (updated_at), as the workflow counts them.
+ */
+export async function expectNoneWaitingUnflagged(
+  db: Db,
+  limits: WaitLimits,
+  graceMs = 30_000,
+): Promise<void> {
+  const { rows } = await db.query<{ id: string; status: string; created_at: Date; updated_at: Date }>(
+    `SELECT id, status, created_at, updated_at FROM payouts WHERE status IN ('PENDING', 'PROCESSING')`,
+  );
+  const now = Date.now();
+  const unflagged: { id: string; status: string; overdueMs: number }[] = [];
+  for (const r of rows) {
+    const flagAt =
+      r.status === 'PENDING'
+        ? r.created_at.getTime() + limits.chargeExpirySeconds * 1000 + ATTENTION_AFTER_MS
+        : r.updated_at.getTime() + limits.settlementTimeoutSeconds * 1000;
+    if (now < flagAt + graceMs) continue;
+    if ((await openWaitingAttention(db, r.id)).length === 0) {
+      unflagged.push({ id: r.id, status: r.status, overdueMs: now - flagAt });
+    }
+  }
+  expect(unflagged).toEqual([]);
 }
 
 /** Across the whole run: no charge at the provider without a payout, no payout left open. */

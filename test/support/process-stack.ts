@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
@@ -49,8 +49,17 @@ export interface ProcessStack {
   startApi(opts?: { port?: number; mode?: 'provider' | 'treasury' }): Promise<ApiProcess>;
   /** A worker process; `env` over the services' (e.g. another build id or workflow bundle). */
   startWorker(env?: Record<string, string>): Promise<ServiceProcess>;
-  restartTemporal(whileDown?: () => Promise<void>): Promise<void>;
-  restartPostgres(whileDown?: () => Promise<void>): Promise<void>;
+  /**
+   * Stops the Temporal dev server (SIGTERM: a clean stop; SIGKILL: a crash, nothing flushed), runs
+   * `whileDown`, and starts it again on the same SQLite file.
+   */
+  restartTemporal(whileDown?: () => Promise<void>, signal?: 'SIGTERM' | 'SIGKILL'): Promise<void>;
+  /**
+   * Stops PostgreSQL (SIGTERM: fast shutdown; SIGKILL: the postmaster and every backend killed at
+   * once, as a crashed host or an OOM-killed container, so the restart runs crash recovery), runs
+   * `whileDown`, and starts it again on the same data directory.
+   */
+  restartPostgres(whileDown?: () => Promise<void>, signal?: 'SIGTERM' | 'SIGKILL'): Promise<void>;
   pay(pixCopyPaste: string, outcome?: 'settled' | 'settlement_failed'): Promise<void>;
   waitForStatus(
     apiKey: string,
@@ -247,13 +256,37 @@ export async function startProcessStack(opts: { env?: Record<string, string> } =
         await worker.waitForLog('worker started');
         return worker;
       },
-      async restartTemporal(whileDown) {
-        await temporalServer.stop();
+      async restartTemporal(whileDown, signal = 'SIGTERM') {
+        if (signal === 'SIGKILL' && temporalServer.pid !== undefined) {
+          process.kill(temporalServer.pid, 'SIGKILL');
+          await temporalServer.exited;
+        } else {
+          await temporalServer.stop();
+        }
         await whileDown?.();
         temporalServer = await startTemporalDevServer(temporalOpts);
       },
-      async restartPostgres(whileDown) {
-        await postgres.kill('SIGTERM');
+      async restartPostgres(whileDown, signal = 'SIGTERM') {
+        if (signal === 'SIGKILL') {
+          const postmaster = Number(/^postmaster (\d+)$/m.exec(postgres.output.join('\n'))?.[1]);
+          if (!postmaster)
+            throw new Error(`PostgreSQL wrapper printed no postmaster pid:\n${postgres.tail()}`);
+          // Every server process at once, backends included, listed before any dies (a dead
+          // postmaster's children are re-parented and could no longer be found by it).
+          const tree = [postmaster, ...(await childPids(postmaster))];
+          for (const pid of tree) process.kill(pid, 'SIGKILL');
+          await until('the killed PostgreSQL processes gone', async () =>
+            (await Promise.all(tree.map(isAlive))).some(Boolean) ? undefined : true,
+          );
+          // The wrapper reaps the postmaster: until then its pid exists (a zombie), and the next
+          // postmaster takes the lock file's pid for a server still running. Then the wrapper goes.
+          await until('the killed postmaster reaped', async () =>
+            (await readFile(`/proc/${postmaster}/stat`, 'utf8').catch(() => '')) === '' ? true : undefined,
+          );
+          await postgres.kill('SIGKILL');
+        } else {
+          await postgres.kill('SIGTERM');
+        }
         await whileDown?.();
         postgres = await startPostgres(pgDir, pgPort);
       },
@@ -302,6 +335,25 @@ async function startPostgres(dataDir: string, port: number): Promise<ServiceProc
     await new Promise((r) => setTimeout(r, 50));
   }
   return pg;
+}
+
+/** Direct children of `pid`, from /proc (Linux). */
+async function childPids(pid: number): Promise<number[]> {
+  const children: number[] = [];
+  for (const entry of await readdir('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    const stat = await readFile(`/proc/${entry}/stat`, 'utf8').catch(() => '');
+    // "pid (comm) state ppid ...": comm may hold spaces and parentheses, so parse after the last ')'.
+    const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+    if (ppid === pid) children.push(Number(entry));
+  }
+  return children;
+}
+
+/** Still running (a zombie counts as gone: it holds no port, file or shared memory). */
+async function isAlive(pid: number): Promise<boolean> {
+  const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '');
+  return stat !== '' && stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z';
 }
 
 async function waitForReady(url: string, api: ServiceProcess, timeoutMs = 90_000): Promise<void> {

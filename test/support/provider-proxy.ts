@@ -8,7 +8,9 @@ import type { Socket } from 'node:net';
  * - it counts the charges the provider really created (201 answers to POST /pix/charges) per
  *   external id, so a test proves "exactly one charge" at the provider, not at our database;
  * - it counts every charge-creation and settlement request per external id, whatever the answer
- *   (a repeated charge is answered 200, so counting 201s alone could never see a second request).
+ *   (a repeated charge is answered 200, so counting 201s alone could never see a second request);
+ * - `hold(route)` keeps requests to a route waiting until released, so a caller can be caught busy
+ *   (e.g. a worker SIGKILLed in the middle of an activity's HTTP call).
  */
 export interface ProviderProxy {
   url: string;
@@ -22,6 +24,12 @@ export interface ProviderProxy {
   settlementRequests(): Map<string, number>;
   /** Requests that reached the provider, by "METHOD /path-prefix". */
   requests(): Map<string, number>;
+  /**
+   * Holds every request to `route` ("POST /settlements", as `requests()` names them) until
+   * `release()`; `arrived` resolves when the first one is held. A held request is forwarded on
+   * release whether or not its caller is still there: the provider acts on it, the answer is lost.
+   */
+  hold(route: string): { arrived: Promise<void>; release(): void };
   close(): Promise<void>;
 }
 
@@ -41,6 +49,7 @@ export async function startProviderProxy(targetUrl: string, port: number): Promi
     }
   };
   const sockets = new Set<Socket>();
+  const holds = new Map<string, { arrive(): void; released: Promise<void> }>();
 
   const handle = async (req: IncomingMessage, res: ServerResponse) => {
     const chunks: Buffer[] = [];
@@ -53,6 +62,11 @@ export async function startProviderProxy(targetUrl: string, port: number): Promi
     // Counted as it arrives, before forwarding: a request whose answer is lost counts all the same.
     if (externalId !== undefined && path === '/pix/charges') bump(chargeRequests, externalId);
     if (externalId !== undefined && path === '/settlements') bump(settlementRequests, externalId);
+    const held = holds.get(route);
+    if (held) {
+      held.arrive();
+      await held.released;
+    }
     try {
       const upstream = await fetch(`${targetUrl}${req.url}`, {
         method: req.method,
@@ -109,6 +123,20 @@ export async function startProviderProxy(targetUrl: string, port: number): Promi
     chargeRequests: () => new Map(chargeRequests),
     settlementRequests: () => new Map(settlementRequests),
     requests: () => new Map(requests),
+    hold(route) {
+      let arrive!: () => void;
+      let release!: () => void;
+      const arrived = new Promise<void>((resolve) => (arrive = resolve));
+      const released = new Promise<void>((resolve) => (release = resolve));
+      holds.set(route, { arrive, released });
+      return {
+        arrived,
+        release: () => {
+          holds.delete(route);
+          release();
+        },
+      };
+    },
     close: unlisten,
   };
 }

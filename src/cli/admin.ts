@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { parseArgs } from 'node:util';
 import { runMigrations } from '../adapters/db/migrate';
 import {
@@ -390,7 +391,8 @@ const COMMANDS: Record<string, Command> = {
         try {
           const ended = await temporal.workflow
             .getHandle(location.workflowId)
-            .executeUpdate(resolvePayoutUpdate, { args: [input] });
+            // The same command sent again (a retry after a timeout) is the same update, decided once.
+            .executeUpdate(resolvePayoutUpdate, { args: [input], updateId: decisionUpdateId(id, input) });
           return {
             ...toPayoutResponse(ended),
             ...(ended.failureReason ? { failure_reason: ended.failureReason } : {}),
@@ -649,6 +651,12 @@ async function withTemporal(work: (temporal: TemporalTarget) => Promise<unknown>
   } finally {
     await connection.close();
   }
+}
+
+/** The id of a decision's update: one per payout and decision, so a repeated command is not a second one. */
+function decisionUpdateId(payoutId: string, input: OperatorDecisionInput): string {
+  const digest = createHash('sha256').update(JSON.stringify(input)).digest('hex').slice(0, 16);
+  return `resolve-${payoutId.toLowerCase()}-${digest}`;
 }
 
 /** A client with the service's payload codec: decisions and answers are payloads like any other. */

@@ -1,4 +1,7 @@
+import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
+import path from 'node:path';
+import { promisify } from 'node:util';
 import type { WorkflowHandle } from '@temporalio/client';
 import { generatePrivateKey, privateKeyToAddress } from 'viem/accounts';
 import { countTransfersTo } from '../../src/adapters/chain/usdt-ledger';
@@ -16,6 +19,9 @@ import { startStack, VALID_PAYOUT, type TestStack } from '../support/stack';
 // real-time test, so these payouts are started directly with a deadline of seconds (the time-skipping
 // tests cover the real six hours). The chain is driven block by block: anvil mines only when the test
 // says so.
+
+const ROOT = path.resolve(__dirname, '../..');
+const runFile = promisify(execFile);
 
 async function rpc<T>(url: string, method: string, params: unknown[] = []): Promise<T> {
   const res = await fetch(url, {
@@ -131,6 +137,122 @@ describe('settlement deadline (real servers, chain mined by the test)', () => {
     expect(refunds.rowCount).toBe(0);
     expect(await openItems()).toEqual([]);
   }, 90_000);
+
+  /** The admin CLI as an operator runs it, against this stack's database and Temporal. */
+  async function admin(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+    const env: Record<string, string> = {
+      PATH: process.env.PATH ?? '',
+      HOME: process.env.HOME ?? '',
+      DATABASE_URL: stack.config.DATABASE_URL,
+      TEMPORAL_ADDRESS: stack.config.TEMPORAL_ADDRESS,
+      TEMPORAL_NAMESPACE: stack.config.TEMPORAL_NAMESPACE,
+      ...(stack.config.PAYLOAD_ENCRYPTION_KEY
+        ? { PAYLOAD_ENCRYPTION_KEY: stack.config.PAYLOAD_ENCRYPTION_KEY }
+        : {}),
+    };
+    try {
+      const { stdout, stderr } = await runFile(
+        path.join(ROOT, 'node_modules/.bin/tsx'),
+        ['src/cli/admin.ts', ...args],
+        { cwd: ROOT, env, timeout: 60_000 },
+      );
+      return { code: 0, stdout, stderr };
+    } catch (err) {
+      const e = err as { code?: number; stdout?: string; stderr?: string };
+      if (typeof e.code !== 'number') throw err;
+      return { code: e.code, stdout: e.stdout ?? '', stderr: e.stderr ?? '' };
+    }
+  }
+
+  it('an operator fails a payout whose provider went silent after its transfer was dropped: recorded, refunded', async () => {
+    const { handle, receiver, charged } = await start(3, 1);
+    await stack.pay(charged.pixCopyPaste);
+    const txHash = await sandboxTransferPending();
+    // The transfer leaves the pool for good (a node restart, a replaced nonce): nothing will land, and
+    // the provider, waiting for a receipt, reports nothing. Only a person can find that out.
+    await rpc(stack.rpcUrl, 'anvil_dropTransaction', [txHash]);
+    await until('the overdue item', async () => {
+      const { rows } = await stack.db.query(
+        `SELECT 1 FROM payout_attention WHERE payout_id = $1 AND kind = 'settlement_overdue' AND cleared_at IS NULL`,
+        [charged.id],
+      );
+      return rows.length > 0 ? true : undefined;
+    });
+    const listed = await admin(['payouts', 'attention', '--payout', charged.id]);
+    expect(listed.code).toBe(0);
+    expect(JSON.parse(listed.stdout)).toMatchObject({
+      attention: [expect.objectContaining({ payout_id: charged.id, kind: 'settlement_overdue' })],
+    });
+    const refusedWithoutWhy = await admin([
+      'payouts',
+      'resolve',
+      '--id',
+      charged.id,
+      '--decision',
+      'fail',
+      '--by',
+      'ana',
+    ]);
+    expect(refusedWithoutWhy.code).toBe(2);
+
+    const decided = await admin([
+      'payouts',
+      'resolve',
+      '--id',
+      charged.id,
+      '--decision',
+      'fail',
+      '--by',
+      'ana@ops',
+      '--reason',
+      'provider confirms the transfer was dropped and will not be sent again',
+    ]);
+    expect(decided).toMatchObject({ code: 0 });
+    expect(JSON.parse(decided.stdout)).toMatchObject({
+      id: charged.id,
+      status: 'FAILED',
+      failure_reason: 'operator_decision',
+    });
+    expect(await handle.result()).toMatchObject({ status: 'FAILED', failureReason: 'operator_decision' });
+    const { rows: decisions } = await stack.db.query(
+      'SELECT decision, decided_by, reason FROM operator_decisions WHERE payout_id = $1',
+      [charged.id],
+    );
+    expect(decisions).toEqual([
+      {
+        decision: 'fail',
+        decided_by: 'ana@ops',
+        reason: 'provider confirms the transfer was dropped and will not be sent again',
+      },
+    ]);
+    const { rows: refunds } = await stack.db.query('SELECT reason FROM refund_cases WHERE payout_id = $1', [
+      charged.id,
+    ]);
+    expect(refunds).toEqual([{ reason: expect.stringMatching(/operator_decision/) }]);
+    const open = await stack.db.query(
+      'SELECT 1 FROM payout_attention WHERE payout_id = $1 AND cleared_at IS NULL',
+      [charged.id],
+    );
+    expect(open.rowCount).toBe(0);
+    expect(
+      (await countTransfersTo({ rpcUrl: stack.rpcUrl, usdtAddress: stack.usdtAddress, to: receiver })).count,
+    ).toBe(0);
+    // A second decision finds the payout ended.
+    const again = await admin([
+      'payouts',
+      'resolve',
+      '--id',
+      charged.id,
+      '--decision',
+      'fail',
+      '--by',
+      'bo',
+      '--reason',
+      'x',
+    ]);
+    expect(again.code).toBe(1);
+    expect(again.stderr).toMatch(/ended|already/);
+  }, 120_000);
 
   it('a settlement reported just before the deadline still gets its verification window', async () => {
     // Two confirmations needed; the provider reports after one, before the deadline.

@@ -164,7 +164,7 @@ describe('settlement unknowns (real servers, api and worker, 60 s limits)', () =
       'SELECT kind, cleared_by FROM payout_attention WHERE payout_id = $1',
       [payout.id],
     );
-    expect(items).toEqual([{ kind: 'settlement_overdue', cleared_by: 'workflow' }]);
+    expect(items).toEqual([{ kind: 'settlement_overdue', cleared_by: 'payout COMPLETED' }]);
     expect(await openWaitingAttention(stack.db, payout.id)).toEqual([]);
   }, 360_000);
 

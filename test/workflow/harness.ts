@@ -308,3 +308,18 @@ export function gate<T = void>(): { promise: Promise<T>; open: (value: T) => voi
   const promise = new Promise<T>((resolve) => (open = resolve));
   return { promise, open };
 }
+
+/**
+ * Lets workflow time pass a step at a time until `done()` holds (at most `max` steps). The test server
+ * skips time only while a client waits on it, and what a timer starts (a retry, an alert) then runs in
+ * real time: stepping, rather than one long sleep and a look, keeps the check true under load.
+ */
+export async function skipUntil(
+  env: TestWorkflowEnvironment,
+  done: () => boolean,
+  step = '1 minute',
+  max = 180,
+): Promise<void> {
+  for (let i = 0; i < max && !done(); i++) await env.sleep(step);
+  if (!done()) throw new Error(`still not done after ${max} steps of ${step}`);
+}

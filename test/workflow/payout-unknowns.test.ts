@@ -14,6 +14,7 @@ import {
   payoutInput,
   pixReceived,
   settlementCompleted,
+  skipUntil,
   startPayout,
   waitForPayout,
   withWorker,
@@ -58,7 +59,8 @@ describe('payoutWorkflow: unknowns (time-skipping)', () => {
     const done = await run(fake, input, async (h) => {
       await waitForPayout(h, (p) => p.pixCopyPaste !== '');
       // An hour of expiry and a few minutes of failed reads pass in workflow time.
-      await env.sleep('70 minutes');
+      await env.sleep('60 minutes');
+      await skipUntil(env, () => fake.callsOf('raiseAttention').length > 0);
       expect((await h.query(getPayoutQuery)).status).toBe('PENDING');
       expect(kinds(fake, 'raiseAttention')).toEqual([
         expect.objectContaining({ kind: 'charge_status_unreadable' }),
@@ -87,7 +89,8 @@ describe('payoutWorkflow: unknowns (time-skipping)', () => {
     });
     const done = await run(fake, input, async (h) => {
       await waitForPayout(h, (p) => p.pixCopyPaste !== '');
-      await env.sleep('70 minutes');
+      await env.sleep('60 minutes');
+      await skipUntil(env, () => fake.callsOf('raiseAttention').length > 0);
       await expect(
         h.executeUpdate(resolvePayoutUpdate, {
           args: [
@@ -132,7 +135,7 @@ describe('payoutWorkflow: unknowns (time-skipping)', () => {
     const done = await run(fake, input, async (h) => {
       await waitForPayout(h, (p) => p.pixCopyPaste !== '');
       await h.signal(providerEventSignal, pixReceived(input.payoutId));
-      await env.sleep('20 minutes');
+      await skipUntil(env, () => attempts >= 20);
       await h.signal(providerEventSignal, settlementCompleted(input.payoutId));
       return (await h.result()) as PayoutRecord;
     });

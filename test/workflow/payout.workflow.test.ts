@@ -17,6 +17,7 @@ import {
   payoutInput,
   pixReceived,
   SETTLEMENT_ID,
+  skipUntil,
   settlementCompleted,
   settlementFailed,
   isolatedBundle,
@@ -297,8 +298,7 @@ describe('payoutWorkflow (time-skipping)', () => {
       await signal(h, paid);
       await signal(h, settlementCompleted(input.payoutId));
       // A round of verification retries (minutes) passes in workflow time before the alert.
-      await env.sleep('6 minutes');
-      await waitForCalls(fake, 'raiseAttention', 1);
+      await skipUntil(env, () => fake.callsOf('raiseAttention').length > 0);
       expect((await h.query(getPayoutQuery)).status).toBe('PROCESSING');
       const decided = await h.executeUpdate(resolvePayoutUpdate, {
         args: [

@@ -40,6 +40,7 @@ async function until<T>(what: string, probe: () => Promise<T | undefined>, timeo
 describe('settlement unknowns (real servers, api and worker, 60 s limits)', () => {
   let stack: TestStack;
   let apiKey: string;
+  let partnerId: string;
 
   beforeAll(async () => {
     stack = await startStack({
@@ -49,7 +50,7 @@ describe('settlement unknowns (real servers, api and worker, 60 s limits)', () =
         PIX_CHARGE_EXPIRY_SECONDS: String(LIMITS.chargeExpirySeconds),
       },
     });
-    ({ apiKey } = await stack.createPartner());
+    ({ apiKey, partnerId } = await stack.createPartner());
   }, 120_000);
   afterAll(async () => {
     await rpc(stack?.rpcUrl, 'evm_setAutomine', [true]).catch(() => {});
@@ -127,7 +128,7 @@ describe('settlement unknowns (real servers, api and worker, 60 s limits)', () =
     );
     expect(overdue.detail).toMatch(/still verifying/);
     expect(await readModel(payout.id)).toEqual({ status: 'PROCESSING', failure_reason: null });
-    await expectNoneWaitingUnflagged(stack.db, LIMITS);
+    await expectNoneWaitingUnflagged(stack.db, LIMITS, undefined, partnerId);
 
     // Well past it: the worker checks the chain again after the item was raised, finds the transfer
     // still unmined, and keeps the payout PROCESSING (no verdict at the deadline).
@@ -196,7 +197,7 @@ describe('settlement unknowns (real servers, api and worker, 60 s limits)', () =
     expect(await readModel(payout.id)).toEqual({ status: 'PENDING', failure_reason: null });
     expect(await refundCases(payout.id)).toBe(0);
     // Within ATTENTION_AFTER_MS (5 minutes of real time here) no item is due yet; the condition holds.
-    await expectNoneWaitingUnflagged(stack.db, LIMITS);
+    await expectNoneWaitingUnflagged(stack.db, LIMITS, undefined, partnerId);
 
     // The provider answers again: the payment made before expiry is found and settled.
     expect((await fetch(`${stack.sandboxUrl}/sandbox/faults`, { method: 'DELETE' })).status).toBe(200);

@@ -115,9 +115,13 @@ export async function expectNoneWaitingUnflagged(
   db: Db,
   limits: WaitLimits,
   graceMs = 30_000,
+  /** The partner whose payouts to check: on the run's shared database, a test reads only its own rows. */
+  partnerId?: string,
 ): Promise<void> {
   const { rows } = await db.query<{ id: string; status: string; created_at: Date; updated_at: Date }>(
-    `SELECT id, status, created_at, updated_at FROM payouts WHERE status IN ('PENDING', 'PROCESSING')`,
+    `SELECT id, status, created_at, updated_at FROM payouts
+      WHERE status IN ('PENDING', 'PROCESSING') AND ($1::uuid IS NULL OR partner_id = $1)`,
+    [partnerId ?? null],
   );
   const now = Date.now();
   const unflagged: { id: string; status: string; overdueMs: number }[] = [];

@@ -13,6 +13,7 @@ import {
 } from '../../src/workflows/payout.contract';
 import { payoutWorkflow } from '../../src/workflows/payout.workflow';
 import { startStack, VALID_PAYOUT, type TestStack } from '../support/stack';
+import { rpc } from '../support/json-rpc';
 
 // The settlement deadline on real servers (dev server, sandbox, anvil): it raises an alert, it never
 // decides (docs/decisions.md D33). SETTLEMENT_TIMEOUT_SECONDS is at least 60 in config, too long for a
@@ -22,17 +23,6 @@ import { startStack, VALID_PAYOUT, type TestStack } from '../support/stack';
 
 const ROOT = path.resolve(__dirname, '../..');
 const runFile = promisify(execFile);
-
-async function rpc<T>(url: string, method: string, params: unknown[] = []): Promise<T> {
-  const res = await fetch(url, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
-  });
-  const body = (await res.json()) as { result: T; error?: { message: string } };
-  if (body.error) throw new Error(`${method}: ${body.error.message}`);
-  return body.result;
-}
 
 async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 60_000): Promise<T> {
   const deadline = Date.now() + timeoutMs;

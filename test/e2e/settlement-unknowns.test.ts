@@ -5,6 +5,7 @@ import type { PayoutResponse } from '../../src/domain/payout';
 import { payoutWorkflowId } from '../../src/workflows/payout.contract';
 import { expectNoneWaitingUnflagged, openWaitingAttention } from '../support/payout-invariants';
 import { postPayout, startStack, VALID_PAYOUT, type TestStack } from '../support/stack';
+import { rpc } from '../support/json-rpc';
 
 // The money rule at its two unknowns, black-box on real servers (Temporal dev server, PostgreSQL,
 // anvil, the sandbox over HTTP, the api and a worker): an unknown is never a verdict. A transfer
@@ -14,17 +15,6 @@ import { postPayout, startStack, VALID_PAYOUT, type TestStack } from '../support
 // real time. Every wait is on an observable event; nothing asserts a duration.
 
 const LIMITS = { chargeExpirySeconds: 60, settlementTimeoutSeconds: 60 };
-
-async function rpc<T>(url: string, method: string, params: unknown[] = []): Promise<T> {
-  const res = await fetch(url, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
-  });
-  const body = (await res.json()) as { result: T; error?: { message: string } };
-  if (body.error) throw new Error(`${method}: ${body.error.message}`);
-  return body.result;
-}
 
 /** Polls `probe` until it returns a value; `probe` throws to stop at once (a forbidden state). */
 async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs: number): Promise<T> {

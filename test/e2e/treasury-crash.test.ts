@@ -11,6 +11,7 @@ import { createLogger } from '../../src/observability/logger';
 import { createMetrics } from '../../src/observability/metrics';
 import { testDatabaseUrl } from '../support/env';
 import { postPayout, startStack, VALID_PAYOUT, type TestStack } from '../support/stack';
+import { rpc } from '../support/json-rpc';
 
 const ROOT = path.resolve(__dirname, '../..');
 // This stack's own treasury account (set once the stack is up).
@@ -50,17 +51,6 @@ class WorkerProcess {
     if (this.child.exitCode === null && this.child.signalCode === null) this.child.kill(signal);
     await this.exited;
   }
-}
-
-async function rpc<T>(url: string, method: string, params: unknown[] = []): Promise<T> {
-  const res = await fetch(url, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
-  });
-  const body = (await res.json()) as { result: T; error?: { message: string } };
-  if (body.error) throw new Error(`${method}: ${body.error.message}`);
-  return body.result;
 }
 
 async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 30_000): Promise<T> {

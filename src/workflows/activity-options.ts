@@ -2,7 +2,18 @@
  * Every activity option set of the workflows, named once: how long an attempt may take, how it is
  * retried, and what ends the retries. Workflows pick a set per kind of step.
  */
-import type { ActivityOptions, LocalActivityOptions } from '@temporalio/workflow';
+import {
+  ActivityCancellationType,
+  type ActivityOptions,
+  type LocalActivityOptions,
+} from '@temporalio/workflow';
+
+/**
+ * An operator's decision cancels the step that waits for proof; a running attempt is then waited for,
+ * not abandoned, so an answer it got (a confirmed transfer it claimed, a payment on the charge) is seen
+ * and wins over the decision. Set explicitly: left unset, the SDK's command defaults to TRY_CANCEL.
+ */
+const SEE_THE_ANSWER = ActivityCancellationType.WAIT_CANCELLATION_COMPLETED;
 
 /** Quick bookkeeping (read model, refund cases, alerts): retried until the database answers. */
 export const BOOKKEEPING: ActivityOptions = {
@@ -27,6 +38,7 @@ export const CHARGE_CREATION: ActivityOptions = {
  */
 export const CHARGE_RECONCILIATION: ActivityOptions = {
   startToCloseTimeout: '30 seconds',
+  cancellationType: SEE_THE_ANSWER,
   retry: {
     initialInterval: '2 seconds',
     maximumInterval: '1 minute',
@@ -65,6 +77,7 @@ export const NOTIFICATION_FETCH: ActivityOptions = {
  */
 export const TREASURY_TRANSFER: ActivityOptions = {
   startToCloseTimeout: '30 seconds',
+  cancellationType: SEE_THE_ANSWER,
   retry: {
     initialInterval: '2 seconds',
     backoffCoefficient: 1.5,
@@ -76,6 +89,7 @@ export const TREASURY_TRANSFER: ActivityOptions = {
 /** One try, no retry: the caller decides what follows a failure. */
 export const SINGLE_LOCAL_ATTEMPT: ActivityOptions = {
   startToCloseTimeout: '30 seconds',
+  cancellationType: SEE_THE_ANSWER,
   retry: { maximumAttempts: 1 },
 };
 
@@ -87,6 +101,7 @@ export const SINGLE_LOCAL_ATTEMPT: ActivityOptions = {
  */
 export const PROOF_ROUND: ActivityOptions = {
   startToCloseTimeout: '30 seconds',
+  cancellationType: SEE_THE_ANSWER,
   scheduleToCloseTimeout: '5 minutes',
   retry: {
     initialInterval: '2 seconds',
@@ -115,6 +130,12 @@ export const CALLBACK_POST: ActivityOptions = {
  * activity's retry.
  */
 export function asLocal(options: ActivityOptions): LocalActivityOptions {
-  const { startToCloseTimeout, scheduleToCloseTimeout, retry } = options;
-  return { startToCloseTimeout, scheduleToCloseTimeout, retry, localRetryThreshold: '1 second' };
+  const { startToCloseTimeout, scheduleToCloseTimeout, retry, cancellationType } = options;
+  return {
+    startToCloseTimeout,
+    scheduleToCloseTimeout,
+    retry,
+    cancellationType,
+    localRetryThreshold: '1 second',
+  };
 }

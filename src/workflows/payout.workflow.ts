@@ -361,8 +361,8 @@ class PayoutProcess {
 
   /**
    * Runs `step` until it ends or an operator's decision is accepted. The decision then cancels the
-   * step, but proof wins: a step that still ends with its outcome (an activity that completes once its
-   * cancel is asked, as activities here do by default) keeps it, and the decision is refused.
+   * step, but proof wins: a step that still ends with its outcome (a running attempt is waited for,
+   * WAIT_CANCELLATION_COMPLETED in activity-options.ts) keeps it, and the decision is refused.
    */
   private async untilOperatorDecides<T>(
     allowed: 'fail' | 'fail_or_complete',
@@ -547,6 +547,10 @@ class PayoutProcess {
   private async alertLateSettlements(): Promise<void> {
     const late = this.inbox.lateSettlements;
     for (let event = late.shift(); event !== undefined; event = late.shift()) {
+      if (event.type === 'settlement.completed' && event.txHash === this.record.blockchainTxId) {
+        // The report of the very transfer that completed the payout, read after its status proved it.
+        continue;
+      }
       if (event.type === 'settlement.completed') {
         await bookkeeping.alertLateSettlement({
           payoutId: this.record.id,

@@ -300,13 +300,16 @@ describe('payoutWorkflow (time-skipping)', () => {
       // A round of verification retries (minutes) passes in workflow time before the alert.
       await skipUntil(env, () => fake.callsOf('raiseAttention').length > 0);
       expect((await h.query(getPayoutQuery)).status).toBe('PROCESSING');
-      const decided = await h.executeUpdate(resolvePayoutUpdate, {
+      const decided = h.executeUpdate(resolvePayoutUpdate, {
         args: [
           { decision: 'fail', decidedBy: 'ops@example.com', reason: 'provider confirmed it sent nothing' },
         ],
       });
-      expect(decided).toMatchObject({ status: 'FAILED', failureReason: 'operator_decision' });
-      return result(h);
+      // The running verification is waited for (its answer would win), up to its next retry: workflow
+      // time has to pass, and the test server lets it pass while the result is awaited.
+      const ended = await result(h);
+      expect(await decided).toMatchObject({ status: 'FAILED', failureReason: 'operator_decision' });
+      return ended;
     });
     expect(done).toMatchObject({ status: 'FAILED', failureReason: 'operator_decision' });
     expect(fake.callsOf('raiseAttention')[0]).toEqual([

@@ -46,8 +46,8 @@ export async function settleThroughProvider(
   let candidate: Transfer | undefined;
   let reportedFailed = false;
   /** Once the provider has said anything about a settlement, a refusal of the request proves nothing. */
-  const heardOfSettlement = () =>
-    candidate !== undefined || reportedFailed || inbox.settlementReports.length > 0;
+  let heard = false;
+  const heardOfSettlement = () => heard || inbox.settlementReports.length > 0;
   const request = () => requestSettlement(payout, settings, attention, heardOfSettlement);
 
   const accepted = await request();
@@ -66,6 +66,7 @@ export async function settleThroughProvider(
         ? inbox.settlementReports.shift()
         : undefined;
     if (reported !== undefined) {
+      heard = true;
       evidence =
         reported.type === 'settlement.completed'
           ? { kind: 'transfer', ...reported }
@@ -79,6 +80,7 @@ export async function settleThroughProvider(
       }
       evidence =
         settlementId === undefined ? { kind: 'unknown' } : await readStatus(payout, settlementId, attention);
+      if (evidence.kind !== 'unknown' && evidence.kind !== 'in_progress') heard = true;
       nextReadMs = Math.min(nextReadMs * 2, MAX_STATUS_READ_MS);
     }
 
@@ -91,7 +93,10 @@ export async function settleThroughProvider(
         return { kind: 'failed', reason: 'transfer_reverted' };
       }
       if (evidence.chainId === settings.chainId) {
-        candidate = evidence;
+        // A status that names the same transaction without its amount keeps the amount reported before.
+        const known = candidate?.txHash === evidence.txHash ? candidate.amountUsdt : undefined;
+        candidate =
+          evidence.amountUsdt === '0' && known !== undefined ? { ...evidence, amountUsdt: known } : evidence;
       } else {
         await attention.raise(
           'transfer_mismatch',
@@ -133,12 +138,14 @@ export async function settleThroughProvider(
     }
 
     const amountUnits = usdtUnitsFromDecimal(candidate.amountUsdt).toString();
-    const verdict = await verifyTransfer(
+    const checked = await verifyTransfer(
       payout,
       settings.settlementConfirmations,
       candidate.txHash,
       amountUnits,
     );
+    // An amount of 0 only stands in for one the provider did not give: it proves a revert, never a payment.
+    const verdict = checked === 'confirmed' && amountUnits === '0' ? 'mismatch' : checked;
     if (verdict === 'confirmed') {
       await attention.clear('transfer_mismatch', 'settlement_status_unknown');
       if (reportedFailed || candidate.providerFailed) {

@@ -1,12 +1,10 @@
 import { CancellationScope, proxyActivities, sleep } from '@temporalio/workflow';
 import type { AttentionKind, PayoutBookkeepingActivities } from '../../activities';
+import { REVIEW_KINDS } from '../../domain/attention';
 import { BOOKKEEPING } from '../activity-options';
 
 const alerts =
   proxyActivities<Pick<PayoutBookkeepingActivities, 'raiseAttention' | 'clearAttention'>>(BOOKKEEPING);
-
-/** Kinds that flag a payout for review without it waiting: an operator acknowledges them. */
-const FOR_REVIEW: readonly AttentionKind[] = ['provider_contradiction', 'settled_above_quote'];
 
 /**
  * The payout's open questions, as operators see them (`admin payouts attention`, the alert
@@ -20,7 +18,7 @@ export class Attention {
 
   /** True while the payout waits on an unknown (items for review do not count). */
   get waiting(): boolean {
-    return [...this.open].some((kind) => !FOR_REVIEW.includes(kind));
+    return [...this.open].some((kind) => !REVIEW_KINDS.includes(kind));
   }
 
   async raise(kind: AttentionKind, detail: string): Promise<void> {
@@ -46,7 +44,7 @@ export class Attention {
    * read model's terminal write clears them in the database, whichever run or attempt raised them.
    */
   forgetWaiting(): void {
-    for (const kind of [...this.open]) if (!FOR_REVIEW.includes(kind)) this.open.delete(kind);
+    for (const kind of [...this.open]) if (!REVIEW_KINDS.includes(kind)) this.open.delete(kind);
   }
 
   /**

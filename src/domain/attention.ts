@@ -1,0 +1,31 @@
+/**
+ * What a payout can wait on without proof, and what flags an ended one for review (docs/decisions.md
+ * D33): one list for the workflow that raises them, the database that keeps them and the gauge.
+ */
+export const ATTENTION_KINDS = [
+  /** Past the settlement deadline, no proof yet of the transfer landing or of none being sent. */
+  'settlement_overdue',
+  /** The provider has not accepted or refused the settlement request (outage, lagging replica). */
+  'settlement_request_unanswered',
+  /** The provider's settlement status cannot be read, or it no longer knows the settlement. */
+  'settlement_status_unknown',
+  /** Our treasury transfer is not confirmed minutes after it was sent (unmined, a nonce gap, a mismatch). */
+  'transfer_unconfirmed',
+  /** A reported transfer that does not match the payout (another chain, wallet or amount). */
+  'transfer_mismatch',
+  /** The charge's status cannot be read at expiry: unpaid is not assumed. */
+  'charge_status_unreadable',
+  /** The charge could not be removed at the provider at expiry. */
+  'charge_removal_unanswered',
+  /** For review, not waiting: the provider reported the settlement failed, the chain shows it paid. */
+  'provider_contradiction',
+  /** For review, not waiting: more USDT settled than the payment could buy at the quote. */
+  'settled_above_quote',
+] as const;
+export type AttentionKind = (typeof ATTENTION_KINDS)[number];
+
+/** Kinds that flag an ended payout for review; every other kind is something a live payout waits on. */
+export const REVIEW_KINDS: readonly AttentionKind[] = ['provider_contradiction', 'settled_above_quote'];
+export const WAITING_KINDS: readonly AttentionKind[] = ATTENTION_KINDS.filter(
+  (k) => !REVIEW_KINDS.includes(k),
+);

@@ -1,5 +1,6 @@
 import { loadClientConfigProfile } from '@temporalio/envconfig';
 import { z } from 'zod';
+import { SCREENING_SOURCES, type ScreeningSource } from './domain/screening';
 
 /**
  * Every setting of the api and the worker, read from the environment once and validated here.
@@ -103,6 +104,31 @@ const envSchema = z
     // Tether's USDT on Arbitrum One; the local launcher overrides it with its test token.
     USDT_CONTRACT_ADDRESS: hex.default('0xFd086bC7CD5C481DCC9C85ebE478A1C0b69FCbb9'),
     TREASURY_PRIVATE_KEY: optional(hex),
+    // Receiver screening (docs/decisions.md D36): the sources checked at POST and right before the USDT
+    // moves, comma-separated, any of token_blocklist, sanctions_oracle, denylist; "none" turns it off.
+    SCREENING_SOURCES: z
+      .string()
+      .default('token_blocklist,sanctions_oracle,denylist')
+      .transform((v, ctx) => {
+        const list = v
+          .split(',')
+          .map((s) => s.trim())
+          .filter((s) => s !== '' && s !== 'none');
+        const unknown = list.filter((s) => !(SCREENING_SOURCES as readonly string[]).includes(s));
+        if (unknown.length > 0) {
+          ctx.addIssue({
+            code: 'custom',
+            message: `unknown source(s) ${unknown.join(', ')}: use ${SCREENING_SOURCES.join(', ')} or none`,
+          });
+          return z.NEVER;
+        }
+        return [...new Set(list)] as ScreeningSource[];
+      }),
+    // Chainalysis' sanctions oracle, at this address on Arbitrum One (docs/screening.md); the local
+    // launcher overrides it with its test oracle.
+    SANCTIONS_ORACLE_ADDRESS: hex.default('0x40C57923924B5c5c5455c48D93317139ADDaC8fb'),
+    // How long a wallet's screening verdict is reused (POST and the step before sending).
+    SCREENING_CACHE_SECONDS: int(5, 0).refine((v) => v <= 300, 'must be at most 300'),
     // Treasury mode: how long a signed transfer may wait unmined before it is signed again at the same
     // nonce with higher fees (only when the network now asks more than it offers).
     TREASURY_REPRICE_AFTER_SECONDS: int(120, 10),

@@ -29,6 +29,10 @@ import {
   type WorkerVersion,
 } from './temporal/worker-versioning';
 import { onShutdown } from './shutdown';
+import {
+  createChainAndDenylistScreening,
+  reportScreeningSources,
+} from './adapters/screening/receiver-screening';
 import { workflowSource } from './workflow-bundle';
 
 export interface PayoutWorkerOptions {
@@ -87,6 +91,15 @@ async function main(): Promise<void> {
     usdtAddress: config.USDT_CONTRACT_ADDRESS as `0x${string}`,
     treasuryPrivateKey: config.TREASURY_PRIVATE_KEY as `0x${string}` | undefined,
   });
+  const screening = createChainAndDenylistScreening({
+    rpcUrl: config.EVM_RPC_URL,
+    db,
+    sources: config.SCREENING_SOURCES,
+    tokenAddress: config.USDT_CONTRACT_ADDRESS,
+    oracleAddress: config.SANCTIONS_ORACLE_ADDRESS,
+    cacheSeconds: config.SCREENING_CACHE_SECONDS,
+  });
+  await reportScreeningSources(screening, logger);
   // Before the first connection: SDK logs into pino, and the native worker metrics.
   const runtime = await installWorkerRuntime(logger);
   const connection = await connectWorker(config);
@@ -111,6 +124,7 @@ async function main(): Promise<void> {
       logger,
       metrics,
       treasuryRepriceAfterSeconds: config.TREASURY_REPRICE_AFTER_SECONDS,
+      screening,
     },
     callbacks: callbackSenderOptions(config),
     secrets: createSecretBox(config),

@@ -6,10 +6,13 @@ import type { Metrics } from '../observability/metrics';
 import { createChainActivities, type ChainActivityDeps } from './chain';
 import { createPayoutBookkeepingActivities } from './payout-bookkeeping';
 import { createProviderActivities } from './provider';
+import { createScreeningActivities } from './screening';
+import type { ReceiverScreening } from '../domain/screening';
 
 export type { ChainActivities } from './chain';
 export type { PayoutBookkeepingActivities, RefundKind } from './payout-bookkeeping';
 export type { ChargeReconciliation, ProviderActivities, SettlementReport } from './provider';
+export type { ScreeningActivities } from './screening';
 export type { AttentionKind } from '../adapters/db/attention-repo';
 
 export interface ActivityDeps {
@@ -18,6 +21,7 @@ export interface ActivityDeps {
   ledger: UsdtLedger;
   logger: Logger;
   metrics: Metrics;
+  screening: ReceiverScreening;
   nonceConflictProof?: ChainActivityDeps['nonceConflictProof'];
   treasuryRepriceAfterSeconds?: ChainActivityDeps['treasuryRepriceAfterSeconds'];
 }
@@ -33,6 +37,7 @@ export function createActivities(deps: ActivityDeps) {
     ...createPayoutBookkeepingActivities(deps),
     ...createProviderActivities(deps),
     ...createChainActivities(deps),
+    ...createScreeningActivities(deps),
   };
 }
 

@@ -17,6 +17,10 @@ export const ATTENTION_KINDS = [
   'charge_status_unreadable',
   /** The charge could not be removed at the provider at expiry. */
   'charge_removal_unanswered',
+  /** The receiver was flagged by screening right before sending: nothing is sent until an operator decides. */
+  'receiver_flagged',
+  /** A screening source cannot be read right before sending: nothing is sent until it answers. */
+  'screening_unreadable',
   /** For review, not waiting: the provider reported the settlement failed, the chain shows it paid. */
   'provider_contradiction',
   /** For review, not waiting: more USDT settled than the payment could buy at the quote. */

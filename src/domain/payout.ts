@@ -24,6 +24,8 @@ export type FailureReason =
   | 'transfer_nonce_taken'
   /** An operator decided, with a recorded reason, that the payout fails (`admin payouts resolve`). */
   | 'operator_decision'
+  /** The receiver was flagged by screening before the USDT was sent; an operator decided to refund the payer. */
+  | 'receiver_flagged'
   /** Reasons of earlier code, kept so stored rows still parse: no longer decided by a timeout or a mismatch. */
   | 'transfer_mismatch'
   | 'settlement_timeout';

@@ -112,6 +112,16 @@ export const PROOF_ROUND: ActivityOptions = {
 };
 
 /**
+ * The receiver's screening right before money moves: a read of the chain and the database, retried
+ * for as long as a source cannot be read (the payout waits with an attention item, never assumes
+ * clear). Cancelled at once by an operator's decision: it acts on nothing.
+ */
+export const SCREENING: ActivityOptions = {
+  startToCloseTimeout: '30 seconds',
+  retry: { initialInterval: '2 seconds', backoffCoefficient: 2, maximumInterval: '1 minute' },
+};
+
+/**
  * One activity is one partner-callback POST. The backoff between POSTs lives in the callback workflow
  * rather than in this retry policy, so every attempt is its own visible step and the give-up an
  * explicit outcome; these retries only cover the worker side (a crash, an unreachable database).

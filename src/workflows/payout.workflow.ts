@@ -24,6 +24,7 @@ import { isDecided, OperatorDesk, type Decided } from './payout/operator-desk';
 import { PaymentInbox } from './payout/payment-inbox';
 import { settleThroughProvider } from './payout/provider-settlement';
 import { RefundsAndLateReports } from './payout/refunds-and-late-reports';
+import { screenBeforeSending } from './payout/screening-step';
 import { type SettlementOutcome } from './payout/settlement-steps';
 import { settleFromTreasury } from './payout/treasury-settlement';
 import { upsertPayoutSearchAttributes } from './search-attributes';
@@ -172,8 +173,16 @@ class PayoutProcess {
     return true;
   }
 
-  /** PROCESSING to COMPLETED or FAILED, in the settlement mode fixed at start. */
+  /**
+   * PROCESSING to COMPLETED or FAILED, in the settlement mode fixed at start, once the receiver has
+   * been screened again: a wallet flagged since POST is paid only if an operator releases it.
+   */
   async settle(): Promise<void> {
+    const screened = await screenBeforeSending(this.record, this.attention, this.desk);
+    if (screened !== 'clear') {
+      await this.recordDecision(screened);
+      if (screened.decision.decision !== 'release') return this.fail('receiver_flagged');
+    }
     const { record, settings, inbox, attention } = this;
     const outcome = await attention.whenLate(
       settings.settlementTimeoutSeconds * 1000,
@@ -194,19 +203,25 @@ class PayoutProcess {
     await this.refunds.finish();
   }
 
-  private async applyDecision({ decision: d }: Decided): Promise<void> {
-    await bookkeeping.recordOperatorDecision({ payoutId: this.record.id, ...d });
-    log.warn('operator decided the payout', {
-      payoutId: this.record.id,
-      decision: d.decision,
-      by: d.decidedBy,
-    });
-    if (d.decision === 'fail') return this.fail('operator_decision');
+  /** An operator's decision on an unknown: the payout ends on it. */
+  private async applyDecision(decided: Decided): Promise<void> {
+    await this.recordDecision(decided);
+    const d = decided.decision;
+    if (d.decision !== 'complete') return this.fail('operator_decision');
     await this.conclude({
       kind: 'completed',
       txHash: d.txHash!,
       amountUnits: d.amountUsdtUnits!,
       confirmedAt: now(),
+    });
+  }
+
+  private async recordDecision({ decision: d }: Decided): Promise<void> {
+    await bookkeeping.recordOperatorDecision({ payoutId: this.record.id, ...d });
+    log.warn('operator decided the payout', {
+      payoutId: this.record.id,
+      decision: d.decision,
+      by: d.decidedBy,
     });
   }
 

@@ -11,6 +11,7 @@ import {
 } from 'viem';
 import { generatePrivateKey, privateKeyToAccount, privateKeyToAddress } from 'viem/accounts';
 import { createActivities } from '../../src/activities';
+import { createChainAndDenylistScreening } from '../../src/adapters/screening/receiver-screening';
 import { USDT_ABI } from '../../src/adapters/chain/usdt-abi';
 import { createUsdtLedger } from '../../src/adapters/chain/usdt-ledger';
 import { createPool, type Db } from '../../src/adapters/db/pool';
@@ -90,6 +91,15 @@ async function treasuryWorld(usdtUnits: bigint, opts: { repriceAfterSeconds?: nu
     metrics,
     nonceConflictProof: { receiptLookups: 3, spacingMs: 20 },
     treasuryRepriceAfterSeconds: opts.repriceAfterSeconds ?? 120,
+    // Only the denylist: these activity tests never screen (the screening step has tests of its own).
+    screening: createChainAndDenylistScreening({
+      rpcUrl: anvil.rpcUrl,
+      db: db,
+      sources: ['denylist'],
+      tokenAddress: usdt,
+      oracleAddress: usdt,
+      cacheSeconds: 0,
+    }),
   });
   return { key, address, ledger, metrics, activities };
 }

@@ -3,6 +3,7 @@ import path from 'node:path';
 import { createPublicClient, http, type Hex } from 'viem';
 import { generatePrivateKey, privateKeyToAddress } from 'viem/accounts';
 import { createActivities } from '../../src/activities';
+import { createChainAndDenylistScreening } from '../../src/adapters/screening/receiver-screening';
 import { countTransfersTo, createUsdtLedger } from '../../src/adapters/chain/usdt-ledger';
 import { getOrCreateTreasuryTransfer } from '../../src/adapters/db/treasury-transfers-repo';
 import type { PayoutResponse } from '../../src/domain/payout';
@@ -176,6 +177,15 @@ describe('treasury transfer survives a worker crash (worker as a separate proces
       createActivities({
         db: stack.db,
         provider: {} as never, // not used by the treasury activities
+        // Only the denylist: these activity tests never screen (the screening step has tests of its own).
+        screening: createChainAndDenylistScreening({
+          rpcUrl: stack.rpcUrl,
+          db: stack.db,
+          sources: ['denylist'],
+          tokenAddress: stack.usdtAddress,
+          oracleAddress: stack.usdtAddress,
+          cacheSeconds: 0,
+        }),
         ledger: createUsdtLedger({
           rpcUrl: stack.rpcUrl,
           chainId: 42161,

@@ -1,6 +1,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { Client } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import { createChainAndDenylistScreening } from '../../src/adapters/screening/receiver-screening';
 import {
   bundleWorkflowCode,
   DefaultLogger,
@@ -202,6 +203,7 @@ export async function startStack(opts: StackOptions = {}): Promise<TestStack> {
       // out of the way unless a test sets its own (from an address of its own).
       AUTH_FAILURE_LIMIT_PER_MINUTE: '1000000',
       WEBHOOK_RATE_LIMIT_PER_MINUTE: '1000000',
+      SCREENING_SOURCES: 'denylist',
       ...opts.env,
     });
     const db = createPool(config.DATABASE_URL, 5);
@@ -249,6 +251,14 @@ export async function startStack(opts: StackOptions = {}): Promise<TestStack> {
           }),
           logger,
           metrics,
+          screening: createChainAndDenylistScreening({
+            rpcUrl: config.EVM_RPC_URL,
+            db,
+            sources: config.SCREENING_SOURCES,
+            tokenAddress: usdtAddress,
+            oracleAddress: config.SANCTIONS_ORACLE_ADDRESS,
+            cacheSeconds: config.SCREENING_CACHE_SECONDS,
+          }),
         },
         callbacks: callbackSenderOptions(config),
         secrets: createSecretBox(config),

@@ -109,6 +109,7 @@ export function fakeActivities(overrides: Partial<Fakes> = {}) {
     raiseAttention: async () => {},
     clearAttention: async () => {},
     recordOperatorDecision: async () => {},
+    screenReceiver: async () => ({ kind: 'clear' as const }),
     fetchProviderEvent: async () => null,
     verifyUsdtTransfer: async () => 'confirmed',
     sendTreasuryTransfer: async () => ({ txHash: TREASURY_TX_HASH }),

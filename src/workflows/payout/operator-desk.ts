@@ -19,8 +19,11 @@ import type { Attention } from './attention';
 
 const verifying = proxyActivities<Pick<ChainActivities, 'verifyUsdtTransfer'>>(PROOF_ROUND);
 
-/** What an operator may decide about the step that is waiting: a payout never paid can only fail. */
-export type Decidable = 'fail' | 'fail_or_complete';
+/**
+ * What an operator may decide about the step that is waiting: a payout never paid can only fail; a
+ * flagged receiver is refunded or released.
+ */
+export type Decidable = 'fail' | 'fail_or_complete' | 'refund_or_release';
 
 /** An accepted decision, handed to the payout in place of the step's own outcome. */
 export interface Decided {
@@ -40,6 +43,8 @@ export class OperatorDesk {
   private deciding = false;
   /** Why the decision being taken did not apply (proof arrived first). */
   private refusal: string | undefined;
+  /** The last decision handed to the payout. */
+  private taken: OperatorDecisionInput | undefined;
 
   constructor(
     private readonly payout: () => PayoutRecord,
@@ -77,13 +82,21 @@ export class OperatorDesk {
             return undefined;
           },
         );
-        if (settled === undefined) return { decision: this.decision! };
+        if (settled === undefined) return this.take();
         return this.proofWins(settled.value);
       }
       return this.decision === undefined ? first.value : this.proofWins(first.value);
     } finally {
       this.decidable = undefined;
     }
+  }
+
+  /** Hands the accepted decision to the payout, and frees the desk for a later one. */
+  private take(): Decided {
+    const decision = this.decision!;
+    this.taken = decision;
+    this.decision = undefined;
+    return { decision };
   }
 
   /** The step found its answer while an operator's decision was being taken: the decision is refused. */
@@ -108,12 +121,17 @@ export class OperatorDesk {
       // Our own transaction may be signed and in a pool: only the chain can end it (D25).
       refuse('a treasury transfer may be signed: only its proof ends the payout (see the runbook)');
     }
-    if (d.decision === 'complete') {
+    const onScreening = d.decision === 'refund' || d.decision === 'release';
+    if (this.decidable === 'refund_or_release') {
+      if (!onScreening) refuse('payout waits on a flagged receiver: decide refund or release');
+    } else if (onScreening) {
+      refuse('payout waits on an unknown, not on a flagged receiver: decide fail or complete');
+    } else if (d.decision === 'complete') {
       if (this.decidable !== 'fail_or_complete') refuse('payout was never paid: it can only be failed');
       if (!d.txHash || !/^0x[0-9a-fA-F]{64}$/.test(d.txHash)) refuse('complete needs the transfer hash');
       if (!d.amountUsdtUnits || !/^[1-9][0-9]*$/.test(d.amountUsdtUnits)) refuse('complete needs the amount');
     } else if (d.decision !== 'fail') {
-      refuse('decision is fail or complete');
+      refuse('decision is fail, complete, refund or release');
     }
   }
 
@@ -133,7 +151,13 @@ export class OperatorDesk {
       }
       this.refusal = undefined;
       this.decision = d;
-      await condition(() => isTerminal(this.payout().status) || this.refusal !== undefined);
+      // A release does not end the payout: it is answered once the waiting step has taken it.
+      await condition(
+        () =>
+          isTerminal(this.payout().status) ||
+          this.refusal !== undefined ||
+          (d.decision === 'release' && this.taken === d),
+      );
       if (this.refusal !== undefined) throw notResolvable(this.refusal);
       return this.payout();
     } finally {

@@ -28,6 +28,8 @@ import { BUILD_ID_PATTERN, loadConfig } from '../config';
 import { isUuid } from '../domain/ids';
 import { connectClient, temporalConnectionOptions } from '../temporal/connection';
 import { listOpenAttention } from '../adapters/db/attention-repo';
+import { allowWallet, denyWallet, listDeniedWallets } from '../adapters/db/screening-denylist-repo';
+import { receiverWalletError } from '../domain/wallet';
 import { findPayoutLocation } from '../adapters/db/payouts-repo';
 import { usdtUnitsFromDecimal } from '../domain/money';
 import {
@@ -354,21 +356,23 @@ const COMMANDS: Record<string, Command> = {
   },
   'payouts resolve': {
     uses: 'database+temporal',
-    args: '--id <payout_id> --decision fail|complete --by <who> --reason <why> [--tx-hash <0x..> --amount-usdt <decimal>]',
+    args: '--id <payout_id> --decision fail|complete|refund|release --by <who> --reason <why> [--tx-hash <0x..> --amount-usdt <decimal>]',
     summary:
-      'decide a payout that waits on an unknown: fail it (payer refunded) or complete it with its transfer',
+      'decide a waiting payout: fail or complete one that waits on an unknown; refund or release a flagged receiver',
     details:
-      'Only a payout with an open attention item can be decided. `fail` ends it FAILED (operator_decision) and\n' +
-      'opens the refund case for its payment; `complete` names the on-chain transfer that paid the receiver,\n' +
-      'which is verified and claimed for the payout before it completes. Who and why are kept\n' +
-      '(operator_decisions table, worker log). Prints the payout as it ended.',
+      'Only a payout with an open attention item can be decided. On an unknown: `fail` ends it FAILED\n' +
+      '(operator_decision) and opens the refund case for its payment; `complete` names the on-chain transfer\n' +
+      'that paid the receiver, which is verified and claimed for the payout before it completes. On a receiver\n' +
+      'flagged by screening before sending (attention kind receiver_flagged): `refund` ends it FAILED\n' +
+      '(receiver_flagged) and opens the refund case; `release` sends the USDT after all. Who and why are kept\n' +
+      '(operator_decisions table, worker log). Prints the payout as it ended (or PROCESSING once released).',
     options: { id: str, decision: str, by: str, reason: str, 'tx-hash': str, 'amount-usdt': str },
     plan(values) {
       const id = requireOption(values, 'id');
       if (!isUuid(id)) throw new UsageError('--id must be a payout id (a UUID)');
       const decision = requireOption(values, 'decision');
-      if (decision !== 'fail' && decision !== 'complete')
-        throw new UsageError('--decision is fail or complete');
+      if (decision !== 'fail' && decision !== 'complete' && decision !== 'refund' && decision !== 'release')
+        throw new UsageError('--decision is fail, complete, refund or release');
       const decidedBy = requireOption(values, 'by');
       const reason = requireOption(values, 'reason');
       if (reason.length > 2000) throw new UsageError('--reason must be at most 2000 characters');
@@ -406,6 +410,52 @@ const COMMANDS: Record<string, Command> = {
             throw new Error(`payout ${id} has ended: nothing to decide`);
           throw err;
         }
+      };
+    },
+  },
+  'screening list': {
+    args: '',
+    summary: "list the operators' denylist of receiver wallets",
+    details:
+      'Prints {"denylist": [{"wallet", "reason", "added_by", "added_at"}]}. A wallet here is refused at POST\n' +
+      '(422 "receiver_wallet failed compliance screening") and not paid by a payout that reaches settlement.',
+    options: {},
+    plan: () => async (db) => ({
+      denylist: (await listDeniedWallets(db)).map((e) => ({
+        wallet: e.wallet,
+        reason: e.reason,
+        added_by: e.addedBy,
+        added_at: e.addedAt,
+      })),
+    }),
+  },
+  'screening deny': {
+    args: '--wallet <0x..> --by <who> --reason <why>',
+    summary: "add a receiver wallet to the operators' denylist",
+    details:
+      'From the next screening on (within SCREENING_CACHE_SECONDS), POSTs for it answer 422 and open payouts\n' +
+      'paying it wait for a decision before anything is sent. Who, when and why are kept with every change.',
+    options: { wallet: str, by: str, reason: str },
+    plan(values) {
+      const change = denylistChange(values);
+      return async (db) => {
+        await denyWallet(db, change);
+        return { wallet: change.wallet.toLowerCase(), denied: true };
+      };
+    },
+  },
+  'screening allow': {
+    args: '--wallet <0x..> --by <who> --reason <why>',
+    summary: "remove a receiver wallet from the operators' denylist",
+    details:
+      'Who and why are kept. Payouts already waiting on it are still decided one by one (payouts resolve).',
+    options: { wallet: str, by: str, reason: str },
+    plan(values) {
+      const change = denylistChange(values);
+      return async (db) => {
+        const removed = await allowWallet(db, change);
+        if (!removed) throw new Error(`wallet ${change.wallet} is not on the denylist`);
+        return { wallet: change.wallet.toLowerCase(), denied: false };
       };
     },
   },
@@ -502,6 +552,16 @@ const COMMANDS: Record<string, Command> = {
 };
 
 /** A whole number option from 1 to `max`, or `fallback` when absent. */
+function denylistChange(values: Values): { wallet: string; by: string; reason: string } {
+  const wallet = requireOption(values, 'wallet');
+  const problem = receiverWalletError(wallet);
+  if (problem) throw new UsageError(`--wallet: ${problem.replace('receiver_wallet ', '')}`);
+  const by = requireOption(values, 'by');
+  const reason = requireOption(values, 'reason');
+  if (reason.length > 2000) throw new UsageError('--reason must be at most 2000 characters');
+  return { wallet, by, reason };
+}
+
 function countOption(values: Values, name: string, fallback: number, max: number): number {
   const text = typeof values[name] === 'string' ? values[name].trim() : String(fallback);
   const count = Number(text);

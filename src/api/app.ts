@@ -21,6 +21,7 @@ import { quoteRoutes } from './quotes/routes';
 import type { RateQuote } from './quotes/min-amount';
 import { webhookRoutes } from './webhooks/routes';
 import { authenticatePartner } from './auth';
+import type { ReceiverScreening } from '../domain/screening';
 
 export interface ApiDeps {
   config: Config;
@@ -29,6 +30,8 @@ export interface ApiDeps {
   quote: () => Promise<RateQuote>;
   logger: Logger;
   metrics: Metrics;
+  /** The receiver's screening at POST (docs/decisions.md D36). */
+  screening: ReceiverScreening;
 }
 
 const BODY_LIMIT_BYTES = 16 * 1024;
@@ -103,6 +106,11 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
     readRateLimitPerMinute: config.READ_RATE_LIMIT_PER_MINUTE,
     authenticate,
     chargeWaitMs: 20_000,
+    screening: deps.screening,
+    screeningCounters: {
+      refused: (source) => deps.metrics.screeningRefusals.inc({ source }),
+      unavailable: () => deps.metrics.screeningUnavailable.inc(),
+    },
     aboveQuoteTolerance: config.SETTLEMENT_ABOVE_QUOTE_TOLERANCE,
     settings: {
       chargeExpirySeconds: config.PIX_CHARGE_EXPIRY_SECONDS,

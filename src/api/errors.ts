@@ -16,12 +16,15 @@ export class HttpError extends Error {
 }
 
 /** What the partner is told for each refusal of the create-payout service: status and exact message. */
-const PAYOUT_REQUEST_ERRORS: Record<PayoutRequestErrorCode, [number, string]> = {
+const PAYOUT_REQUEST_ERRORS: Record<PayoutRequestErrorCode, [number, string, Record<string, string>?]> = {
   quote_unavailable: [503, 'quote unavailable, retry later'],
   idempotency_conflict: [409, 'idempotency conflict'],
   amount_too_small: [400, 'amount_brl is too small: min_amount_usdt must be at least 0.01'],
   charge_refused: [502, 'payment provider could not create the PIX charge, retry later'],
   charge_timeout: [503, 'payment provider unavailable, retry later'],
+  receiver_blocked_by_issuer: [422, 'receiver_wallet cannot receive USDT: blocked by the token issuer'],
+  receiver_failed_screening: [422, 'receiver_wallet failed compliance screening'],
+  screening_unavailable: [503, 'compliance screening unavailable, retry later', { 'retry-after': '5' }],
 };
 
 const FRAMEWORK_ERRORS: Record<string, [number, string]> = {
@@ -59,10 +62,10 @@ export function installErrorHandling(
       return reply.code(error.statusCode).headers(error.headers).send({ error: error.message });
     }
     if (error instanceof PayoutRequestError) {
-      const [status, message] = PAYOUT_REQUEST_ERRORS[error.code];
-      // A 5xx here is the provider's trouble, not the partner's: worth a line for the operator.
+      const [status, message, headers = {}] = PAYOUT_REQUEST_ERRORS[error.code];
+      // A 5xx here is an outside party's trouble, not the partner's: worth a line for the operator.
       if (status >= 500) request.log.warn({ err: error }, 'payout request refused');
-      return reply.code(status).send({ error: message });
+      return reply.code(status).headers(headers).send({ error: message });
     }
     if (hasZodFastifySchemaValidationErrors(error)) {
       const first = error.validation[0];

@@ -9,6 +9,10 @@ import { startApiOpsServer } from '../observability/api-ops';
 import { onShutdown } from '../shutdown';
 import { connectClient } from '../temporal/connection';
 import { buildApp } from './app';
+import {
+  createChainAndDenylistScreening,
+  reportScreeningSources,
+} from '../adapters/screening/receiver-screening';
 
 async function main(): Promise<void> {
   const config = loadConfig();
@@ -24,7 +28,16 @@ async function main(): Promise<void> {
   const { client: temporal, connection } = await connectClient(config);
   const provider = createConfiguredProvider(config, metrics);
   const quote = createCachedQuote(provider, { ttlMs: config.QUOTE_CACHE_SECONDS * 1000 });
-  const app = await buildApp({ config, db, temporal, quote, logger, metrics });
+  const screening = createChainAndDenylistScreening({
+    rpcUrl: config.EVM_RPC_URL,
+    db,
+    sources: config.SCREENING_SOURCES,
+    tokenAddress: config.USDT_CONTRACT_ADDRESS,
+    oracleAddress: config.SANCTIONS_ORACLE_ADDRESS,
+    cacheSeconds: config.SCREENING_CACHE_SECONDS,
+  });
+  await reportScreeningSources(screening, logger);
+  const app = await buildApp({ config, db, temporal, quote, logger, metrics, screening });
   await app.listen({ host: config.HOST, port: config.PORT });
 
   onShutdown(logger, async () => {

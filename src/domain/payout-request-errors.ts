@@ -6,7 +6,17 @@
  */
 
 export type PayoutRequestErrorCode =
-  'quote_unavailable' | 'idempotency_conflict' | 'amount_too_small' | 'charge_refused' | 'charge_timeout';
+  | 'quote_unavailable'
+  | 'idempotency_conflict'
+  | 'amount_too_small'
+  | 'charge_refused'
+  | 'charge_timeout'
+  | ScreeningRefusal
+  | 'screening_unavailable';
+
+/** The refusals screening gives at POST, kept with the Idempotency-Key so a replay gets the same answer. */
+export const SCREENING_REFUSALS = ['receiver_blocked_by_issuer', 'receiver_failed_screening'] as const;
+export type ScreeningRefusal = (typeof SCREENING_REFUSALS)[number];
 
 export abstract class PayoutRequestError extends Error {
   abstract readonly code: PayoutRequestErrorCode;
@@ -40,4 +50,24 @@ export class ChargeRefusedError extends PayoutRequestError {
 export class ChargeTimeoutError extends PayoutRequestError {
   readonly code = 'charge_timeout';
   override name = 'ChargeTimeoutError';
+}
+
+/**
+ * Screening flagged the receiver (docs/decisions.md D36): the issuer's block is named to the partner,
+ * a sanctions list or the operators' denylist never is.
+ */
+export class ReceiverRefusedError extends PayoutRequestError {
+  override name = 'ReceiverRefusedError';
+  constructor(
+    readonly code: ScreeningRefusal,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** A screening source could not be read: nothing is created, the partner retries (fail closed). */
+export class ScreeningUnavailableRequestError extends PayoutRequestError {
+  readonly code = 'screening_unavailable';
+  override name = 'ScreeningUnavailableRequestError';
 }

@@ -96,6 +96,17 @@ export function createMetrics() {
       help: 'Treasury transfer attempts refused for lack of USDT or gas in the treasury (retried until topped up)',
       registers: [registry],
     }),
+    screeningRefusals: new Counter({
+      name: 'payout_screening_refusals_total',
+      help: 'POST /v1/payouts refused because screening flagged the receiver, by source',
+      labelNames: ['source'],
+      registers: [registry],
+    }),
+    screeningUnavailable: new Counter({
+      name: 'payout_screening_unavailable_total',
+      help: 'POST /v1/payouts answered 503 because a screening source could not be read',
+      registers: [registry],
+    }),
   };
 }
 

@@ -1,3 +1,4 @@
+import { denylistScreening } from '../support/screening';
 import { randomUUID } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../../src/api/app';
@@ -87,6 +88,7 @@ describe('API-key failures throttled per client address', () => {
       app = await buildApp({
         config: { ...stack.config, TRUST_PROXY: '127.0.0.1' },
         db: stack.db,
+        screening: denylistScreening(stack.db),
         temporal: stack.temporal,
         quote: () =>
           Promise.resolve({ rate: '5.50', expiresAt: new Date(Date.now() + 30_000).toISOString() }),

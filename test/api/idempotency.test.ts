@@ -1,3 +1,4 @@
+import { denylistScreening } from '../support/screening';
 import { randomUUID } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../../src/api/app';
@@ -244,6 +245,7 @@ describe('Idempotency-Key', () => {
       app = await buildApp({
         config: stack.config,
         db: stack.db,
+        screening: denylistScreening(stack.db),
         temporal: stack.temporal,
         quote: () => Promise.reject(new Error('provider down')),
         logger: createLogger({ level: 'silent', name: 'test' }),

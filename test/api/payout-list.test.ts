@@ -1,3 +1,4 @@
+import { denylistScreening } from '../support/screening';
 import type { FastifyInstance } from 'fastify';
 import { createHttpProvider } from '../../src/adapters/provider/http-provider';
 import { createCachedQuote } from '../../src/adapters/provider/quote-cache';
@@ -279,6 +280,7 @@ describe('GET /v1/payouts', () => {
       app = await buildApp({
         config,
         db: stack.db,
+        screening: denylistScreening(stack.db),
         temporal: stack.temporal,
         quote: createCachedQuote(provider, { ttlMs: 30_000 }),
         logger: createLogger({ level: 'silent', name: 'test' }),

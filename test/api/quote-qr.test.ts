@@ -1,3 +1,4 @@
+import { denylistScreening } from '../support/screening';
 import type { FastifyInstance } from 'fastify';
 import jsQR from 'jsqr';
 import { PNG } from 'pngjs';
@@ -39,6 +40,7 @@ describe('quote preview and QR code', () => {
     const app = await buildApp({
       config,
       db: stack.db,
+      screening: denylistScreening(stack.db),
       temporal: stack.temporal,
       quote: createCachedQuote(provider, { ttlMs: 30_000 }),
       logger: createLogger({ level: 'silent', name: 'test' }),

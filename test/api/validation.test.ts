@@ -1,3 +1,4 @@
+import { denylistScreening } from '../support/screening';
 import type { FastifyInstance } from 'fastify';
 import { createHttpProvider } from '../../src/adapters/provider/http-provider';
 import { createCachedQuote } from '../../src/adapters/provider/quote-cache';
@@ -452,6 +453,7 @@ describe('POST /v1/payouts validation', () => {
       app = await buildApp({
         config: { ...stack.config, MAX_AMOUNT_BRL: '50' },
         db: stack.db,
+        screening: denylistScreening(stack.db),
         temporal: stack.temporal,
         quote: createCachedQuote(provider, { ttlMs: 30_000 }),
         logger: createLogger({ level: 'silent', name: 'test' }),
@@ -488,6 +490,7 @@ describe('POST /v1/payouts validation', () => {
       app = await buildApp({
         config: stack.config,
         db: stack.db,
+        screening: denylistScreening(stack.db),
         temporal: stack.temporal,
         quote: createCachedQuote(provider, { ttlMs: 30_000 }),
         logger: createLogger({ level: 'silent', name: 'test' }),
@@ -522,6 +525,7 @@ describe('POST /v1/payouts validation', () => {
       app = await buildApp({
         config: stack.config,
         db,
+        screening: denylistScreening(db),
         temporal: stack.temporal,
         quote: () => Promise.resolve({ rate: '5.50', expiresAt: new Date().toISOString() }),
         logger: createLogger({ level: 'silent', name: 'test' }),

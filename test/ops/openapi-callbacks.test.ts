@@ -1,3 +1,5 @@
+import { denylistScreening } from '../support/screening';
+import type { Db } from '../../src/adapters/db/pool';
 import { Client } from '@temporalio/client';
 import type { FastifyInstance } from 'fastify';
 import { createPool } from '../../src/adapters/db/pool';
@@ -9,6 +11,8 @@ import { createMetrics } from '../../src/observability/metrics';
 // The outbound partner callbacks are part of the served OpenAPI 3.1 document (`webhooks`).
 type Json = Record<string, unknown>;
 
+let db: Db;
+
 describe('OpenAPI document: partner callbacks (webhooks)', () => {
   let app: FastifyInstance;
   let doc: Json & { webhooks: Record<string, { post: Json & { parameters: Json[]; requestBody: Json } }> };
@@ -17,7 +21,8 @@ describe('OpenAPI document: partner callbacks (webhooks)', () => {
     const config = loadConfig({ LOG_LEVEL: 'silent' });
     app = await buildApp({
       config,
-      db: createPool(config.DATABASE_URL, 1),
+      db: (db = createPool(config.DATABASE_URL, 1)),
+      screening: denylistScreening(db),
       temporal: new Client(),
       quote: async () => ({ rate: '5.50', expiresAt: new Date(Date.now() + 30_000).toISOString() }),
       logger: createLogger({ level: 'silent', name: 'test' }),

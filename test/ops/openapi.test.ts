@@ -1,3 +1,5 @@
+import { denylistScreening } from '../support/screening';
+import type { Db } from '../../src/adapters/db/pool';
 import { Client } from '@temporalio/client';
 import type { FastifyInstance } from 'fastify';
 import { createPool } from '../../src/adapters/db/pool';
@@ -31,6 +33,8 @@ const ERROR_SHAPE = {
   additionalProperties: false,
 };
 
+let db: Db;
+
 describe('OpenAPI document', () => {
   let app: FastifyInstance;
   let base: string;
@@ -44,7 +48,8 @@ describe('OpenAPI document', () => {
     const config = loadConfig({ LOG_LEVEL: 'silent', PUBLIC_BASE_URL: 'https://payouts.example.com' });
     app = await buildApp({
       config,
-      db: createPool(config.DATABASE_URL, 1),
+      db: (db = createPool(config.DATABASE_URL, 1)),
+      screening: denylistScreening(db),
       temporal: new Client(),
       quote: async () => ({ rate: '5.50', expiresAt: new Date().toISOString() }),
       logger: createLogger({ level: 'silent', name: 'test' }),

@@ -1,3 +1,4 @@
+import { denylistScreening } from '../support/screening';
 import { Writable } from 'node:stream';
 import { Client } from '@temporalio/client';
 import type { FastifyInstance } from 'fastify';
@@ -19,9 +20,11 @@ async function logsOf(level: string, paths: string[]): Promise<{ msg: string; ur
     },
   });
   const config = loadConfig({ LOG_LEVEL: level });
+  const db = createPool(config.DATABASE_URL, 1);
   const app: FastifyInstance = await buildApp({
     config,
-    db: createPool(config.DATABASE_URL, 1),
+    db,
+    screening: denylistScreening(db),
     temporal: new Client(),
     quote: async () => ({ rate: '5.50', expiresAt: new Date().toISOString() }),
     logger: createLogger({ level, name: 'test', destination }),

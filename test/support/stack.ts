@@ -212,6 +212,14 @@ export async function startStack(opts: StackOptions = {}): Promise<TestStack> {
     const metrics = createMetrics();
     const provider = createHttpProvider({ baseUrl: config.PROVIDER_API_URL, timeoutMs: 5_000 });
     const temporal = testEnv.client;
+    const screening = createChainAndDenylistScreening({
+      rpcUrl: config.EVM_RPC_URL,
+      db,
+      sources: config.SCREENING_SOURCES,
+      tokenAddress: usdtAddress,
+      oracleAddress: config.SANCTIONS_ORACLE_ADDRESS,
+      cacheSeconds: config.SCREENING_CACHE_SECONDS,
+    });
 
     const apis: FastifyInstance[] = [];
     const listenApi = async (port: number) => {
@@ -222,6 +230,7 @@ export async function startStack(opts: StackOptions = {}): Promise<TestStack> {
         quote: createCachedQuote(provider, { ttlMs: config.QUOTE_CACHE_SECONDS * 1000 }),
         logger,
         metrics,
+        screening,
       });
       await app.listen({ host: '127.0.0.1', port });
       apis.push(app);
@@ -251,14 +260,7 @@ export async function startStack(opts: StackOptions = {}): Promise<TestStack> {
           }),
           logger,
           metrics,
-          screening: createChainAndDenylistScreening({
-            rpcUrl: config.EVM_RPC_URL,
-            db,
-            sources: config.SCREENING_SOURCES,
-            tokenAddress: usdtAddress,
-            oracleAddress: config.SANCTIONS_ORACLE_ADDRESS,
-            cacheSeconds: config.SCREENING_CACHE_SECONDS,
-          }),
+          screening,
         },
         callbacks: callbackSenderOptions(config),
         secrets: createSecretBox(config),

@@ -7,6 +7,7 @@ import {
 import {
   claimIdempotencyKey,
   markIdempotencyKeyRecorded,
+  markIdempotencyKeyRefused,
   releaseIdempotencyKey,
 } from '../../adapters/db/idempotency-repo';
 import { findPartnerPayout, upsertPayout } from '../../adapters/db/payouts-repo';
@@ -17,7 +18,16 @@ import {
   ChargeRefusedError,
   ChargeTimeoutError,
   IdempotencyConflictError,
+  ReceiverRefusedError,
+  SCREENING_REFUSALS,
+  ScreeningUnavailableRequestError,
+  type ScreeningRefusal,
 } from '../../domain/payout-request-errors';
+import {
+  ScreeningUnavailableError,
+  type ReceiverScreening,
+  type ScreeningSource,
+} from '../../domain/screening';
 import {
   awaitChargeUpdate,
   getPayoutQuery,
@@ -40,7 +50,13 @@ export interface CreatePayoutDeps extends MinAmountDeps {
   aboveQuoteTolerance: string;
   /** How long POST waits for the PIX charge before answering 503 (the workflow keeps going). */
   chargeWaitMs: number;
+  /** The receiver's screening, before anything is created (docs/decisions.md D36). */
+  screening: ReceiverScreening;
+  screeningCounters: { refused(source: ScreeningSource): void; unavailable(): void };
 }
+
+/** Where the create-payout service writes its one line per screening refusal. */
+export type ScreeningLog = { warn(o: object, msg: string): void };
 
 const IDEMPOTENCY_TTL_SECONDS = 24 * 60 * 60;
 // A claim whose request has not recorded its payout in this long is taken to have died.
@@ -58,6 +74,7 @@ export async function createPayout(
   partnerId: string,
   body: CreatePayoutBody,
   idempotencyKey: string | undefined,
+  log: ScreeningLog,
 ): Promise<CreatePayoutResult> {
   // The key is claimed first, so a duplicate of a request still in flight is always a conflict,
   // whatever the quote or the minimum check would say about it.
@@ -78,6 +95,7 @@ export async function createPayout(
     if (claim.kind === 'in_flight')
       throw new IdempotencyConflictError('the key is held by a request in flight');
     if (claim.kind === 'recorded') return { kind: 'replay', payoutId: claim.payoutId };
+    if (claim.kind === 'refused') throw replayedRefusal(claim.refusal);
     payoutId = claim.payoutId;
     workflowId = claim.workflowId;
   }
@@ -86,6 +104,30 @@ export async function createPayout(
     if (idempotencyKey !== undefined)
       await releaseIdempotencyKey(deps.db, partnerId, idempotencyKey, payoutId);
   };
+
+  // Before any charge exists: a flagged receiver is refused for good (the key keeps the refusal), an
+  // unreadable source refuses for now (the key is freed for the retry).
+  let verdict: Awaited<ReturnType<ReceiverScreening['screen']>>;
+  try {
+    verdict = await deps.screening.screen(body.receiver_wallet);
+  } catch (err) {
+    await releaseClaim();
+    if (!(err instanceof ScreeningUnavailableError)) throw err;
+    deps.screeningCounters.unavailable();
+    throw new ScreeningUnavailableRequestError(err.message);
+  }
+  if (verdict.kind === 'flagged') {
+    const refusal: ScreeningRefusal =
+      verdict.source === 'token_blocklist' ? 'receiver_blocked_by_issuer' : 'receiver_failed_screening';
+    deps.screeningCounters.refused(verdict.source);
+    log.warn(
+      { event: 'receiver_refused', partnerId, source: verdict.source, detail: verdict.detail, payoutId },
+      'payout refused at POST: screening flagged the receiver; nothing was created',
+    );
+    if (idempotencyKey !== undefined)
+      await markIdempotencyKeyRefused(deps.db, partnerId, idempotencyKey, payoutId, refusal);
+    throw new ReceiverRefusedError(refusal, `receiver flagged by ${verdict.source}`);
+  }
 
   let minUnits: bigint;
   let rate: string;
@@ -190,4 +232,12 @@ async function catchUpReadModel(db: Db, payout: PayoutRecord): Promise<void> {
 
 function shortWallet(wallet: string): string {
   return `${wallet.slice(0, 6)}…${wallet.slice(-4)}`;
+}
+
+/** The refusal a key was given, again: a replay answers what the first request was answered. */
+export function replayedRefusal(refusal: string): ReceiverRefusedError {
+  const code = (SCREENING_REFUSALS as readonly string[]).includes(refusal)
+    ? (refusal as ScreeningRefusal)
+    : 'receiver_failed_screening';
+  return new ReceiverRefusedError(code, `replay of a request refused by screening (${refusal})`);
 }

@@ -6,7 +6,7 @@ import { toPayoutResponse } from '../../domain/payout';
 import { partnerOf, type Authenticate } from '../auth';
 import { HttpError } from '../errors';
 import { CREATE_BUCKET, READ_BUCKET } from '../rate-limit';
-import { createPayout, type CreatePayoutDeps } from './create-payout';
+import { createPayout, replayedRefusal, type CreatePayoutDeps } from './create-payout';
 import { parseJsonWithExactAmount } from './exact-json-body';
 import { loadPartnerPayout } from './load-payout';
 import {
@@ -30,6 +30,7 @@ const errorResponses = {
   400: errorBodySchema,
   401: errorBodySchema,
   409: errorBodySchema,
+  422: errorBodySchema,
   429: errorBodySchema,
   502: errorBodySchema,
   503: errorBodySchema,
@@ -68,6 +69,7 @@ export const payoutRoutes: FastifyPluginAsyncZod<PayoutRoutesOptions> = async (a
         const recorded =
           key === undefined ? null : await findRecordedKey(opts.db, partnerOf(request).id, key);
         if (!recorded) return payload;
+        if (recorded.refusal !== null) throw replayedRefusal(recorded.refusal);
         const payout = await replay(partnerOf(request).id, recorded.payoutId);
         return reply.code(201).header('idempotent-replayed', 'true').send(payout);
       },
@@ -79,7 +81,13 @@ export const payoutRoutes: FastifyPluginAsyncZod<PayoutRoutesOptions> = async (a
     },
     async (request, reply) => {
       const partner = partnerOf(request);
-      const result = await createPayout(opts, partner.id, request.body, idempotencyKeyOf(request));
+      const result = await createPayout(
+        opts,
+        partner.id,
+        request.body,
+        idempotencyKeyOf(request),
+        request.log,
+      );
       if (result.kind === 'replay') {
         return reply
           .code(201)

@@ -288,7 +288,7 @@ function ensurePayloadKey(): string {
   return key;
 }
 
-/** The contracts survive restarts with anvil's state file; redeploy only when the chain lost one. */
+/** The contracts survive restarts with anvil's state file; redeployed only when the chain lost one or holds an older build. */
 async function ensureLocalChain(rpcUrl: string): Promise<LocalContracts> {
   const local = await ensureLocalContracts(rpcUrl, { known: readLocalChainRecord(DATA) });
   writeLocalChainRecord(DATA, local);

@@ -101,12 +101,14 @@ function demoApiKey(): string {
 export function replicaEnv(): NodeJS.ProcessEnv {
   const chain = JSON.parse(readFileSync(path.join(DATA, 'local-chain.json'), 'utf8')) as {
     usdtAddress: string;
+    sanctionsOracleAddress?: string;
   };
   return {
     ...benchServiceEnv(),
     DATABASE_URL: process.env.DATABASE_URL ?? 'postgres://postgres:password@127.0.0.1:5432/payouts',
     PAYLOAD_ENCRYPTION_KEY: readFileSync(path.join(DATA, 'payload-encryption-key'), 'utf8').trim(),
     USDT_CONTRACT_ADDRESS: chain.usdtAddress,
+    SANCTIONS_ORACLE_ADDRESS: chain.sanctionsOracleAddress,
     TREASURY_PRIVATE_KEY: anvilAccount('treasury').privateKey,
   };
 }

@@ -1,4 +1,4 @@
-import { denylistScreening } from '../support/screening';
+import { denylistScreening } from '../support/denylist-screening';
 import { randomUUID } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../../src/api/app';

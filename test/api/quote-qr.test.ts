@@ -1,4 +1,4 @@
-import { denylistScreening } from '../support/screening';
+import { denylistScreening } from '../support/denylist-screening';
 import type { FastifyInstance } from 'fastify';
 import jsQR from 'jsqr';
 import { PNG } from 'pngjs';

@@ -1,4 +1,4 @@
-import { denylistScreening } from '../support/screening';
+import { denylistScreening } from '../support/denylist-screening';
 import type { FastifyInstance } from 'fastify';
 import { createHttpProvider } from '../../src/adapters/provider/http-provider';
 import { createCachedQuote } from '../../src/adapters/provider/quote-cache';

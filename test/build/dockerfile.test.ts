@@ -3,8 +3,10 @@ import { existsSync, readFileSync } from 'node:fs';
 import { chmod, chown, mkdir, mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { startAnvil } from '../../dev/local/infra/anvil';
 import { spawnManaged, type ManagedProcess } from '../../dev/local/infra/processes';
 import { freePort } from '../../dev/local/infra/ports';
+import { FRESH_CHAIN_CONTRACTS } from '../../dev/local/local-contracts';
 import {
   asUnprivileged,
   NOBODY,
@@ -82,11 +84,29 @@ describe('Dockerfile', () => {
       'dist/src/worker.js',
       'dist/workflow-bundle.js',
       'contracts/TestUSDT.json',
+      'contracts/TestSanctionsOracle.json',
     ])
       expect({ built, present: existsSync(path.join(runtime.workdir, built)) }).toEqual({
         built,
         present: true,
       });
+  });
+
+  it("deploys compose's chain from the image: both contracts where docker-compose.yml names them", async () => {
+    const anvil = await startAnvil({ port: await freePort() });
+    try {
+      const output = await run(
+        asUnprivileged([process.execPath, 'dist/dev/local/chain-setup.js']),
+        runtime.workdir,
+        { ...baseEnv(runtime.workdir), ...runtime.env, EVM_RPC_URL: anvil.rpcUrl },
+      );
+      expect(output).toBe(
+        `USDT test token ready at ${FRESH_CHAIN_CONTRACTS.usdtAddress}, ` +
+          `sanctions oracle at ${FRESH_CHAIN_CONTRACTS.sanctionsOracleAddress}\n`,
+      );
+    } finally {
+      await anvil.stop();
+    }
   });
 
   describe('built services against the test stack', () => {

@@ -5,6 +5,7 @@ import { parse } from 'yaml';
 import { CONFIG_KEYS, loadConfig } from '../../src/config';
 import { PAYOUT_SEARCH_ATTRIBUTES } from '../../src/workflows/search-attributes';
 import { anvilAccount } from '../../dev/local/infra/anvil';
+import { FRESH_CHAIN_CONTRACTS } from '../../dev/local/local-contracts';
 import { loadSandboxConfig, SANDBOX_ENV_KEYS } from '../../dev/sandbox/config';
 
 // There is no Docker engine here, so docker-compose.yml is checked statically against the code:
@@ -36,10 +37,12 @@ function loadCompose(hostEnv: Record<string, string> = {}): { services: Record<s
 }
 const services = loadCompose().services;
 const published = (name: string) => (services[name]?.ports ?? []).map((p) => p.split(':'));
-// chain-setup.ts runs main() on import, so its constant is read from the source instead.
-const tokenAddress = /EXPECTED_ADDRESS = '(0x[0-9a-fA-F]{40})'/.exec(
-  readFileSync(path.join(ROOT, 'dev/local/chain-setup.ts'), 'utf8'),
-)![1]!;
+const tokenAddress = FRESH_CHAIN_CONTRACTS.usdtAddress;
+/**
+ * Variables compose already gives the api and the worker that the config reads only once the
+ * receiver screening (issue 27) is merged. Empty this list then: from then on CONFIG_KEYS covers them.
+ */
+const SCREENING_KEYS_PENDING = ['SANCTIONS_ORACLE_ADDRESS'];
 
 describe('docker-compose.yml', () => {
   it('has every part of the system', () => {
@@ -158,13 +161,17 @@ describe('docker-compose.yml', () => {
 
   it.each(['api', 'worker'])('gives the %s only variables the config knows, and valid ones', (name) => {
     const env = services[name]!.environment!;
-    for (const key of Object.keys(env)) expect(CONFIG_KEYS).toContain(key);
+    for (const key of Object.keys(env)) expect([...CONFIG_KEYS, ...SCREENING_KEYS_PENDING]).toContain(key);
     const config = loadConfig(env);
     expect(config.TEMPORAL_ADDRESS).toBe('temporal:7233');
     expect(new URL(config.PROVIDER_API_URL).host).toBe('sandbox:4000');
     expect(new URL(config.EVM_RPC_URL).host).toBe('anvil:8545');
     expect(config.EVM_CHAIN_ID).toBe(42161);
     expect(config.USDT_CONTRACT_ADDRESS.toLowerCase()).toBe(tokenAddress.toLowerCase());
+    // Read from the file, not the config, while the config does not know it yet (see above).
+    expect(env.SANCTIONS_ORACLE_ADDRESS?.toLowerCase()).toBe(
+      FRESH_CHAIN_CONTRACTS.sanctionsOracleAddress.toLowerCase(),
+    );
     expect(privateKeyToAddress(config.TREASURY_PRIVATE_KEY as `0x${string}`)).toBe(
       anvilAccount('treasury').address,
     );
@@ -206,6 +213,13 @@ describe('docker-compose.yml', () => {
     expect(worker.TEMPORAL_WORKER_BUILD_ID).toBe('5aac218');
     // The only worker of the demo: it promotes its own build, or no new payout would start.
     expect(worker.TEMPORAL_WORKER_SET_CURRENT).toBe(true);
+  });
+
+  it('starts the api and the worker only once the chain setup has deployed the contracts they read', () => {
+    for (const name of ['api', 'worker'])
+      expect(services[name]!.depends_on).toMatchObject({
+        'chain-setup': { condition: 'service_completed_successfully' },
+      });
   });
 
   it('starts anvil on chain id 42161', () => {

@@ -1,4 +1,4 @@
-import { denylistScreening } from '../support/screening';
+import { denylistScreening } from '../support/denylist-screening';
 import type { Db } from '../../src/adapters/db/pool';
 import { Client } from '@temporalio/client';
 import type { FastifyInstance } from 'fastify';

@@ -1,4 +1,4 @@
-import { denylistScreening } from '../support/screening';
+import { denylistScreening } from '../support/denylist-screening';
 import { Writable } from 'node:stream';
 import { Client } from '@temporalio/client';
 import type { FastifyInstance } from 'fastify';

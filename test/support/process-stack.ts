@@ -11,7 +11,7 @@ import { createPool, type Db } from '../../src/adapters/db/pool';
 import type { PayoutResponse } from '../../src/domain/payout';
 import { createDataConverter } from '../../src/temporal/data-converter';
 import { devServerSearchAttributes } from '../../src/temporal/search-attribute-registry';
-import { deployTestUsdt } from '../../dev/local/deploy-test-usdt';
+import { ensureLocalContracts } from '../../dev/local/local-contracts';
 import { anvilAccount, startAnvil } from '../../dev/local/infra/anvil';
 import { freePort } from '../../dev/local/infra/ports';
 import {
@@ -27,9 +27,10 @@ import { workflowBundle } from './stack';
 /**
  * The whole service as separate OS processes, for fault and invariant tests: its own PostgreSQL
  * (a persistent cluster, so it can be restarted on the same data), a Temporal dev server on a SQLite
- * file (restartable on the same file), anvil with the USDT test token and a funded treasury, the
- * provider sandbox behind a proxy the test can take down, and any number of api and worker
- * processes (`src/api/server.ts`, `src/worker.ts`) that the test SIGKILLs and restarts at will.
+ * file (restartable on the same file), anvil with the USDT test token, the test sanctions oracle
+ * and a funded treasury, the provider sandbox behind a proxy the test can take down, and any number
+ * of api and worker processes (`src/api/server.ts`, `src/worker.ts`) that the test SIGKILLs and
+ * restarts at will.
  */
 export interface ProcessStack {
   db: Db;
@@ -37,6 +38,8 @@ export interface ProcessStack {
   namespace: string;
   rpcUrl: string;
   usdtAddress: Address;
+  /** The test sanctions oracle (owner: the anvil deployer; see test/support/screening.ts to change its list). */
+  sanctionsOracleAddress: Address;
   treasury: { address: Address; privateKey: `0x${string}` };
   provider: ProviderProxy;
   sandboxUrl: string;
@@ -138,9 +141,7 @@ export async function startProcessStack(opts: { env?: Record<string, string> } =
         params: [treasury.address, '0x56BC75E2D63100000'],
       }),
     });
-    const usdtAddress = await deployTestUsdt({
-      rpcUrl: anvil.rpcUrl,
-      deployerKey: anvilAccount('deployer').privateKey,
+    const { usdtAddress, sanctionsOracleAddress } = await ensureLocalContracts(anvil.rpcUrl, {
       mints: [
         { to: anvilAccount('provider-sandbox').address, units: 1_000_000_000_000n },
         { to: treasury.address, units: 1_000_000_000_000n },
@@ -207,6 +208,7 @@ export async function startProcessStack(opts: { env?: Record<string, string> } =
       PROVIDER_TIMEOUT_MS: '2000',
       EVM_RPC_URL: anvil.rpcUrl,
       USDT_CONTRACT_ADDRESS: usdtAddress,
+      SANCTIONS_ORACLE_ADDRESS: sanctionsOracleAddress,
       TREASURY_PRIVATE_KEY: treasury.privateKey,
       PAYLOAD_ENCRYPTION_KEY: payloadKey,
       WORKFLOW_BUNDLE_PATH: bundlePath,
@@ -222,6 +224,7 @@ export async function startProcessStack(opts: { env?: Record<string, string> } =
       namespace,
       rpcUrl: anvil.rpcUrl,
       usdtAddress,
+      sanctionsOracleAddress,
       treasury,
       provider,
       sandboxUrl,

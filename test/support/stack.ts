@@ -22,8 +22,8 @@ import { createCachedQuote } from '../../src/adapters/provider/quote-cache';
 import { buildApp } from '../../src/api/app';
 import { loadConfig, type Config } from '../../src/config';
 import type { PayoutResponse } from '../../src/domain/payout';
-import { deployTestUsdt } from '../../dev/local/deploy-test-usdt';
-import { anvilAccount, startAnvil } from '../../dev/local/infra/anvil';
+import { ensureLocalContracts } from '../../dev/local/local-contracts';
+import { startAnvil } from '../../dev/local/infra/anvil';
 import { freePort } from '../../dev/local/infra/ports';
 import { createLogger } from '../../src/observability/logger';
 import { createMetrics } from '../../src/observability/metrics';
@@ -38,8 +38,8 @@ import { PAYOUT_SEARCH_ATTRIBUTES } from '../../src/workflows/search-attributes'
 
 /**
  * The whole service on real servers, in one test file: a Temporal dev server, the shared test
- * PostgreSQL, anvil (chain id 42161) with the USDT test token, the provider sandbox, a worker and
- * the api, each on a free loopback port. Nothing is mocked.
+ * PostgreSQL, anvil (chain id 42161) with the USDT test token and the test sanctions oracle, the
+ * provider sandbox, a worker and the api, each on a free loopback port. Nothing is mocked.
  */
 export interface TestStack {
   config: Config;
@@ -47,6 +47,8 @@ export interface TestStack {
   sandboxUrl: string;
   rpcUrl: string;
   usdtAddress: Address;
+  /** The test sanctions oracle (owner: the anvil deployer; see test/support/screening.ts to change its list). */
+  sanctionsOracleAddress: Address;
   /** This stack's own funded treasury (treasury mode): stacks share PostgreSQL, never a nonce sequence. */
   treasury: { address: Address; privateKey: `0x${string}` };
   /** The wallet the sandbox settles from: this stack's own, so its transfers are this stack's alone. */
@@ -156,9 +158,7 @@ export async function startStack(opts: StackOptions = {}): Promise<TestStack> {
         }),
       });
     }
-    const usdtAddress = await deployTestUsdt({
-      rpcUrl: anvil.rpcUrl,
-      deployerKey: anvilAccount('deployer').privateKey,
+    const { usdtAddress, sanctionsOracleAddress } = await ensureLocalContracts(anvil.rpcUrl, {
       mints: [
         { to: privateKeyToAddress(sandboxWalletKey), units: 1_000_000_000_000n },
         { to: treasury.address, units: 1_000_000_000_000n },
@@ -197,6 +197,7 @@ export async function startStack(opts: StackOptions = {}): Promise<TestStack> {
       PROVIDER_API_URL: providerProxy?.url ?? sandboxUrl,
       EVM_RPC_URL: anvil.rpcUrl,
       USDT_CONTRACT_ADDRESS: usdtAddress,
+      SANCTIONS_ORACLE_ADDRESS: sanctionsOracleAddress,
       TREASURY_PRIVATE_KEY: treasury.privateKey,
       PAYLOAD_ENCRYPTION_KEY: payloadKey,
       // Per-address buckets live in the run's one PostgreSQL and every stack calls from 127.0.0.1:
@@ -297,6 +298,7 @@ export async function startStack(opts: StackOptions = {}): Promise<TestStack> {
       sandboxUrl,
       rpcUrl: anvil.rpcUrl,
       usdtAddress,
+      sanctionsOracleAddress,
       treasury,
       sandboxWallet: privateKeyToAddress(sandboxWalletKey),
       db,

@@ -155,6 +155,7 @@ describe('Dockerfile', () => {
         PROVIDER_API_URL: c.PROVIDER_API_URL,
         EVM_RPC_URL: c.EVM_RPC_URL,
         USDT_CONTRACT_ADDRESS: stack.usdtAddress,
+        SANCTIONS_ORACLE_ADDRESS: stack.sanctionsOracleAddress,
         TREASURY_PRIVATE_KEY: stack.treasury.privateKey,
         PAYLOAD_ENCRYPTION_KEY: c.PAYLOAD_ENCRYPTION_KEY!,
         CODEC_AUTH_TOKEN: randomBytes(24).toString('hex'),

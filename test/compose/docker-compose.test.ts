@@ -38,12 +38,6 @@ function loadCompose(hostEnv: Record<string, string> = {}): { services: Record<s
 const services = loadCompose().services;
 const published = (name: string) => (services[name]?.ports ?? []).map((p) => p.split(':'));
 const tokenAddress = FRESH_CHAIN_CONTRACTS.usdtAddress;
-/**
- * Variables compose already gives the api and the worker that the config reads only once the
- * receiver screening (issue 27) is merged. Empty this list then: from then on CONFIG_KEYS covers them.
- */
-const SCREENING_KEYS_PENDING = ['SANCTIONS_ORACLE_ADDRESS'];
-
 describe('docker-compose.yml', () => {
   it('has every part of the system', () => {
     expect(Object.keys(services)).toEqual(
@@ -161,7 +155,7 @@ describe('docker-compose.yml', () => {
 
   it.each(['api', 'worker'])('gives the %s only variables the config knows, and valid ones', (name) => {
     const env = services[name]!.environment!;
-    for (const key of Object.keys(env)) expect([...CONFIG_KEYS, ...SCREENING_KEYS_PENDING]).toContain(key);
+    for (const key of Object.keys(env)) expect(CONFIG_KEYS).toContain(key);
     const config = loadConfig(env);
     expect(config.TEMPORAL_ADDRESS).toBe('temporal:7233');
     expect(new URL(config.PROVIDER_API_URL).host).toBe('sandbox:4000');

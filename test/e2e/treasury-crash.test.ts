@@ -87,6 +87,7 @@ describe('treasury transfer survives a worker crash (worker as a separate proces
       PROVIDER_API_URL: c.PROVIDER_API_URL,
       EVM_RPC_URL: c.EVM_RPC_URL,
       USDT_CONTRACT_ADDRESS: stack.usdtAddress,
+      SANCTIONS_ORACLE_ADDRESS: stack.sanctionsOracleAddress,
       SETTLEMENT_MODE: 'treasury',
       TREASURY_PRIVATE_KEY: TREASURY.privateKey,
       PAYLOAD_ENCRYPTION_KEY: c.PAYLOAD_ENCRYPTION_KEY ?? '',

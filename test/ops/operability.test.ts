@@ -129,6 +129,7 @@ describe('api and worker processes: metrics, alert rules, logs, encrypted payloa
       PROVIDER_API_URL: stack.sandboxUrl,
       EVM_RPC_URL: stack.rpcUrl,
       USDT_CONTRACT_ADDRESS: stack.usdtAddress,
+      SANCTIONS_ORACLE_ADDRESS: stack.sanctionsOracleAddress,
       TREASURY_PRIVATE_KEY: stack.config.TREASURY_PRIVATE_KEY,
       PAYLOAD_ENCRYPTION_KEY: stack.config.PAYLOAD_ENCRYPTION_KEY,
       CODEC_AUTH_TOKEN: CODEC_TOKEN,

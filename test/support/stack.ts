@@ -204,7 +204,6 @@ export async function startStack(opts: StackOptions = {}): Promise<TestStack> {
       // out of the way unless a test sets its own (from an address of its own).
       AUTH_FAILURE_LIMIT_PER_MINUTE: '1000000',
       WEBHOOK_RATE_LIMIT_PER_MINUTE: '1000000',
-      SCREENING_SOURCES: 'denylist',
       ...opts.env,
     });
     const db = createPool(config.DATABASE_URL, 5);

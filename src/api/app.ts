@@ -3,7 +3,7 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import { serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
 import { randomUUID } from 'node:crypto';
 import type { Db } from '../adapters/db/pool';
-import type { Config } from '../config';
+import type { ApiConfig } from '../config';
 import { parseDecimal } from '../domain/money';
 import type { Logger } from '../observability/logger';
 import { ProbesAtDebug } from './probe-logging';
@@ -23,7 +23,7 @@ import { webhookRoutes } from './webhooks/routes';
 import { authenticatePartner } from './auth';
 
 export interface ApiDeps {
-  config: Config;
+  config: ApiConfig;
   db: Db;
   temporal: Client;
   quote: () => Promise<RateQuote>;

@@ -11,7 +11,6 @@ import {
 import type { FastifyInstance } from 'fastify';
 import type { Address } from 'viem';
 import { generatePrivateKey, privateKeyToAddress } from 'viem/accounts';
-import { callbackSenderOptions } from '../../src/adapters/callbacks/http-sender';
 import { createUsdtLedger } from '../../src/adapters/chain/usdt-ledger';
 import { createPartner } from '../../src/adapters/db/partners-repo';
 import { createPool, type Db } from '../../src/adapters/db/pool';
@@ -19,7 +18,7 @@ import { createSecretBox } from '../../src/adapters/secrets/secret-box';
 import { createHttpProvider } from '../../src/adapters/provider/http-provider';
 import { createCachedQuote } from '../../src/adapters/provider/quote-cache';
 import { buildApp } from '../../src/api/app';
-import { loadConfig, type Config } from '../../src/config';
+import { loadApiConfig, loadWorkerConfig, type ApiConfig, type WorkerConfig } from '../../src/config';
 import type { PayoutResponse } from '../../src/domain/payout';
 import { deployTestUsdt } from '../../dev/local/deploy-test-usdt';
 import { anvilAccount, startAnvil } from '../../dev/local/infra/anvil';
@@ -28,7 +27,8 @@ import { createLogger } from '../../src/observability/logger';
 import { createMetrics } from '../../src/observability/metrics';
 import { buildSandboxApp } from '../../dev/sandbox/app';
 import { loadSandboxConfig } from '../../dev/sandbox/config';
-import { createPayoutWorker } from '../../src/worker';
+import { createPayoutWorker } from '../../src/main/worker';
+import { callbackSenderOptionsOf, payloadKeysOf } from '../../src/main/wiring';
 import { testDatabaseUrl } from './env';
 import { startProviderProxy, type ProviderProxy } from './provider-proxy';
 import { createDevServerEnv } from './temporal';
@@ -41,7 +41,8 @@ import { PAYOUT_SEARCH_ATTRIBUTES } from '../../src/workflows/search-attributes'
  * the api, each on a free loopback port. Nothing is mocked.
  */
 export interface TestStack {
-  config: Config;
+  /** The settings of the api and of the worker, which run in this process. */
+  config: ApiConfig & WorkerConfig;
   apiUrl: string;
   sandboxUrl: string;
   rpcUrl: string;
@@ -128,7 +129,9 @@ export async function startStack(opts: StackOptions = {}): Promise<TestStack> {
   try {
     // Payloads are encrypted as in production (a test may pass PAYLOAD_ENCRYPTION_KEY: '' to turn it off).
     const payloadKey = opts.env?.PAYLOAD_ENCRYPTION_KEY ?? randomBytes(32).toString('base64');
-    const dataConverter = createDataConverter({ PAYLOAD_ENCRYPTION_KEY: payloadKey || undefined });
+    const dataConverter = createDataConverter(
+      payloadKeysOf({ PAYLOAD_ENCRYPTION_KEY: payloadKey || undefined }),
+    );
     const testEnv = await createDevServerEnv({
       server: { searchAttributes: SEARCH_ATTRIBUTES },
       client: { dataConverter },
@@ -186,7 +189,7 @@ export async function startStack(opts: StackOptions = {}): Promise<TestStack> {
       : undefined;
     if (providerProxy) closers.push(() => providerProxy.close());
 
-    const config = loadConfig({
+    const env = {
       LOG_LEVEL: quiet,
       PORT: String(apiPort),
       DATABASE_URL: testDatabaseUrl(),
@@ -203,7 +206,8 @@ export async function startStack(opts: StackOptions = {}): Promise<TestStack> {
       AUTH_FAILURE_LIMIT_PER_MINUTE: '1000000',
       WEBHOOK_RATE_LIMIT_PER_MINUTE: '1000000',
       ...opts.env,
-    });
+    };
+    const config = { ...loadWorkerConfig(env), ...loadApiConfig(env) };
     const db = createPool(config.DATABASE_URL, 5);
     closers.push(() => db.end());
     const logger = createLogger({ level: config.LOG_LEVEL, name: 'test' });
@@ -250,8 +254,8 @@ export async function startStack(opts: StackOptions = {}): Promise<TestStack> {
           logger,
           metrics,
         },
-        callbacks: callbackSenderOptions(config),
-        secrets: createSecretBox(config),
+        callbacks: callbackSenderOptionsOf(config),
+        secrets: createSecretBox(payloadKeysOf(config)),
       });
       running = worker.run();
     };

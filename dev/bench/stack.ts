@@ -129,7 +129,7 @@ export function startReplica(
   return spawnManaged({
     name: `${kind}-${index}`,
     command: process.execPath,
-    args: [...TSX, kind === 'api' ? 'src/api/server.ts' : 'src/worker.ts'],
+    args: [...TSX, kind === 'api' ? 'src/main/api.ts' : 'src/worker.ts'],
     cwd: ROOT,
     env,
   });
@@ -196,7 +196,7 @@ export function stackProcesses(): { role: string; pid: number }[] {
     if (cmd.includes('server start-dev')) role = 'temporal dev server';
     else if (/(^|\/)postgres(\s|$)/.test(cmd) || cmd.startsWith('postgres:')) role = 'postgres';
     else if (cmd.includes('src/worker.ts')) role = 'worker';
-    else if (cmd.includes('src/api/server.ts')) role = 'api';
+    else if (cmd.includes('src/main/api.ts')) role = 'api';
     else if (cmd.includes('dev/sandbox/main.ts')) role = 'sandbox';
     else if (/anvil\s/.test(cmd)) role = 'anvil';
     if (role) found.push({ role, pid });

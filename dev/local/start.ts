@@ -5,7 +5,7 @@ import { pathToFileURL } from 'node:url';
 import { findPartnerByKeyHash, createPartner, hashApiKey } from '../../src/adapters/db/partners-repo';
 import { runMigrations } from '../../src/adapters/db/migrate';
 import { createPool } from '../../src/adapters/db/pool';
-import { loadConfig } from '../../src/config';
+import { loadApiConfig, loadWorkerConfig } from '../../src/config';
 import { CODEC_BASE_PATH } from '../../src/temporal/codec-endpoint';
 import { devServerSearchAttributes } from '../../src/temporal/search-attribute-registry';
 import { EXIT_WITH_LAUNCHER_IMPORT } from './exit-with-launcher';
@@ -98,7 +98,8 @@ async function main(): Promise<void> {
   if (!process.env.EVM_RPC_URL) env.TREASURY_PRIVATE_KEY ??= anvilAccount('treasury').privateKey;
   // The Web UI calls the codec endpoint from its own origin.
   env.CODEC_CORS_ORIGINS ??= `http://127.0.0.1:${settings.temporalUiPort},http://localhost:${settings.temporalUiPort}`;
-  const config = loadConfig(env);
+  // Both services' settings, checked before anything starts.
+  const config = { ...loadWorkerConfig(env), ...loadApiConfig(env) };
   const apiUrl = `http://127.0.0.1:${config.PORT}`;
 
   const lock = acquireLock(DATA, apiUrl);
@@ -234,7 +235,7 @@ async function main(): Promise<void> {
 
   const demo = await ensureDemoPartner(env.DATABASE_URL ?? config.DATABASE_URL);
   await supervise(service('worker', 'src/worker.ts', env));
-  await supervise(service('api', 'src/api/server.ts', env));
+  await supervise(service('api', 'src/main/api.ts', env));
 
   await waitForReady(`${apiUrl}/readyz`, 120_000);
   const uiUrl = `http://127.0.0.1:${settings.temporalUiPort}`;

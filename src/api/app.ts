@@ -3,7 +3,7 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import { serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
 import { randomUUID } from 'node:crypto';
 import type { Db } from '../adapters/db/pool';
-import type { Config } from '../config';
+import type { ApiConfig } from '../config';
 import { parseDecimal } from '../domain/money';
 import type { Logger } from '../observability/logger';
 import { ProbesAtDebug } from './probe-logging';
@@ -24,7 +24,7 @@ import { authenticatePartner } from './auth';
 import type { ReceiverScreening } from '../domain/screening';
 
 export interface ApiDeps {
-  config: Config;
+  config: ApiConfig;
   db: Db;
   temporal: Client;
   quote: () => Promise<RateQuote>;

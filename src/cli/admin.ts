@@ -1,6 +1,5 @@
 import { createHash } from 'node:crypto';
 import { parseArgs } from 'node:util';
-import { runMigrations } from '../adapters/db/migrate';
 import {
   createPartner,
   listPartners,
@@ -8,25 +7,22 @@ import {
   setPartnerCallback,
   setPartnerStatus,
 } from '../adapters/db/partners-repo';
-import { callbackUrlPolicy, CallbackUrlRefused, vetCallbackUrl } from '../adapters/callbacks/url-guard';
+import { CallbackUrlRefused, vetCallbackUrl, type CallbackUrlPolicy } from '../adapters/callbacks/url-guard';
 import { listCallbackEvents } from '../adapters/db/callbacks-repo';
 import { listPartnerPayouts } from '../adapters/db/payouts-repo';
 import { callbackSecretProblem, generateCallbackSecret } from '../adapters/callbacks/signature';
-import { createSecretBox } from '../adapters/secrets/secret-box';
+import type { SecretBox } from '../adapters/secrets/secret-box';
 import { listRefundCases, resolveRefundCase, type RefundCase } from '../adapters/db/refund-cases-repo';
-import { createPool, type Db } from '../adapters/db/pool';
+import type { Db } from '../adapters/db/pool';
 import { PAYOUT_STATUSES, toPayoutResponse } from '../domain/payout';
 import {
   ApplicationFailure,
-  Connection,
   WorkflowNotFoundError,
   WorkflowUpdateFailedError,
   type Client,
   type WorkflowService,
 } from '@temporalio/client';
-import { BUILD_ID_PATTERN, loadConfig } from '../config';
 import { isUuid } from '../domain/ids';
-import { connectClient, temporalConnectionOptions } from '../temporal/connection';
 import { listOpenAttention } from '../adapters/db/attention-repo';
 import { allowWallet, denyWallet, listDeniedWallets } from '../adapters/db/screening-denylist-repo';
 import { receiverWalletError } from '../domain/wallet';
@@ -37,12 +33,14 @@ import {
   resolvePayoutUpdate,
   type OperatorDecisionInput,
 } from '../workflows/payout.contract';
-import { describeDeployment, setCurrentVersion } from '../temporal/worker-versioning';
+import { BUILD_ID_PATTERN, describeDeployment, setCurrentVersion } from '../temporal/worker-versioning';
 
 /**
  * Admin CLI for the operator's account managers and deployers. Prints one JSON object on stdout per
  * command; errors go to stderr with exit code 1 (usage errors: 2). Talks to DATABASE_URL (default: the
  * local stack of `npm start`); the `deploy` commands talk to Temporal only (TEMPORAL_* variables).
+ * The process (src/main/admin.ts) hands it the database, Temporal and the callback rules, each
+ * configured only when a command asks for it.
  *
  * A command is one entry of COMMANDS: its synopsis and help, its own options (anything else is a
  * usage error) and its plan. The overview help is built from the table.
@@ -66,11 +64,11 @@ interface DbCommand extends CommandInfo {
    * Checks the options (a UsageError before any database work) and returns the work itself, whose
    * result is printed as JSON.
    */
-  plan(values: Values): (db: Db) => Promise<unknown>;
+  plan(values: Values): (db: Db, callbacks: AdminResources['callbacks']) => Promise<unknown>;
 }
 
 /** The Temporal side of a command: the namespace and the worker deployment of the configuration. */
-interface TemporalTarget {
+export interface TemporalTarget {
   service: WorkflowService;
   namespace: string;
   deploymentName: string;
@@ -90,10 +88,23 @@ interface PayoutWorkflowCommand extends CommandInfo {
 
 type Command = DbCommand | TemporalCommand | PayoutWorkflowCommand;
 
+/** What the commands work on, opened (and closed again) per command by the process. */
+export interface AdminResources {
+  /** The database, migrated first. */
+  withDatabase(work: (db: Db) => Promise<unknown>): Promise<unknown>;
+  /** Temporal alone: the workflow service, the namespace and the worker deployment. */
+  withTemporal(work: (temporal: TemporalTarget) => Promise<unknown>): Promise<unknown>;
+  /** A Temporal client with the service's payload codec: decisions and answers are payloads like any other. */
+  withClient(work: (client: Client) => Promise<unknown>): Promise<unknown>;
+  /** The callback URL rules the worker sends by, and the box that seals callback secrets. */
+  callbacks(): { policy: CallbackUrlPolicy; secrets: SecretBox };
+}
+
 const INVOCATION = 'npm run --silent admin --';
 const str: OptionSpec = { type: 'string' };
 
-class UsageError extends Error {}
+/** A mistake in the command line: exit code 2. */
+export class UsageError extends Error {}
 
 function requireOption(values: Values, name: string): string {
   const value = values[name];
@@ -217,17 +228,16 @@ const COMMANDS: Record<string, Command> = {
         throw new UsageError('--url must be an http(s) URL');
       }
       const fromStdin = values['secret-stdin'] === true;
-      return async (db) => {
-        const config = loadConfig();
+      return async (db, callbacks) => {
+        const { policy, secrets } = callbacks();
         // The send-time guard, applied here too: a URL the worker would refuse is refused up front.
         // A name that does not resolve yet is accepted (the partner may still be setting up DNS):
         // every send resolves and checks it again.
-        await vetCallbackUrl(url, callbackUrlPolicy(config)).catch((err: unknown) => {
+        await vetCallbackUrl(url, policy).catch((err: unknown) => {
           if (err instanceof CallbackUrlRefused && err.unresolvable) return;
           throw err instanceof CallbackUrlRefused ? new UsageError(`--url refused: ${err.message}`) : err;
         });
         const secret = fromStdin ? await readSecretFromStdin() : generateCallbackSecret();
-        const secrets = createSecretBox(config);
         if (!secrets.encrypts) {
           process.stderr.write(
             'warning: PAYLOAD_ENCRYPTION_KEY is not set: the secret is stored unencrypted\n',
@@ -244,8 +254,8 @@ const COMMANDS: Record<string, Command> = {
     options: { id: str },
     plan(values) {
       const id = requirePartnerId(values);
-      return async (db) => {
-        found(await setPartnerCallback(db, id, null, createSecretBox(loadConfig())), id);
+      return async (db, callbacks) => {
+        found(await setPartnerCallback(db, id, null, callbacks().secrets), id);
         return { partner_id: id, callback_url: null };
       };
     },
@@ -641,7 +651,8 @@ function splitCommand(argv: string[]): { name: string; rest: string[] } {
   return { name: words.join(' '), rest: argv.slice(words.length) };
 }
 
-async function main(argv: string[]): Promise<number> {
+/** Runs one command line; the exit code, or a thrown error (a UsageError: exit code 2). */
+export async function runAdmin(argv: string[], resources: AdminResources): Promise<number> {
   const { name, rest } = splitCommand(argv);
   const wantsHelp = rest.includes('--help') || rest.includes('-h');
   const command = COMMANDS[name];
@@ -671,6 +682,7 @@ async function main(argv: string[]): Promise<number> {
       process.stdout.write(`${commandHelp(name)}\n`);
       return 0;
     }
+    const { withDatabase, withTemporal, withClient, callbacks } = resources;
     if (command.uses === 'temporal') {
       const work = command.plan(values);
       execute = () => withTemporal(work);
@@ -679,7 +691,7 @@ async function main(argv: string[]): Promise<number> {
       execute = () => withDatabase((db) => withClient((client) => work(db, client)));
     } else {
       const work = command.plan(values);
-      execute = () => withDatabase(work);
+      execute = () => withDatabase((db) => work(db, callbacks));
     }
   } catch (err) {
     throw new UsageError(`${(err as Error).message}\n\n${commandHelp(name)}`);
@@ -688,57 +700,8 @@ async function main(argv: string[]): Promise<number> {
   return 0;
 }
 
-async function withDatabase(work: (db: Db) => Promise<unknown>): Promise<unknown> {
-  const config = loadConfig();
-  await runMigrations(config.DATABASE_URL);
-  const db = createPool(config.DATABASE_URL, 2);
-  try {
-    return await work(db);
-  } finally {
-    await db.end();
-  }
-}
-
-async function withTemporal(work: (temporal: TemporalTarget) => Promise<unknown>): Promise<unknown> {
-  const config = loadConfig();
-  const connection = await Connection.connect(temporalConnectionOptions(config));
-  try {
-    return await work({
-      service: connection.workflowService,
-      namespace: config.TEMPORAL_NAMESPACE,
-      deploymentName: config.TEMPORAL_WORKER_DEPLOYMENT_NAME,
-    });
-  } finally {
-    await connection.close();
-  }
-}
-
 /** The id of a decision's update: one per payout and decision, so a repeated command is not a second one. */
 function decisionUpdateId(payoutId: string, input: OperatorDecisionInput): string {
   const digest = createHash('sha256').update(JSON.stringify(input)).digest('hex').slice(0, 16);
   return `resolve-${payoutId.toLowerCase()}-${digest}`;
 }
-
-/** A client with the service's payload codec: decisions and answers are payloads like any other. */
-async function withClient(work: (client: Client) => Promise<unknown>): Promise<unknown> {
-  const { client, connection } = await connectClient(loadConfig());
-  try {
-    return await work(client);
-  } finally {
-    await connection.close();
-  }
-}
-
-// exitCode rather than exit(): the process ends once stdout has drained.
-main(process.argv.slice(2)).then(
-  (code) => {
-    process.exitCode = code;
-  },
-  (err: unknown) => {
-    process.stderr.write(`error: ${err instanceof Error ? err.message : String(err)}\n`);
-    if ((err as { code?: string })?.code === 'ECONNREFUSED') {
-      process.stderr.write('is the database up? start the stack with `npm start`, or set DATABASE_URL\n');
-    }
-    process.exitCode = err instanceof UsageError ? 2 : 1;
-  },
-);

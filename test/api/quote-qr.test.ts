@@ -5,7 +5,7 @@ import { PNG } from 'pngjs';
 import { createHttpProvider } from '../../src/adapters/provider/http-provider';
 import { createCachedQuote } from '../../src/adapters/provider/quote-cache';
 import { buildApp } from '../../src/api/app';
-import type { Config } from '../../src/config';
+import type { ApiConfig } from '../../src/config';
 import { createLogger } from '../../src/observability/logger';
 import { createMetrics } from '../../src/observability/metrics';
 import { freePort } from '../../dev/local/infra/ports';
@@ -32,7 +32,7 @@ describe('quote preview and QR code', () => {
 
   /** The api with other settings, on the stack's database, Temporal and provider. */
   async function startApi(
-    overrides: Partial<Config>,
+    overrides: Partial<ApiConfig>,
     providerUrl = stack.config.PROVIDER_API_URL,
   ): Promise<{ url: string; app: FastifyInstance }> {
     const config = { ...stack.config, ...overrides };

@@ -132,13 +132,13 @@ describe('rate limits', () => {
 });
 
 /**
- * `src/api/server.ts` as its own OS process (what production runs), pointed at the stack's
+ * `src/main/api.ts` as its own OS process (what production runs), pointed at the stack's
  * PostgreSQL and Temporal, with the same limits. Resolves once it answers /healthz.
  */
 async function spawnApiProcess(stack: TestStack): Promise<{ url: string; child: ChildProcess }> {
   const root = path.resolve(__dirname, '../..');
   const port = await freePort();
-  const child = spawn(path.join(root, 'node_modules/.bin/tsx'), ['src/api/server.ts'], {
+  const child = spawn(path.join(root, 'node_modules/.bin/tsx'), ['src/main/api.ts'], {
     cwd: root,
     env: {
       PATH: process.env.PATH,

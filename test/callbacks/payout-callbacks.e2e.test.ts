@@ -8,6 +8,7 @@ import type { CallbackDeliveryResult } from '../../src/workflows/callback.contra
 import { postPayout, startStack, VALID_PAYOUT, type TestStack } from '../support/stack';
 import { startReceiver, type Receiver } from './receiver';
 import { WorkflowNotFoundError } from '@temporalio/client';
+import { payloadKeysOf } from '../../src/main/wiring';
 
 // The whole service on real servers: a payout paid through the sandbox reaches COMPLETED (or
 // FAILED) and the partner's receiver, on loopback (explicitly allowed), is told with the GET shape.
@@ -49,7 +50,7 @@ describe('partner callbacks end to end', () => {
       stack.db,
       partnerId,
       { url: receiver.url, secret },
-      createSecretBox(stack.config),
+      createSecretBox(payloadKeysOf(stack.config)),
     );
     const payout = await createPayout(apiKey);
 
@@ -77,7 +78,7 @@ describe('partner callbacks end to end', () => {
       stack.db,
       partnerId,
       { url: receiver.url, secret },
-      createSecretBox(stack.config),
+      createSecretBox(payloadKeysOf(stack.config)),
     );
     const payout = await createPayout(apiKey);
 

@@ -6,6 +6,7 @@ import { generateCallbackSecret } from '../../src/adapters/callbacks/signature';
 import { findPartnerCallback } from '../../src/adapters/db/partners-repo';
 import { createSecretBox } from '../../src/adapters/secrets/secret-box';
 import { startStack, VALID_PAYOUT, type TestStack } from '../support/stack';
+import { payloadKeysOf } from '../../src/main/wiring';
 
 // The admin CLI as the account manager runs it: a real process against the test PostgreSQL, and the
 // keys it prints used against the real api.
@@ -26,7 +27,7 @@ async function cli(
     stdin = '',
   }: { command?: string; env?: Record<string, string>; stdin?: string } = {},
 ): Promise<CliResult> {
-  const argv = command.endsWith('tsx') ? ['src/cli/admin.ts', ...args] : args;
+  const argv = command.endsWith('tsx') ? ['src/main/admin.ts', ...args] : args;
   try {
     const running = run(command, argv, {
       cwd: ROOT,
@@ -96,6 +97,15 @@ describe('admin CLI', () => {
     expect(await res.json()).toMatchObject({ partner_id: created.partner_id });
   });
 
+  it("reads only the settings a command uses: the worker's treasury mode without its key does not stop `partner create`", async () => {
+    const created = json(
+      await cli(['partner', 'create', '--name', 'treasury shell'], {
+        env: { SETTLEMENT_MODE: 'treasury', EVM_RPC_URL: 'not a url', TEMPORAL_PROFILE: 'no-such-profile' },
+      }),
+    ) as { api_key: string };
+    expect((await postWith(created.api_key)).status).toBe(201);
+  });
+
   it('partner list shows partners with status and callback URL, never a key', async () => {
     const { partner_id, api_key } = await create('listed partner');
     const listed = json(await cli(['partner', 'list'])) as { partners: Record<string, unknown>[] };
@@ -151,7 +161,7 @@ describe('admin CLI', () => {
       CALLBACK_ALLOW_PRIVATE_NETWORKS: 'true',
       PAYLOAD_ENCRYPTION_KEY: stack.config.PAYLOAD_ENCRYPTION_KEY!,
     };
-    const secrets = createSecretBox(stack.config);
+    const secrets = createSecretBox(payloadKeysOf(stack.config));
     const stored = async () =>
       (
         await stack.db.query<{ callback_url: string; callback_secret: string }>(
@@ -308,7 +318,7 @@ describe('admin CLI', () => {
   it('an unreachable database -> exit 1 with a hint', async () => {
     const result = await run(
       path.join(ROOT, 'node_modules/.bin/tsx'),
-      ['src/cli/admin.ts', 'partner', 'list'],
+      ['src/main/admin.ts', 'partner', 'list'],
       {
         cwd: ROOT,
         env: {

@@ -4,7 +4,7 @@ import { Client } from '@temporalio/client';
 import type { FastifyInstance } from 'fastify';
 import { createPool } from '../../src/adapters/db/pool';
 import { buildApp } from '../../src/api/app';
-import { loadConfig } from '../../src/config';
+import { loadApiConfig } from '../../src/config';
 import { createLogger } from '../../src/observability/logger';
 import { createMetrics } from '../../src/observability/metrics';
 
@@ -18,7 +18,7 @@ describe('OpenAPI document: partner callbacks (webhooks)', () => {
   let doc: Json & { webhooks: Record<string, { post: Json & { parameters: Json[]; requestBody: Json } }> };
 
   beforeAll(async () => {
-    const config = loadConfig({ LOG_LEVEL: 'silent' });
+    const config = loadApiConfig({ LOG_LEVEL: 'silent' });
     app = await buildApp({
       config,
       db: (db = createPool(config.DATABASE_URL, 1)),

@@ -4,7 +4,7 @@ import { Client } from '@temporalio/client';
 import type { FastifyInstance } from 'fastify';
 import { createPool } from '../../src/adapters/db/pool';
 import { buildApp } from '../../src/api/app';
-import { loadConfig } from '../../src/config';
+import { loadApiConfig } from '../../src/config';
 import { createLogger } from '../../src/observability/logger';
 import { createMetrics } from '../../src/observability/metrics';
 import { PAYOUT_KEYS } from '../api/helpers';
@@ -45,7 +45,7 @@ describe('OpenAPI document', () => {
   };
 
   beforeAll(async () => {
-    const config = loadConfig({ LOG_LEVEL: 'silent', PUBLIC_BASE_URL: 'https://payouts.example.com' });
+    const config = loadApiConfig({ LOG_LEVEL: 'silent', PUBLIC_BASE_URL: 'https://payouts.example.com' });
     app = await buildApp({
       config,
       db: (db = createPool(config.DATABASE_URL, 1)),

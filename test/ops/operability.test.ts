@@ -135,7 +135,7 @@ describe('api and worker processes: metrics, alert rules, logs, encrypted payloa
       CODEC_AUTH_TOKEN: CODEC_TOKEN,
     };
     worker = start('worker', 'src/worker.ts', env);
-    api = start('api', 'src/api/server.ts', env);
+    api = start('api', 'src/main/api.ts', env);
     apiUrl = `http://127.0.0.1:${port}`;
     apiMetricsUrl = `http://127.0.0.1:${metricsPort}/metrics`;
     workerMetricsUrl = `http://127.0.0.1:${workerMetricsPort}/metrics`;

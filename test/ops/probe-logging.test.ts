@@ -4,7 +4,7 @@ import { Client } from '@temporalio/client';
 import type { FastifyInstance } from 'fastify';
 import { createPool } from '../../src/adapters/db/pool';
 import { buildApp } from '../../src/api/app';
-import { loadConfig } from '../../src/config';
+import { loadApiConfig } from '../../src/config';
 import { createLogger } from '../../src/observability/logger';
 import { createMetrics } from '../../src/observability/metrics';
 
@@ -19,7 +19,7 @@ async function logsOf(level: string, paths: string[]): Promise<{ msg: string; ur
       done();
     },
   });
-  const config = loadConfig({ LOG_LEVEL: level });
+  const config = loadApiConfig({ LOG_LEVEL: level });
   const db = createPool(config.DATABASE_URL, 1);
   const app: FastifyInstance = await buildApp({
     config,

@@ -1,7 +1,16 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { parse } from 'yaml';
-import { CONFIG_KEYS, loadConfig } from '../../src/config';
+import {
+  CONFIG_KEYS,
+  loadAdminCallbacksConfig,
+  loadAdminDatabaseConfig,
+  loadAdminTemporalConfig,
+  loadApiConfig,
+  loadMigrateConfig,
+  loadWorkerConfig,
+  PROCESS_VARIABLES,
+} from '../../src/config';
 import { SANDBOX_ENV_KEYS } from '../../dev/sandbox/config';
 import { LAUNCHER_DEFAULTS } from '../../dev/local/stack-settings';
 
@@ -23,10 +32,14 @@ function section(markdown: string, titleStart: string): string {
   return markdown.slice(start, end < 0 ? undefined : end);
 }
 
-/** `| \`NAME\` | default | meaning |` rows of a markdown table, by variable name. */
-function variableRows(markdown: string): Map<string, string> {
-  const rows = new Map<string, string>();
-  for (const m of markdown.matchAll(/^\| `([A-Z][A-Z0-9_]*)`\s*\|\s*([^|]*?)\s*\|/gm)) rows.set(m[1]!, m[2]!);
+/** `| \`NAME\` | default | ... |` rows of a markdown table: the cells after the name, by variable name. */
+function variableRows(markdown: string): Map<string, string[]> {
+  const rows = new Map<string, string[]>();
+  for (const m of markdown.matchAll(/^\| `([A-Z][A-Z0-9_]*)`\s*\|(.*)\|\s*$/gm))
+    rows.set(
+      m[1]!,
+      m[2]!.split('|').map((cell) => cell.trim()),
+    );
   return rows;
 }
 
@@ -50,18 +63,35 @@ const alertRules = (
 ).groups.flatMap((g) => g.rules);
 
 describe('docs/configuration.md', () => {
-  const serviceRows = variableRows(section(configuration, 'api and worker'));
+  const serviceRows = variableRows(section(configuration, "The service's processes"));
 
-  it('lists every variable of the api and worker with its real default', () => {
-    const defaults = loadConfig({}) as Record<string, unknown>;
+  it('lists every variable of the service with its real default', () => {
+    // Each process's own default, which must be the same wherever a variable is read.
+    const defaults: Record<string, unknown> = {
+      ...loadAdminDatabaseConfig({}),
+      ...loadAdminTemporalConfig({}),
+      ...loadAdminCallbacksConfig({}),
+      ...loadMigrateConfig({}),
+      ...loadWorkerConfig({}),
+      ...loadApiConfig({}),
+    };
     for (const key of CONFIG_KEYS) {
       const value = defaults[key];
       const expected = value === undefined ? '—' : `\`${String(value)}\``;
-      expect({ key, cell: serviceRows.get(key) }).toEqual({ key, cell: expected });
+      expect({ key, cell: serviceRows.get(key)?.[0] }).toEqual({ key, cell: expected });
     }
   });
 
-  it('lists no api or worker variable that the config does not read', () => {
+  it('says which processes read each variable', () => {
+    for (const key of CONFIG_KEYS) {
+      const readers = Object.entries(PROCESS_VARIABLES)
+        .filter(([, names]) => (names as readonly string[]).includes(key))
+        .map(([process]) => process);
+      expect({ key, readBy: serviceRows.get(key)?.[1] }).toEqual({ key, readBy: readers.join(', ') });
+    }
+  });
+
+  it('lists no variable of the service that no process reads', () => {
     const known = new Set<string>(CONFIG_KEYS);
     for (const key of serviceRows.keys()) expect({ key, read: known.has(key) }).toEqual({ key, read: true });
   });
@@ -69,7 +99,7 @@ describe('docs/configuration.md', () => {
   it('lists every variable of the launcher with its real default', () => {
     const toolingRows = variableRows(section(configuration, 'Tooling and demo'));
     for (const [key, value] of Object.entries(LAUNCHER_DEFAULTS))
-      expect({ key, cell: toolingRows.get(key) }).toEqual({ key, cell: `\`${value}\`` });
+      expect({ key, cell: toolingRows.get(key)?.[0] }).toEqual({ key, cell: `\`${value}\`` });
   });
 
   it('lists every variable of the provider sandbox', () => {

@@ -23,13 +23,14 @@ import { loadSandboxConfig } from '../../dev/sandbox/config';
 import { startProviderProxy, type ProviderProxy } from './provider-proxy';
 import { ServiceProcess } from './service-process';
 import { workflowBundle } from './stack';
+import { payloadKeysOf } from '../../src/main/wiring';
 
 /**
  * The whole service as separate OS processes, for fault and invariant tests: its own PostgreSQL
  * (a persistent cluster, so it can be restarted on the same data), a Temporal dev server on a SQLite
  * file (restartable on the same file), anvil with the USDT test token, the test sanctions oracle
  * and a funded treasury, the provider sandbox behind a proxy the test can take down, and any number
- * of api and worker processes (`src/api/server.ts`, `src/worker.ts`) that the test SIGKILLs and
+ * of api and worker processes (`src/main/api.ts`, `src/worker.ts`) that the test SIGKILLs and
  * restarts at will.
  */
 export interface ProcessStack {
@@ -124,7 +125,7 @@ export async function startProcessStack(opts: { env?: Record<string, string> } =
     const temporal = new Client({
       connection,
       namespace,
-      dataConverter: createDataConverter({ PAYLOAD_ENCRYPTION_KEY: payloadKey }),
+      dataConverter: createDataConverter(payloadKeysOf({ PAYLOAD_ENCRYPTION_KEY: payloadKey })),
     });
 
     const anvil = await startAnvil({ port: await freePort(), chainId: 42161 });
@@ -236,7 +237,7 @@ export async function startProcessStack(opts: { env?: Record<string, string> } =
         return { partnerId: partner.id, apiKey };
       },
       async startApi({ port = apiPort, mode = 'provider' } = {}) {
-        const api = new ServiceProcess(`api:${port}`, 'src/api/server.ts', {
+        const api = new ServiceProcess(`api:${port}`, 'src/main/api.ts', {
           ...serviceEnv,
           SETTLEMENT_MODE: mode,
           PORT: String(port),

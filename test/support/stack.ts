@@ -12,7 +12,6 @@ import {
 import type { FastifyInstance } from 'fastify';
 import type { Address } from 'viem';
 import { generatePrivateKey, privateKeyToAddress } from 'viem/accounts';
-import { callbackSenderOptions } from '../../src/adapters/callbacks/http-sender';
 import { createUsdtLedger } from '../../src/adapters/chain/usdt-ledger';
 import { createPartner } from '../../src/adapters/db/partners-repo';
 import { createPool, type Db } from '../../src/adapters/db/pool';
@@ -20,7 +19,7 @@ import { createSecretBox } from '../../src/adapters/secrets/secret-box';
 import { createHttpProvider } from '../../src/adapters/provider/http-provider';
 import { createCachedQuote } from '../../src/adapters/provider/quote-cache';
 import { buildApp } from '../../src/api/app';
-import { loadConfig, type Config } from '../../src/config';
+import { loadApiConfig, loadWorkerConfig, type ApiConfig, type WorkerConfig } from '../../src/config';
 import type { PayoutResponse } from '../../src/domain/payout';
 import { ensureLocalContracts } from '../../dev/local/local-contracts';
 import { startAnvil } from '../../dev/local/infra/anvil';
@@ -29,7 +28,8 @@ import { createLogger } from '../../src/observability/logger';
 import { createMetrics } from '../../src/observability/metrics';
 import { buildSandboxApp } from '../../dev/sandbox/app';
 import { loadSandboxConfig } from '../../dev/sandbox/config';
-import { createPayoutWorker } from '../../src/worker';
+import { createPayoutWorker } from '../../src/main/worker';
+import { callbackSenderOptionsOf, payloadKeysOf } from '../../src/main/wiring';
 import { testDatabaseUrl } from './env';
 import { startProviderProxy, type ProviderProxy } from './provider-proxy';
 import { createDevServerEnv } from './temporal';
@@ -42,7 +42,8 @@ import { PAYOUT_SEARCH_ATTRIBUTES } from '../../src/workflows/search-attributes'
  * provider sandbox, a worker and the api, each on a free loopback port. Nothing is mocked.
  */
 export interface TestStack {
-  config: Config;
+  /** The settings of the api and of the worker, which run in this process. */
+  config: ApiConfig & WorkerConfig;
   apiUrl: string;
   sandboxUrl: string;
   rpcUrl: string;
@@ -131,7 +132,9 @@ export async function startStack(opts: StackOptions = {}): Promise<TestStack> {
   try {
     // Payloads are encrypted as in production (a test may pass PAYLOAD_ENCRYPTION_KEY: '' to turn it off).
     const payloadKey = opts.env?.PAYLOAD_ENCRYPTION_KEY ?? randomBytes(32).toString('base64');
-    const dataConverter = createDataConverter({ PAYLOAD_ENCRYPTION_KEY: payloadKey || undefined });
+    const dataConverter = createDataConverter(
+      payloadKeysOf({ PAYLOAD_ENCRYPTION_KEY: payloadKey || undefined }),
+    );
     const testEnv = await createDevServerEnv({
       server: { searchAttributes: SEARCH_ATTRIBUTES },
       client: { dataConverter },
@@ -187,7 +190,7 @@ export async function startStack(opts: StackOptions = {}): Promise<TestStack> {
       : undefined;
     if (providerProxy) closers.push(() => providerProxy.close());
 
-    const config = loadConfig({
+    const env = {
       LOG_LEVEL: quiet,
       PORT: String(apiPort),
       DATABASE_URL: testDatabaseUrl(),
@@ -205,7 +208,8 @@ export async function startStack(opts: StackOptions = {}): Promise<TestStack> {
       AUTH_FAILURE_LIMIT_PER_MINUTE: '1000000',
       WEBHOOK_RATE_LIMIT_PER_MINUTE: '1000000',
       ...opts.env,
-    });
+    };
+    const config = { ...loadWorkerConfig(env), ...loadApiConfig(env) };
     const db = createPool(config.DATABASE_URL, 5);
     closers.push(() => db.end());
     const logger = createLogger({ level: config.LOG_LEVEL, name: 'test' });
@@ -262,8 +266,8 @@ export async function startStack(opts: StackOptions = {}): Promise<TestStack> {
           metrics,
           screening,
         },
-        callbacks: callbackSenderOptions(config),
-        secrets: createSecretBox(config),
+        callbacks: callbackSenderOptionsOf(config),
+        secrets: createSecretBox(payloadKeysOf(config)),
       });
       running = worker.run();
     };

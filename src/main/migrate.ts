@@ -1,5 +1,5 @@
 import { runMigrations } from '../adapters/db/migrate';
-import { loadConfig } from '../config';
+import { loadMigrateConfig } from '../config';
 import { createLogger } from '../observability/logger';
 
 /**
@@ -9,7 +9,7 @@ import { createLogger } from '../observability/logger';
  * run twice at once: the second waits for the first.
  */
 async function main(): Promise<void> {
-  const config = loadConfig();
+  const config = loadMigrateConfig();
   const logger = createLogger({ level: config.LOG_LEVEL, name: 'payout-migrate' });
   await runMigrations(config.DATABASE_URL, (msg) => logger.info(msg));
   logger.info('migrations applied');

@@ -12,7 +12,7 @@ function admin(args: string[]): Promise<{ code: number; stdout: string; stderr: 
   return new Promise((resolve) => {
     execFile(
       process.execPath,
-      ['--import', 'tsx', 'src/cli/admin.ts', ...args],
+      ['--import', 'tsx', 'src/main/admin.ts', ...args],
       { cwd: ROOT, env: { ...process.env, DATABASE_URL: testDatabaseUrl(), NODE_ENV: 'development' } },
       (err, stdout, stderr) =>
         resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),

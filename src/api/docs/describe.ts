@@ -71,6 +71,7 @@ const STATUS_MEANING: Record<string, string> = {
   '409': '`idempotency conflict`',
   '413': 'Body over 16 KiB: `request body too large (limit 16 KiB)`',
   '415': '`content-type must be application/json`',
+  '422': 'The request is well formed but refused on its merits (see the operation)',
   '429':
     'Rate limit exceeded: `rate limit exceeded, retry after 60 seconds`, with `Retry-After: 60`. Counted per ' +
     'API key, and per client address for failed API keys (a valid key is never refused by the latter)',
@@ -150,6 +151,13 @@ const OPERATIONS: Record<string, OperationDoc> = {
         'answers 201 with the original payout as it is now and `Idempotent-Replayed: true`; the new body is ignored.',
       '409':
         'Another request with the same Idempotency-Key is still in flight: `idempotency conflict`. Retry after a short delay.',
+      '422':
+        'The receiver failed screening; nothing was created. `receiver_wallet cannot receive USDT: blocked by the ' +
+        'token issuer` (USDT sent there could be frozen), or `receiver_wallet failed compliance screening`. ' +
+        'Final: a replay of the same Idempotency-Key answers the same.',
+      '503':
+        'Nothing was created; retry later: `quote unavailable, retry later`, `payment provider unavailable, retry ' +
+        'later` (no PIX charge within 20 s), or `compliance screening unavailable, retry later` (with `Retry-After`).',
     },
   },
   'get /v1/payouts/{id}': {

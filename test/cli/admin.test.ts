@@ -5,7 +5,7 @@ import { promisify } from 'node:util';
 import { generateCallbackSecret } from '../../src/adapters/callbacks/signature';
 import { findPartnerCallback } from '../../src/adapters/db/partners-repo';
 import { createSecretBox } from '../../src/adapters/secrets/secret-box';
-import { startStack, VALID_PAYOUT, type TestStack } from '../support/stack';
+import { useStack, VALID_PAYOUT } from '../support/stack';
 
 // The admin CLI as the account manager runs it: a real process against the test PostgreSQL, and the
 // keys it prints used against the real api.
@@ -58,12 +58,7 @@ function json(result: CliResult): Record<string, unknown> {
 }
 
 describe('admin CLI', () => {
-  let stack: TestStack;
-
-  beforeAll(async () => {
-    stack = await startStack();
-  }, 120_000);
-  afterAll(() => stack?.close());
+  const stack = useStack();
 
   const postWith = (apiKey: string) =>
     fetch(`${stack.apiUrl}/v1/payouts`, {

@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
+import readline from 'node:readline';
 import { until } from './until';
 
 const ROOT = path.resolve(__dirname, '../..');
@@ -25,9 +26,9 @@ export class ServiceProcess {
       env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
+    // Whole lines, however the pipe splits them: a log line is one JSON document.
     for (const stream of [this.child.stdout!, this.child.stderr!]) {
-      stream.setEncoding('utf8');
-      stream.on('data', (chunk: string) => this.output.push(...chunk.split('\n').filter(Boolean)));
+      readline.createInterface({ input: stream }).on('line', (line) => line && this.output.push(line));
     }
     this.exited = new Promise((resolve) => this.child.once('exit', () => resolve()));
     // A crashed test run must not leave services behind holding ports.

@@ -12,7 +12,7 @@ import {
 
 // Idempotency-Key on POST /v1/payouts (docs/api.md "Idempotency", docs/decisions.md D10).
 describe('Idempotency-Key', () => {
-  const stack = useStack({ countProviderCalls: true });
+  const stack = useStack({ proxyProvider: true });
 
   const idOf = (res: ApiResponse) => (res.json as { id: string }).id;
   const withKey = (apiKey: string, key: string, body: unknown = VALID_PAYOUT) =>

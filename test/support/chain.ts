@@ -53,6 +53,8 @@ export interface TestChain {
   transfer(from: Hex, to: Address, units: bigint, opts?: { gas?: bigint }): Promise<Hash>;
   /** The USDT transfers `wallet` received: how many, their total and their hashes. */
   transfersTo(wallet: Address): ReturnType<typeof countTransfersTo>;
+  /** A transaction `wallet` sent that waits in the pool (automine off), if there is one. */
+  pendingFrom(wallet: Address): Promise<Hash | undefined>;
   stop(): Promise<void>;
 }
 
@@ -106,6 +108,14 @@ export async function startTestChain(
       },
       transfer,
       transfersTo: (wallet) => countTransfersTo({ rpcUrl, usdtAddress, to: wallet }),
+      async pendingFrom(wallet) {
+        type Pool = { pending: Record<string, Record<string, { hash: Hash }>> };
+        const pool = await rpc<Pool>(rpcUrl, 'txpool_content');
+        const sent = Object.entries(pool.pending).find(
+          ([from]) => from.toLowerCase() === wallet.toLowerCase(),
+        );
+        return sent ? Object.values(sent[1])[0]?.hash : undefined;
+      },
       stop: () => anvil.stop(),
     };
   } catch (err) {

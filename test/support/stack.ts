@@ -57,7 +57,7 @@ export interface TestStack {
   db: Db;
   temporal: Client;
   testEnv: TestWorkflowEnvironment;
-  /** With `countProviderCalls`: what reached the provider (charges it created, by payout id). */
+  /** With `proxyProvider`: what reached the provider, and the provider's outages. */
   providerProxy?: ProviderProxy;
   /** The metrics registry the in-process api and worker share. */
   metrics: ReturnType<typeof createMetrics>;
@@ -106,8 +106,11 @@ export interface TestStack {
 export interface StackOptions {
   /** Service env overrides (SETTLEMENT_MODE, rate limits, ...). */
   env?: Record<string, string>;
-  /** Route the service's provider calls through a counting proxy (`providerProxy`), e.g. to count charges. */
-  countProviderCalls?: boolean;
+  /**
+   * Route the service's provider calls through a proxy the test controls (`providerProxy`): it counts
+   * what reached the provider and can take the provider down and bring it back.
+   */
+  proxyProvider?: boolean;
   /** Provider sandbox settings (e.g. SANDBOX_SPREAD), over the defaults. */
   sandboxEnv?: Record<string, string>;
   /** Where the sandbox POSTs its webhooks instead of the api (a test that delivers them itself). */
@@ -207,7 +210,7 @@ export async function startStack(opts: StackOptions = {}): Promise<TestStack> {
       env: opts.sandboxEnv,
     });
     closers.push(() => sandbox.close());
-    const providerProxy = opts.countProviderCalls
+    const providerProxy = opts.proxyProvider
       ? await startProviderProxy(sandbox.url, await freePort())
       : undefined;
     if (providerProxy) closers.push(() => providerProxy.close());

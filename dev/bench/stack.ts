@@ -1,9 +1,10 @@
 import { existsSync, readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import path from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { anvilAccount } from '../local/infra/anvil';
 import { spawnManaged, type ManagedProcess } from '../local/infra/processes';
 import { repoRoot } from '../local/infra/temporal-binaries';
+import { fromSource, SERVICE_ENTRIES, serviceEnv } from '../local/stack-env';
+import { stackSettings } from '../local/stack-settings';
 
 /**
  * The local stack the bench measures: the one `npm start` brings up, started here (with the bench's
@@ -12,8 +13,8 @@ import { repoRoot } from '../local/infra/temporal-binaries';
  */
 
 export const ROOT = repoRoot();
-const DATA = path.join(ROOT, '.data');
-const TSX = ['--import', pathToFileURL(require.resolve('tsx')).href];
+const SETTINGS = stackSettings(ROOT);
+const DATA = SETTINGS.dataDir;
 
 export interface Stack {
   apiUrl: string;
@@ -58,7 +59,7 @@ export async function ensureStack(log: (line: string) => void): Promise<Stack> {
     launcher = spawnManaged({
       name: 'stack',
       command: process.execPath,
-      args: [...TSX, 'dev/local/start.ts'],
+      args: fromSource('dev/local/start.ts'),
       cwd: ROOT,
       env: benchServiceEnv(),
       log: process.env.BENCH_VERBOSE ? log : undefined,
@@ -95,21 +96,31 @@ function demoApiKey(): string {
 }
 
 /**
- * The environment the launcher gives its api and worker, rebuilt from its state in .data (local
- * defaults only: a stack pointed at outside services is not scaled out by the bench).
+ * The environment the launcher gives its api and worker: its servers where it starts them (or the
+ * outside ones the environment names, as the launcher uses them), its keys from its state in .data.
  */
 export function replicaEnv(): NodeJS.ProcessEnv {
   const chain = JSON.parse(readFileSync(path.join(DATA, 'local-chain.json'), 'utf8')) as {
     usdtAddress: string;
     sanctionsOracleAddress?: string;
   };
+  const env = process.env;
   return {
     ...benchServiceEnv(),
-    DATABASE_URL: process.env.DATABASE_URL ?? 'postgres://postgres:password@127.0.0.1:5432/payouts',
-    PAYLOAD_ENCRYPTION_KEY: readFileSync(path.join(DATA, 'payload-encryption-key'), 'utf8').trim(),
-    USDT_CONTRACT_ADDRESS: chain.usdtAddress,
-    SANCTIONS_ORACLE_ADDRESS: chain.sanctionsOracleAddress,
-    TREASURY_PRIVATE_KEY: anvilAccount('treasury').privateKey,
+    ...serviceEnv({
+      databaseUrl:
+        env.DATABASE_URL ?? `postgres://postgres:password@127.0.0.1:${SETTINGS.postgresPort}/payouts`,
+      temporal: { address: env.TEMPORAL_ADDRESS ?? `127.0.0.1:${SETTINGS.temporalPort}` },
+      providerUrl: env.PROVIDER_API_URL ?? `http://127.0.0.1:${SETTINGS.sandboxPort}`,
+      chain: {
+        rpcUrl: env.EVM_RPC_URL ?? `http://127.0.0.1:${SETTINGS.anvilPort}`,
+        usdtAddress: env.USDT_CONTRACT_ADDRESS ?? chain.usdtAddress,
+        sanctionsOracleAddress: env.SANCTIONS_ORACLE_ADDRESS ?? chain.sanctionsOracleAddress,
+      },
+      treasuryKey: env.TREASURY_PRIVATE_KEY ?? anvilAccount('treasury').privateKey,
+      payloadKey:
+        env.PAYLOAD_ENCRYPTION_KEY ?? readFileSync(path.join(DATA, 'payload-encryption-key'), 'utf8').trim(),
+    }),
   };
 }
 
@@ -129,7 +140,7 @@ export function startReplica(
   return spawnManaged({
     name: `${kind}-${index}`,
     command: process.execPath,
-    args: [...TSX, kind === 'api' ? 'src/main/api.ts' : 'src/worker.ts'],
+    args: fromSource(SERVICE_ENTRIES[kind]),
     cwd: ROOT,
     env,
   });

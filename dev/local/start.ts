@@ -1,7 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { findPartnerByKeyHash, createPartner, hashApiKey } from '../../src/adapters/db/partners-repo';
 import { runMigrations } from '../../src/adapters/db/migrate';
 import { createPool } from '../../src/adapters/db/pool';
@@ -24,6 +23,7 @@ import { repoRoot } from './infra/temporal-binaries';
 import { startTemporalDevServer } from './infra/temporal-dev-server';
 import { findLeftovers, launcherMark, stopLeftovers } from './leftovers';
 import { createLineFormatter } from './log-format';
+import { fromSource, sandboxEnv, SERVICE_ENTRIES } from './stack-env';
 import { acquireLock } from './stack-lock';
 import { assertPortsFree, portClaims, stackSettings } from './stack-settings';
 import { Supervised, type Part } from './supervisor';
@@ -195,14 +195,7 @@ async function main(): Promise<void> {
     Object.assign(env, localChainEnv(process.env, local));
   }
 
-  // tsx as a loader of the child's own node, not the tsx CLI: the CLI is a second process that
-  // relays signals. exit-with-launcher stops the service if this launcher dies without stopping it.
-  const preload = [
-    '--import',
-    pathToFileURL(require.resolve('tsx')).href,
-    '--import',
-    EXIT_WITH_LAUNCHER_IMPORT,
-  ];
+  // exit-with-launcher stops the service if this launcher dies without stopping it.
   const service = (name: string, entry: string, childEnv: NodeJS.ProcessEnv): Part => ({
     name,
     start: async () =>
@@ -210,7 +203,7 @@ async function main(): Promise<void> {
         name,
         command: process.execPath,
         // The mark after the entry lets a later start recognise the service as this stack's.
-        args: [...preload, path.join(ROOT, entry), launcherMark(DATA)],
+        args: [...fromSource(path.join(ROOT, entry), EXIT_WITH_LAUNCHER_IMPORT), launcherMark(DATA)],
         cwd: ROOT,
         env: childEnv,
         ownProcessGroup: true,
@@ -221,21 +214,22 @@ async function main(): Promise<void> {
 
   if (!process.env.PROVIDER_API_URL) {
     await supervise(
-      service('sandbox', 'dev/sandbox/main.ts', {
+      service('sandbox', SERVICE_ENTRIES.sandbox, {
         ...process.env,
-        SANDBOX_PORT: String(settings.sandboxPort),
-        SANDBOX_WEBHOOK_URL: `${apiUrl}/webhooks/sandbox`,
-        SANDBOX_EVM_RPC_URL: env.EVM_RPC_URL,
-        SANDBOX_USDT_ADDRESS: env.USDT_CONTRACT_ADDRESS,
-        SANDBOX_WALLET_PRIVATE_KEY: anvilAccount('provider-sandbox').privateKey,
+        ...sandboxEnv({
+          port: settings.sandboxPort,
+          webhookUrl: `${apiUrl}/webhooks/sandbox`,
+          chain: { rpcUrl: env.EVM_RPC_URL!, usdtAddress: env.USDT_CONTRACT_ADDRESS! },
+          walletKey: anvilAccount('provider-sandbox').privateKey,
+        }),
       }),
     );
     env.PROVIDER_API_URL = `http://127.0.0.1:${settings.sandboxPort}`;
   }
 
   const demo = await ensureDemoPartner(env.DATABASE_URL ?? config.DATABASE_URL);
-  await supervise(service('worker', 'src/worker.ts', env));
-  await supervise(service('api', 'src/main/api.ts', env));
+  await supervise(service('worker', SERVICE_ENTRIES.worker, env));
+  await supervise(service('api', SERVICE_ENTRIES.api, env));
 
   await waitForReady(`${apiUrl}/readyz`, 120_000);
   const uiUrl = `http://127.0.0.1:${settings.temporalUiPort}`;

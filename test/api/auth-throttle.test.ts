@@ -1,10 +1,5 @@
-import { denylistScreening } from '../support/denylist-screening';
 import { randomUUID } from 'node:crypto';
-import type { FastifyInstance } from 'fastify';
-import { buildApp } from '../../src/api/app';
-import { createLogger } from '../../src/observability/logger';
-import { createMetrics } from '../../src/observability/metrics';
-import { startStack, VALID_PAYOUT, type TestStack } from '../support/stack';
+import { useStack, VALID_PAYOUT } from '../support/stack';
 import { call, callFrom, expectError, freshClientAddress, type ApiResponse } from './helpers';
 
 // Failed API-key attempts are throttled per client address, and a valid key is never refused by
@@ -13,12 +8,7 @@ const FAILURES_PER_MINUTE = 3;
 const LIMITED = 'rate limit exceeded, retry after 60 seconds';
 
 describe('API-key failures throttled per client address', () => {
-  let stack: TestStack;
-
-  beforeAll(async () => {
-    stack = await startStack({ env: { AUTH_FAILURE_LIMIT_PER_MINUTE: String(FAILURES_PER_MINUTE) } });
-  }, 120_000);
-  afterAll(() => stack?.close());
+  const stack = useStack({ env: { AUTH_FAILURE_LIMIT_PER_MINUTE: String(FAILURES_PER_MINUTE) } });
 
   const postFrom = (address: string, apiKey: string | undefined) =>
     callFrom(address, stack.apiUrl, '/v1/payouts', {
@@ -81,23 +71,11 @@ describe('API-key failures throttled per client address', () => {
   });
 
   describe('behind a proxy (TRUST_PROXY=127.0.0.1)', () => {
-    let app: FastifyInstance;
     let url: string;
 
     beforeAll(async () => {
-      app = await buildApp({
-        config: { ...stack.config, TRUST_PROXY: '127.0.0.1' },
-        db: stack.db,
-        screening: denylistScreening(stack.db),
-        temporal: stack.temporal,
-        quote: () =>
-          Promise.resolve({ rate: '5.50', expiresAt: new Date(Date.now() + 30_000).toISOString() }),
-        logger: createLogger({ level: 'silent', name: 'test' }),
-        metrics: createMetrics(),
-      });
-      url = await app.listen({ host: '127.0.0.1', port: 0 });
+      ({ url } = await stack.startApi({ TRUST_PROXY: '127.0.0.1' }, { providerUrl: null }));
     });
-    afterAll(() => app?.close());
 
     it("the client's address comes from X-Forwarded-For: one client's failures do not throttle another behind the same proxy", async () => {
       const viaProxy = (client: string) =>

@@ -1,16 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { rotateApiKey, setPartnerStatus } from '../../src/adapters/db/partners-repo';
-import { startStack, VALID_PAYOUT, type TestStack } from '../support/stack';
+import { useStack, VALID_PAYOUT } from '../support/stack';
 import { call, expectError, getPayout, post } from './helpers';
 
 // Authentication (docs/api.md "Authentication", docs/decisions.md D7) and partner isolation.
 describe('partner authentication and isolation', () => {
-  let stack: TestStack;
-
-  beforeAll(async () => {
-    stack = await startStack();
-  }, 120_000);
-  afterAll(() => stack?.close());
+  const stack = useStack();
 
   describe('the X-Api-Key header', () => {
     it.each([

@@ -1,10 +1,5 @@
-import { denylistScreening } from '../support/denylist-screening';
 import { randomUUID } from 'node:crypto';
-import type { FastifyInstance } from 'fastify';
-import { buildApp } from '../../src/api/app';
-import { createLogger } from '../../src/observability/logger';
-import { createMetrics } from '../../src/observability/metrics';
-import { startStack, VALID_PAYOUT, type TestStack } from '../support/stack';
+import { useStack, VALID_PAYOUT } from '../support/stack';
 import {
   countPayouts,
   expectError,
@@ -17,12 +12,7 @@ import {
 
 // Idempotency-Key on POST /v1/payouts (docs/api.md "Idempotency", docs/decisions.md D10).
 describe('Idempotency-Key', () => {
-  let stack: TestStack;
-
-  beforeAll(async () => {
-    stack = await startStack({ countProviderCalls: true });
-  }, 120_000);
-  afterAll(() => stack?.close());
+  const stack = useStack({ proxyProvider: true });
 
   const idOf = (res: ApiResponse) => (res.json as { id: string }).id;
   const withKey = (apiKey: string, key: string, body: unknown = VALID_PAYOUT) =>
@@ -238,22 +228,11 @@ describe('Idempotency-Key', () => {
   });
 
   describe('when no quote is available', () => {
-    let app: FastifyInstance;
     let url: string;
 
     beforeAll(async () => {
-      app = await buildApp({
-        config: stack.config,
-        db: stack.db,
-        screening: denylistScreening(stack.db),
-        temporal: stack.temporal,
-        quote: () => Promise.reject(new Error('provider down')),
-        logger: createLogger({ level: 'silent', name: 'test' }),
-        metrics: createMetrics(),
-      });
-      url = await app.listen({ host: '127.0.0.1', port: 0 });
+      ({ url } = await stack.startApi({}, { quote: () => Promise.reject(new Error('provider down')) }));
     });
-    afterAll(() => app?.close());
 
     it('a key in flight still answers 409', async () => {
       const { partnerId, apiKey } = await stack.createPartner();

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import Ajv2020, { type ValidateFunction } from 'ajv/dist/2020';
 import addFormats from 'ajv-formats';
 import fc from 'fast-check';
-import { startStack, type TestStack } from '../support/stack';
+import { useStack } from '../support/stack';
 import type { ApiResponse } from './helpers';
 
 // A contract fuzzer, as a new user would point one at the api: every operation of the served
@@ -57,7 +57,9 @@ const VALID_PIX_KEYS: Record<string, string> = {
 const printableHeader = fc.stringMatching(/^[\x20-\x7e]{0,80}$/).map((s) => s.trim());
 
 describe('OpenAPI contract fuzzing against the running api', () => {
-  let stack: TestStack;
+  const stack = useStack({
+    env: { POST_RATE_LIMIT_PER_MINUTE: '1000000', READ_RATE_LIMIT_PER_MINUTE: '1000000' },
+  });
   let apiKey: string;
   let doc: Json & { paths: Record<string, Record<string, Operation>>; components: Json };
   const ajv = new Ajv2020({ strict: false, allErrors: true, multipleOfPrecision: 9 });
@@ -67,14 +69,10 @@ describe('OpenAPI contract fuzzing against the running api', () => {
   const problems: string[] = [];
 
   beforeAll(async () => {
-    stack = await startStack({
-      env: { POST_RATE_LIMIT_PER_MINUTE: '1000000', READ_RATE_LIMIT_PER_MINUTE: '1000000' },
-    });
     ({ apiKey } = await stack.createPartner('fuzzer'));
     doc = (await (await fetch(`${stack.apiUrl}/openapi.json`)).json()) as typeof doc;
     ajv.addSchema({ $id: 'openapi.json', components: doc.components });
-  }, 120_000);
-  afterAll(() => stack?.close());
+  });
 
   const compiled = new Map<string, ValidateFunction>();
   function validator(schema: Json): ValidateFunction {

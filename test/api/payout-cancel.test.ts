@@ -3,7 +3,8 @@ import { createSecretBox } from '../../src/adapters/secrets/secret-box';
 import { generateCallbackSecret } from '../../src/adapters/callbacks/signature';
 import { setPartnerCallback } from '../../src/adapters/db/partners-repo';
 import { startReceiver, type Receiver } from '../callbacks/receiver';
-import { startStack, VALID_PAYOUT, type TestStack } from '../support/stack';
+import { useStack, VALID_PAYOUT } from '../support/stack';
+import { until } from '../support/until';
 import { call, expectError, post, type ApiResponse } from './helpers';
 import { payloadKeysOf } from '../../src/main/wiring';
 
@@ -13,19 +14,13 @@ import { payloadKeysOf } from '../../src/main/wiring';
 type Payout = { id: string; status: string; pix_copy_paste: string };
 
 describe('POST /v1/payouts/{id}/cancel', () => {
-  let stack: TestStack;
+  const stack = useStack({ env: { CALLBACK_ALLOW_PRIVATE_NETWORKS: 'true' } });
   let receiver: Receiver;
 
   beforeAll(async () => {
-    [stack, receiver] = await Promise.all([
-      startStack({ env: { CALLBACK_ALLOW_PRIVATE_NETWORKS: 'true' } }),
-      startReceiver(),
-    ]);
-  }, 120_000);
-  afterAll(async () => {
-    await receiver?.close();
-    await stack?.close();
+    receiver = await startReceiver();
   });
+  afterAll(() => receiver?.close());
 
   const cancel = (apiKey: string, id: string, headers: Record<string, string> = {}): Promise<ApiResponse> =>
     call(stack.apiUrl, `/v1/payouts/${id}/cancel`, {
@@ -202,16 +197,14 @@ describe('POST /v1/payouts/{id}/cancel', () => {
   });
 
   /** Waits for the refund case of a payment (the workflow opens it once it has judged the payment). */
-  async function refundCaseFor(eventId: string) {
-    for (;;) {
+  const refundCaseFor = (eventId: string) =>
+    until(`the refund case of payment ${eventId}`, async () => {
       const { rows } = await stack.db.query<{ payout_id: string; status: string; amount_brl: string }>(
         'SELECT payout_id, status, amount_brl FROM refund_cases WHERE event_id = $1',
         [eventId],
       );
-      if (rows[0]) return rows[0];
-      await new Promise((r) => setTimeout(r, 100));
-    }
-  }
+      return rows[0];
+    });
 
   async function chargeIdOf(payoutId: string): Promise<string | undefined> {
     const { rows } = await stack.db.query<{ provider_charge_id: string }>(

@@ -1,12 +1,4 @@
-import { denylistScreening } from '../support/denylist-screening';
-import type { FastifyInstance } from 'fastify';
-import { createHttpProvider } from '../../src/adapters/provider/http-provider';
-import { createCachedQuote } from '../../src/adapters/provider/quote-cache';
-import { buildApp } from '../../src/api/app';
-import { createLogger } from '../../src/observability/logger';
-import { createMetrics } from '../../src/observability/metrics';
-import { freePort } from '../../dev/local/infra/ports';
-import { startStack, VALID_PAYOUT, type TestStack } from '../support/stack';
+import { useStack, VALID_PAYOUT } from '../support/stack';
 import { call, expectError, getPayout, PAYOUT_KEYS, post, type ApiResponse } from './helpers';
 
 // GET /v1/payouts: a partner's payouts newest first, keyset-paginated from the read model. Volume is
@@ -22,12 +14,7 @@ interface Page {
 const STATUSES = ['PENDING', 'PROCESSING', 'COMPLETED', 'FAILED'];
 
 describe('GET /v1/payouts', () => {
-  let stack: TestStack;
-
-  beforeAll(async () => {
-    stack = await startStack();
-  }, 120_000);
-  afterAll(() => stack?.close());
+  const stack = useStack();
 
   const list = (apiKey: string | undefined, query = '', baseUrl = stack.apiUrl): Promise<ApiResponse> =>
     call(baseUrl, `/v1/payouts${query}`, { headers: apiKey === undefined ? {} : { 'x-api-key': apiKey } });
@@ -271,26 +258,11 @@ describe('GET /v1/payouts', () => {
 
   describe('rate limit', () => {
     const READ_LIMIT = 3;
-    let app: FastifyInstance;
     let url: string;
 
     beforeAll(async () => {
-      const config = { ...stack.config, READ_RATE_LIMIT_PER_MINUTE: READ_LIMIT };
-      const provider = createHttpProvider({ baseUrl: config.PROVIDER_API_URL, timeoutMs: 5_000 });
-      app = await buildApp({
-        config,
-        db: stack.db,
-        screening: denylistScreening(stack.db),
-        temporal: stack.temporal,
-        quote: createCachedQuote(provider, { ttlMs: 30_000 }),
-        logger: createLogger({ level: 'silent', name: 'test' }),
-        metrics: createMetrics(),
-      });
-      const port = await freePort();
-      await app.listen({ host: '127.0.0.1', port });
-      url = `http://127.0.0.1:${port}`;
+      ({ url } = await stack.startApi({ READ_RATE_LIMIT_PER_MINUTE: READ_LIMIT }));
     });
-    afterAll(() => app?.close());
 
     it('spends the read bucket that GET /v1/payouts/{id} spends, 400s included', async () => {
       const { apiKey } = await stack.createPartner();

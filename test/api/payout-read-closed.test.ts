@@ -1,16 +1,11 @@
 import { toPayoutResponse, type PayoutRecord } from '../../src/domain/payout';
-import { startStack, VALID_PAYOUT, type TestStack } from '../support/stack';
+import { useStack, VALID_PAYOUT } from '../support/stack';
 import { getPayout, post } from './helpers';
 
 // A payout that reached COMPLETED or FAILED never changes again: GET answers it from the read model
 // the workflow wrote before closing, without querying (and so replaying) the closed workflow.
 describe('GET /v1/payouts/{id} of a closed payout', () => {
-  let stack: TestStack;
-
-  beforeAll(async () => {
-    stack = await startStack();
-  }, 120_000);
-  afterAll(() => stack?.close());
+  const stack = useStack();
 
   async function payAndWait(outcome: 'settled' | 'settlement_failed') {
     const { apiKey } = await stack.createPartner();

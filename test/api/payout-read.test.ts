@@ -1,16 +1,11 @@
 import { randomUUID } from 'node:crypto';
-import { startStack, VALID_PAYOUT, type TestStack } from '../support/stack';
+import { useStack, VALID_PAYOUT } from '../support/stack';
 import { getPayout, PAYOUT_KEYS, post } from './helpers';
 
 // The Payout shape on the wire (docs/api.md "The Payout object") and GET /v1/payouts/{id}: answered by
 // the workflow query, and by the PostgreSQL read model when the workflow cannot answer.
 describe('Payout responses and GET /v1/payouts/{id}', () => {
-  let stack: TestStack;
-
-  beforeAll(async () => {
-    stack = await startStack();
-  }, 120_000);
-  afterAll(() => stack?.close());
+  const stack = useStack();
 
   type Payout = Record<string, unknown> & { id: string; pix_copy_paste: string };
   const INTERNAL_KEYS = /"(partnerId|version|failure_?reason|provider_?charge_?id|workflow_?id|run_?id)"/i;

@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { startStack, VALID_PAYOUT, type TestStack } from '../support/stack';
+import { useStack, VALID_PAYOUT } from '../support/stack';
 import { call, expectErrorBody, parseRawResponse, rawRequest, type ApiResponse } from './helpers';
 
 // Property-based: whatever a client sends, the api never answers 5xx, and every non-2xx answer is
@@ -8,16 +8,14 @@ import { call, expectErrorBody, parseRawResponse, rawRequest, type ApiResponse }
 const RUNS = 100;
 
 describe('api properties (fast-check, real stack)', () => {
-  let stack: TestStack;
+  const stack = useStack({
+    env: { POST_RATE_LIMIT_PER_MINUTE: '1000000', READ_RATE_LIMIT_PER_MINUTE: '1000000' },
+  });
   let apiKey: string;
 
   beforeAll(async () => {
-    stack = await startStack({
-      env: { POST_RATE_LIMIT_PER_MINUTE: '1000000', READ_RATE_LIMIT_PER_MINUTE: '1000000' },
-    });
     ({ apiKey } = await stack.createPartner('properties'));
-  }, 120_000);
-  afterAll(() => stack?.close());
+  });
 
   function expectContract(res: Pick<ApiResponse, 'status' | 'json' | 'text'>): void {
     expect(res.status).toBeLessThan(500);

@@ -1,15 +1,7 @@
-import { denylistScreening } from '../support/denylist-screening';
-import type { FastifyInstance } from 'fastify';
 import jsQR from 'jsqr';
 import { PNG } from 'pngjs';
-import { createHttpProvider } from '../../src/adapters/provider/http-provider';
-import { createCachedQuote } from '../../src/adapters/provider/quote-cache';
-import { buildApp } from '../../src/api/app';
-import type { ApiConfig } from '../../src/config';
-import { createLogger } from '../../src/observability/logger';
-import { createMetrics } from '../../src/observability/metrics';
 import { freePort } from '../../dev/local/infra/ports';
-import { startStack, VALID_PAYOUT, type TestStack } from '../support/stack';
+import { useStack, VALID_PAYOUT } from '../support/stack';
 import { call, expectError, getPayout, post, type ApiResponse } from './helpers';
 
 // GET /v1/quotes (a preview computed by POST's own code) and GET /v1/payouts/{id}/qr.svg|.png (the
@@ -18,38 +10,12 @@ import { call, expectError, getPayout, post, type ApiResponse } from './helpers'
 type Payout = { id: string; status: string; min_amount_usdt: number; pix_copy_paste: string };
 
 describe('quote preview and QR code', () => {
-  let stack: TestStack;
-
-  beforeAll(async () => {
-    stack = await startStack();
-  }, 120_000);
-  afterAll(() => stack?.close());
+  const stack = useStack();
 
   const auth = (apiKey: string | undefined): Record<string, string> =>
     apiKey === undefined ? {} : { 'x-api-key': apiKey };
   const quote = (apiKey: string | undefined, query: string, baseUrl = stack.apiUrl) =>
     call(baseUrl, `/v1/quotes${query}`, { headers: auth(apiKey) });
-
-  /** The api with other settings, on the stack's database, Temporal and provider. */
-  async function startApi(
-    overrides: Partial<ApiConfig>,
-    providerUrl = stack.config.PROVIDER_API_URL,
-  ): Promise<{ url: string; app: FastifyInstance }> {
-    const config = { ...stack.config, ...overrides };
-    const provider = createHttpProvider({ baseUrl: providerUrl, timeoutMs: 2_000 });
-    const app = await buildApp({
-      config,
-      db: stack.db,
-      screening: denylistScreening(stack.db),
-      temporal: stack.temporal,
-      quote: createCachedQuote(provider, { ttlMs: 30_000 }),
-      logger: createLogger({ level: 'silent', name: 'test' }),
-      metrics: createMetrics(),
-    });
-    const port = await freePort();
-    await app.listen({ host: '127.0.0.1', port });
-    return { url: `http://127.0.0.1:${port}`, app };
-  }
 
   describe('GET /v1/quotes', () => {
     it.each([['100'], ['1'], ['99.99'], ['1e2'], ['12345.6'], ['100000']])(
@@ -128,15 +94,10 @@ describe('quote preview and QR code', () => {
     });
 
     it('answers 503 as POST does when the provider has no rate', async () => {
-      const closedPort = await freePort();
-      const { url, app } = await startApi({}, `http://127.0.0.1:${closedPort}`);
-      try {
-        const { apiKey } = await stack.createPartner();
-        expectError(await quote(apiKey, '?amount_brl=100', url), 503, 'quote unavailable, retry later');
-        expectError(await post(url, apiKey, VALID_PAYOUT), 503, 'quote unavailable, retry later');
-      } finally {
-        await app.close();
-      }
+      const { url } = await stack.startApi({}, { providerUrl: `http://127.0.0.1:${await freePort()}` });
+      const { apiKey } = await stack.createPartner();
+      expectError(await quote(apiKey, '?amount_brl=100', url), 503, 'quote unavailable, retry later');
+      expectError(await post(url, apiKey, VALID_PAYOUT), 503, 'quote unavailable, retry later');
     });
   });
 
@@ -250,22 +211,18 @@ describe('quote preview and QR code', () => {
 
   describe('rate limit', () => {
     it('quote and QR spend the read bucket of GET /v1/payouts/{id}', async () => {
-      const { url, app } = await startApi({ READ_RATE_LIMIT_PER_MINUTE: 3 });
-      try {
-        const { apiKey } = await stack.createPartner();
-        const created = await post(url, apiKey, VALID_PAYOUT);
-        expect(created.status).toBe(201);
-        const id = (created.json as Payout).id;
-        expect((await quote(apiKey, '?amount_brl=100', url)).status).toBe(200);
-        const svg = await fetch(`${url}/v1/payouts/${id}/qr.svg`, { headers: auth(apiKey) });
-        await svg.arrayBuffer();
-        expect(svg.status).toBe(200);
-        expect((await quote(apiKey, '?amount_brl=0', url)).status).toBe(400);
-        expectError(await getPayout(url, apiKey, id), 429, 'rate limit exceeded, retry after 60 seconds');
-        expectError(await quote(apiKey, '?amount_brl=100', url), 429);
-      } finally {
-        await app.close();
-      }
+      const { url } = await stack.startApi({ READ_RATE_LIMIT_PER_MINUTE: 3 });
+      const { apiKey } = await stack.createPartner();
+      const created = await post(url, apiKey, VALID_PAYOUT);
+      expect(created.status).toBe(201);
+      const id = (created.json as Payout).id;
+      expect((await quote(apiKey, '?amount_brl=100', url)).status).toBe(200);
+      const svg = await fetch(`${url}/v1/payouts/${id}/qr.svg`, { headers: auth(apiKey) });
+      await svg.arrayBuffer();
+      expect(svg.status).toBe(200);
+      expect((await quote(apiKey, '?amount_brl=0', url)).status).toBe(400);
+      expectError(await getPayout(url, apiKey, id), 429, 'rate limit exceeded, retry after 60 seconds');
+      expectError(await quote(apiKey, '?amount_brl=100', url), 429);
     });
   });
 });

@@ -1,35 +1,31 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import path from 'node:path';
 import { freePort } from '../../dev/local/infra/ports';
-import { startStack, VALID_PAYOUT, type TestStack } from '../support/stack';
+import { useStack, VALID_PAYOUT } from '../support/stack';
 import { expectError, getPayout, post, type ApiResponse } from './helpers';
 
 // Token buckets per API key, kept in PostgreSQL and so shared by every api replica (docs/decisions.md
-// section 3). Small limits keep the test fast: at 5 a minute a token comes back every 12 s, longer
-// than any sequence below takes.
+// section 3). A bucket holds a minute's limit and refills continuously (at 5 a minute, a token every
+// 12 s): a sequence on a slow machine may see a token come back. Each check sends until the first
+// 429 and allows exactly the capacity plus what the time the sequence took, on PostgreSQL's clock
+// (the limiter's own), can have refilled; on a quick run that is the capacity itself.
 const POST_LIMIT = 5;
 const READ_LIMIT = 8;
 const LIMIT_MESSAGE = 'rate limit exceeded, retry after 60 seconds';
 
 describe('rate limits', () => {
-  let stack: TestStack;
-  let replica: { url: string; close(): Promise<void> };
-  let processApi: { url: string; child: ChildProcess };
+  const stack = useStack({
+    env: { POST_RATE_LIMIT_PER_MINUTE: String(POST_LIMIT), READ_RATE_LIMIT_PER_MINUTE: String(READ_LIMIT) },
+  });
+  let replica: { url: string };
+  // src/api/server.ts as its own OS process (what production runs), on the stack with the same limits.
+  let processApi: { url: string };
 
   beforeAll(async () => {
-    stack = await startStack({
-      env: { POST_RATE_LIMIT_PER_MINUTE: String(POST_LIMIT), READ_RATE_LIMIT_PER_MINUTE: String(READ_LIMIT) },
-    });
-    replica = await stack.startApiReplica();
-    processApi = await spawnApiProcess(stack);
+    replica = await stack.startApi();
+    const port = String(await freePort());
+    await stack.startProcess('api', { PORT: port, LOG_LEVEL: 'silent' });
+    processApi = { url: `http://127.0.0.1:${port}` };
   }, 120_000);
-  afterAll(async () => {
-    processApi?.child.kill('SIGTERM');
-    await replica?.close();
-    await stack?.close();
-  });
-
   const invalid = { ...VALID_PAYOUT, amount_brl: 0 };
 
   function expectLimited(res: ApiResponse): void {
@@ -37,45 +33,98 @@ describe('rate limits', () => {
     expect(res.headers.get('retry-after')).toBe('60');
   }
 
+  /** PostgreSQL's clock, in ms: the one the buckets refill by. */
+  const dbNow = async () =>
+    (await stack.db.query<{ ms: number }>('SELECT extract(epoch FROM clock_timestamp()) * 1000 AS ms'))
+      .rows[0]!.ms;
+
+  /**
+   * Sends `send(i)` until the first 429 (which must have the 429 shape) and checks how many passed:
+   * the `left` tokens of a bucket refilling `perMinute`, plus what the elapsed time can have
+   * refilled. Returns what passed.
+   */
+  async function untilLimited(
+    send: (i: number) => Promise<ApiResponse>,
+    { perMinute, left = perMinute }: { perMinute: number; left?: number },
+  ): Promise<ApiResponse[]> {
+    const started = await dbNow();
+    const passed: ApiResponse[] = [];
+    for (let i = 0; ; i += 1) {
+      const res = await send(i);
+      if (res.status === 429) {
+        expectLimited(res);
+        break;
+      }
+      passed.push(res);
+      if (passed.length > perMinute * 10) throw new Error(`no 429 after ${passed.length} requests`);
+    }
+    expectPassed(passed.length, { perMinute, left }, (await dbNow()) - started);
+    return passed;
+  }
+
+  function expectPassed(count: number, bucket: { perMinute: number; left: number }, elapsedMs: number): void {
+    const refilled = Math.floor((elapsedMs / 60_000) * bucket.perMinute);
+    expect(count).toBeGreaterThanOrEqual(bucket.left);
+    expect(count).toBeLessThanOrEqual(bucket.left + refilled);
+  }
+
+  /** The same for requests sent all at once: those past the bucket's tokens are 429s. */
+  async function burst(count: number, perMinute: number, send: (i: number) => Promise<ApiResponse>) {
+    const started = await dbNow();
+    const results = await Promise.all(Array.from({ length: count }, (_, i) => send(i)));
+    const limited = results.filter((r) => r.status === 429);
+    expectPassed(count - limited.length, { perMinute, left: perMinute }, (await dbNow()) - started);
+    for (const r of limited) expectLimited(r);
+    return results.filter((r) => r.status !== 429);
+  }
+
   it(`POST: ${POST_LIMIT} requests pass, the next gets 429 with Retry-After: 60; 400s spend tokens too`, async () => {
     const { apiKey } = await stack.createPartner();
-    expect((await post(stack.apiUrl, apiKey, VALID_PAYOUT)).status).toBe(201);
-    for (let i = 1; i < POST_LIMIT; i += 1) {
-      expectError(await post(stack.apiUrl, apiKey, invalid), 400, 'amount_brl must be > 0');
-    }
-    expectLimited(await post(stack.apiUrl, apiKey, VALID_PAYOUT));
-    expectLimited(await post(stack.apiUrl, apiKey, invalid));
+    const passed = await untilLimited((i) => post(stack.apiUrl, apiKey, i === 0 ? VALID_PAYOUT : invalid), {
+      perMinute: POST_LIMIT,
+    });
+    expect(passed[0]!.status).toBe(201);
+    for (const res of passed.slice(1)) expectError(res, 400, 'amount_brl must be > 0');
   });
 
   it('a 429 is answered before the body is looked at, and replays are limited too', async () => {
     const { apiKey } = await stack.createPartner();
-    const first = await post(stack.apiUrl, apiKey, VALID_PAYOUT, { 'idempotency-key': 'k' });
-    expect(first.status).toBe(201);
-    for (let i = 1; i < POST_LIMIT; i += 1) await post(stack.apiUrl, apiKey, '{broken');
-    expectLimited(await post(stack.apiUrl, apiKey, '{broken'));
-    expectLimited(await post(stack.apiUrl, apiKey, VALID_PAYOUT, { 'idempotency-key': 'k' }));
+    const replay = () => post(stack.apiUrl, apiKey, VALID_PAYOUT, { 'idempotency-key': 'k' });
+    expect((await replay()).status).toBe(201);
+    // The refusal comes where a 400 for the body would: the limiter answers first.
+    const broken = await untilLimited(() => post(stack.apiUrl, apiKey, '{broken'), {
+      perMinute: POST_LIMIT,
+      left: POST_LIMIT - 1,
+    });
+    for (const res of broken) expect(res.status).toBe(400);
+    // The bucket is empty: a replay is refused too (unless a token came back meanwhile).
+    const replays = await untilLimited(replay, { perMinute: POST_LIMIT, left: 0 });
+    for (const res of replays) expect(res.headers.get('idempotent-replayed')).toBe('true');
   });
 
   it('GET has its own bucket: an exhausted POST bucket does not block reads, and reads stop at their own limit', async () => {
     const { apiKey } = await stack.createPartner();
     const created = await post(stack.apiUrl, apiKey, VALID_PAYOUT);
     const id = (created.json as { id: string }).id;
-    for (let i = 1; i < POST_LIMIT; i += 1) await post(stack.apiUrl, apiKey, invalid);
-    expectLimited(await post(stack.apiUrl, apiKey, invalid));
+    await untilLimited(() => post(stack.apiUrl, apiKey, invalid), {
+      perMinute: POST_LIMIT,
+      left: POST_LIMIT - 1,
+    });
 
     // A 404 spends a read token like a 200 does.
-    for (let i = 0; i < READ_LIMIT; i += 1) {
-      const res = await getPayout(stack.apiUrl, apiKey, i % 2 === 0 ? id : randomUUID());
-      expect(res.status).toBe(i % 2 === 0 ? 200 : 404);
-    }
-    expectLimited(await getPayout(stack.apiUrl, apiKey, id));
+    const reads = await untilLimited(
+      (i) => getPayout(stack.apiUrl, apiKey, i % 2 === 0 ? id : randomUUID()),
+      {
+        perMinute: READ_LIMIT,
+      },
+    );
+    expect(reads.map((r) => r.status)).toEqual(reads.map((_, i) => (i % 2 === 0 ? 200 : 404)));
   });
 
   it('buckets are per API key: one partner at its limit does not affect another', async () => {
     const busy = await stack.createPartner();
     const calm = await stack.createPartner();
-    for (let i = 0; i < POST_LIMIT; i += 1) await post(stack.apiUrl, busy.apiKey, invalid);
-    expectLimited(await post(stack.apiUrl, busy.apiKey, invalid));
+    await untilLimited(() => post(stack.apiUrl, busy.apiKey, invalid), { perMinute: POST_LIMIT });
     expectError(await post(stack.apiUrl, calm.apiKey, invalid), 400, 'amount_brl must be > 0');
   });
 
@@ -84,92 +133,35 @@ describe('rate limits', () => {
     for (let i = 0; i < POST_LIMIT * 2; i += 1) {
       expectError(await post(stack.apiUrl, 'wrong-key', invalid), 401, 'invalid API key');
     }
-    expectError(await post(stack.apiUrl, apiKey, invalid), 400, 'amount_brl must be > 0');
+    await untilLimited(() => post(stack.apiUrl, apiKey, invalid), { perMinute: POST_LIMIT });
   });
 
   it('one bucket across two api replicas in this process', async () => {
     const { apiKey } = await stack.createPartner();
     const urls = [stack.apiUrl, replica.url];
-    for (let i = 0; i < POST_LIMIT; i += 1) {
-      expect((await post(urls[i % 2]!, apiKey, invalid)).status).toBe(400);
-    }
-    expectLimited(await post(stack.apiUrl, apiKey, invalid));
-    expectLimited(await post(replica.url, apiKey, invalid));
+    await untilLimited((i) => post(urls[i % 2]!, apiKey, invalid), { perMinute: POST_LIMIT });
   });
 
   it('one bucket across api processes: a separately spawned api shares it', async () => {
     const { apiKey } = await stack.createPartner();
-    for (let i = 0; i < POST_LIMIT; i += 1) {
-      const url = i < 3 ? processApi.url : stack.apiUrl;
-      expect((await post(url, apiKey, invalid)).status).toBe(400);
-    }
-    expectLimited(await post(processApi.url, apiKey, invalid));
-    expectLimited(await post(stack.apiUrl, apiKey, invalid));
+    await untilLimited((i) => post(i < 3 ? processApi.url : stack.apiUrl, apiKey, invalid), {
+      perMinute: POST_LIMIT,
+    });
   });
 
   it('a concurrent burst across three apis lets exactly the limit through', async () => {
     const { apiKey } = await stack.createPartner();
     const urls = [stack.apiUrl, replica.url, processApi.url];
-    const results = await Promise.all(
-      Array.from({ length: 30 }, (_, i) => post(urls[i % urls.length]!, apiKey, invalid)),
-    );
-    const passed = results.filter((r) => r.status === 400);
-    const limited = results.filter((r) => r.status === 429);
-    expect(passed).toHaveLength(POST_LIMIT);
-    expect(limited).toHaveLength(30 - POST_LIMIT);
-    for (const r of limited) expectLimited(r);
+    const passed = await burst(30, POST_LIMIT, (i) => post(urls[i % urls.length]!, apiKey, invalid));
+    for (const r of passed) expect(r.status).toBe(400);
   });
 
   it('concurrent reads across replicas: exactly the read limit passes', async () => {
     const { apiKey } = await stack.createPartner();
     const urls = [stack.apiUrl, replica.url, processApi.url];
-    const results = await Promise.all(
-      Array.from({ length: 20 }, (_, i) => getPayout(urls[i % urls.length]!, apiKey, randomUUID())),
+    const passed = await burst(20, READ_LIMIT, (i) =>
+      getPayout(urls[i % urls.length]!, apiKey, randomUUID()),
     );
-    expect(results.filter((r) => r.status === 404)).toHaveLength(READ_LIMIT);
-    expect(results.filter((r) => r.status === 429)).toHaveLength(20 - READ_LIMIT);
+    for (const r of passed) expect(r.status).toBe(404);
   });
 });
-
-/**
- * `src/main/api.ts` as its own OS process (what production runs), pointed at the stack's
- * PostgreSQL and Temporal, with the same limits. Resolves once it answers /healthz.
- */
-async function spawnApiProcess(stack: TestStack): Promise<{ url: string; child: ChildProcess }> {
-  const root = path.resolve(__dirname, '../..');
-  const port = await freePort();
-  const child = spawn(path.join(root, 'node_modules/.bin/tsx'), ['src/main/api.ts'], {
-    cwd: root,
-    env: {
-      PATH: process.env.PATH,
-      HOME: process.env.HOME,
-      LOG_LEVEL: 'silent',
-      HOST: '127.0.0.1',
-      PORT: String(port),
-      METRICS_PORT: String(await freePort()),
-      DATABASE_URL: stack.config.DATABASE_URL,
-      TEMPORAL_ADDRESS: stack.config.TEMPORAL_ADDRESS,
-      TEMPORAL_NAMESPACE: stack.config.TEMPORAL_NAMESPACE,
-      TEMPORAL_TASK_QUEUE: stack.config.TEMPORAL_TASK_QUEUE,
-      PROVIDER_API_URL: stack.config.PROVIDER_API_URL,
-      POST_RATE_LIMIT_PER_MINUTE: String(POST_LIMIT),
-      READ_RATE_LIMIT_PER_MINUTE: String(READ_LIMIT),
-    },
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
-  let stderr = '';
-  child.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  const url = `http://127.0.0.1:${port}`;
-  const deadline = Date.now() + 30_000;
-  while (Date.now() < deadline) {
-    if (child.exitCode !== null) throw new Error(`api process exited (${child.exitCode}): ${stderr}`);
-    try {
-      if ((await fetch(`${url}/healthz`)).ok) return { url, child };
-    } catch {
-      // Not listening yet.
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  child.kill('SIGTERM');
-  throw new Error(`api process did not start in time: ${stderr}`);
-}

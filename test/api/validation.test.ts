@@ -1,27 +1,18 @@
-import { denylistScreening } from '../support/denylist-screening';
-import type { FastifyInstance } from 'fastify';
-import { createHttpProvider } from '../../src/adapters/provider/http-provider';
-import { createCachedQuote } from '../../src/adapters/provider/quote-cache';
 import { createPool, type Db } from '../../src/adapters/db/pool';
-import { buildApp } from '../../src/api/app';
 import { freePort } from '../../dev/local/infra/ports';
-import { createLogger } from '../../src/observability/logger';
-import { createMetrics } from '../../src/observability/metrics';
-import { startStack, VALID_PAYOUT, type TestStack } from '../support/stack';
+import { useStack, VALID_PAYOUT } from '../support/stack';
 import { call, expectError, parseRawResponse, post, rawRequest, type ApiResponse } from './helpers';
 
 // Every validation rule of POST /v1/payouts (docs/api.md "Validation messages") with its exact
 // message, against the real stack. Valid cases create real payouts through the workflow.
 describe('POST /v1/payouts validation', () => {
-  let stack: TestStack;
+  // Well over a hundred requests from one partner: the rate limit is not what is under test here.
+  const stack = useStack({ env: { POST_RATE_LIMIT_PER_MINUTE: '100000' } });
   let apiKey: string;
 
   beforeAll(async () => {
-    // Well over a hundred requests from one partner: the rate limit is not what is under test here.
-    stack = await startStack({ env: { POST_RATE_LIMIT_PER_MINUTE: '100000' } });
     ({ apiKey } = await stack.createPartner('validation'));
-  }, 120_000);
-  afterAll(() => stack?.close());
+  });
 
   const send = (body: unknown, headers: Record<string, string> = {}) =>
     post(stack.apiUrl, apiKey, body, headers);
@@ -445,25 +436,11 @@ describe('POST /v1/payouts validation', () => {
   });
 
   describe('with MAX_AMOUNT_BRL configured', () => {
-    let app: FastifyInstance;
     let url: string;
 
     beforeAll(async () => {
-      const provider = createHttpProvider({ baseUrl: stack.sandboxUrl, timeoutMs: 5_000 });
-      app = await buildApp({
-        config: { ...stack.config, MAX_AMOUNT_BRL: '50' },
-        db: stack.db,
-        screening: denylistScreening(stack.db),
-        temporal: stack.temporal,
-        quote: createCachedQuote(provider, { ttlMs: 30_000 }),
-        logger: createLogger({ level: 'silent', name: 'test' }),
-        metrics: createMetrics(),
-      });
-      const port = await freePort();
-      await app.listen({ host: '127.0.0.1', port });
-      url = `http://127.0.0.1:${port}`;
+      ({ url } = await stack.startApi({ MAX_AMOUNT_BRL: '50' }));
     });
-    afterAll(() => app?.close());
 
     it('one centavo over the maximum -> 400 naming it with 2 decimals', async () => {
       expectError(
@@ -480,27 +457,13 @@ describe('POST /v1/payouts validation', () => {
   });
 
   describe('when the provider quote fails', () => {
-    let app: FastifyInstance;
     let url: string;
 
     beforeAll(async () => {
       // A second api on the same stack whose provider URL is a port nothing listens on.
-      const closedPort = await freePort();
-      const provider = createHttpProvider({ baseUrl: `http://127.0.0.1:${closedPort}`, timeoutMs: 2_000 });
-      app = await buildApp({
-        config: stack.config,
-        db: stack.db,
-        screening: denylistScreening(stack.db),
-        temporal: stack.temporal,
-        quote: createCachedQuote(provider, { ttlMs: 30_000 }),
-        logger: createLogger({ level: 'silent', name: 'test' }),
-        metrics: createMetrics(),
-      });
-      const port = await freePort();
-      await app.listen({ host: '127.0.0.1', port });
-      url = `http://127.0.0.1:${port}`;
+      const providerUrl = `http://127.0.0.1:${await freePort()}`;
+      ({ url } = await stack.startApi({}, { providerUrl }));
     });
-    afterAll(() => app?.close());
 
     it('a valid POST -> 503 "quote unavailable, retry later", and no payout is created', async () => {
       const { partnerId, apiKey: key } = await stack.createPartner('no quote');
@@ -516,29 +479,14 @@ describe('POST /v1/payouts validation', () => {
   });
 
   describe('when something unexpected fails (the database is unreachable)', () => {
-    let app: FastifyInstance;
     let db: Db;
     let url: string;
 
     beforeAll(async () => {
       db = createPool(`postgres://postgres:password@127.0.0.1:${await freePort()}/none`, 1);
-      app = await buildApp({
-        config: stack.config,
-        db,
-        screening: denylistScreening(db),
-        temporal: stack.temporal,
-        quote: () => Promise.resolve({ rate: '5.50', expiresAt: new Date().toISOString() }),
-        logger: createLogger({ level: 'silent', name: 'test' }),
-        metrics: createMetrics(),
-      });
-      const port = await freePort();
-      await app.listen({ host: '127.0.0.1', port });
-      url = `http://127.0.0.1:${port}`;
+      ({ url } = await stack.startApi({}, { db, providerUrl: null }));
     });
-    afterAll(async () => {
-      await app?.close();
-      await db?.end();
-    });
+    afterAll(() => db?.end());
 
     it.each([
       ['POST', () => post(url, apiKey, VALID_PAYOUT)],

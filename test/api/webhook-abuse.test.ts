@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { startStack, type TestStack } from '../support/stack';
+import { useStack } from '../support/stack';
 import { call, callFrom, expectError, freshClientAddress } from './helpers';
 
 // POST /webhooks/{provider} against abuse: the provider name is checked before the body is read,
@@ -7,12 +7,7 @@ import { call, callFrom, expectError, freshClientAddress } from './helpers';
 const NEW_TOKENS_PER_MINUTE = 3;
 
 describe('provider webhook abuse', () => {
-  let stack: TestStack;
-
-  beforeAll(async () => {
-    stack = await startStack({ env: { WEBHOOK_RATE_LIMIT_PER_MINUTE: String(NEW_TOKENS_PER_MINUTE) } });
-  }, 120_000);
-  afterAll(() => stack?.close());
+  const stack = useStack({ env: { WEBHOOK_RATE_LIMIT_PER_MINUTE: String(NEW_TOKENS_PER_MINUTE) } });
 
   const deliverFrom = (localAddress: string, body: string, provider = 'sandbox') =>
     callFrom(localAddress, stack.apiUrl, `/webhooks/${provider}`, {

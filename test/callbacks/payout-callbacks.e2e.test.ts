@@ -5,7 +5,8 @@ import { listCallbackEvents } from '../../src/adapters/db/callbacks-repo';
 import { verifyCallback } from '../../examples/verify-callback-signature';
 import { callbackWorkflowId } from '../../src/domain/callback-event';
 import type { CallbackDeliveryResult } from '../../src/workflows/callback.contract';
-import { postPayout, startStack, VALID_PAYOUT, type TestStack } from '../support/stack';
+import { useStack } from '../support/stack';
+import { until } from '../support/until';
 import { startReceiver, type Receiver } from './receiver';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import { payloadKeysOf } from '../../src/main/wiring';
@@ -13,21 +14,14 @@ import { payloadKeysOf } from '../../src/main/wiring';
 // The whole service on real servers: a payout paid through the sandbox reaches COMPLETED (or
 // FAILED) and the partner's receiver, on loopback (explicitly allowed), is told with the GET shape.
 describe('partner callbacks end to end', () => {
-  let stack: TestStack;
+  const stack = useStack({ env: { CALLBACK_ALLOW_PRIVATE_NETWORKS: 'true' } });
   let receiver: Receiver;
   const secret = generateCallbackSecret();
 
   beforeAll(async () => {
-    [stack, receiver] = await Promise.all([
-      startStack({ env: { CALLBACK_ALLOW_PRIVATE_NETWORKS: 'true' } }),
-      startReceiver(),
-    ]);
-    stackForResults = stack;
-  }, 120_000);
-  afterAll(async () => {
-    await receiver?.close();
-    await stack?.close();
+    receiver = await startReceiver();
   });
+  afterAll(() => receiver?.close());
 
   const forPayout = (id: string) => (r: { rawBody: Buffer }) =>
     (JSON.parse(r.rawBody.toString('utf8')) as { payout: { id: string } }).payout.id === id;
@@ -39,19 +33,49 @@ describe('partner callbacks end to end', () => {
   }
 
   async function createPayout(apiKey: string): Promise<{ id: string; pixCopyPaste: string }> {
-    const created = await postPayout(stack.apiUrl, apiKey, VALID_PAYOUT);
-    expect(created.status).toBe(201);
-    return { id: created.body.id as string, pixCopyPaste: created.body.pix_copy_paste as string };
+    const { payout } = await stack.createPayout(apiKey);
+    return { id: payout.id, pixCopyPaste: payout.pix_copy_paste };
+  }
+
+  /** A partner whose callbacks go to the receiver, signed with `secret`. */
+  async function partnerWithCallback(): Promise<{ partnerId: string; apiKey: string }> {
+    const partner = await stack.createPartner();
+    const callback = { url: receiver.url, secret };
+    await setPartnerCallback(
+      stack.db,
+      partner.partnerId,
+      callback,
+      createSecretBox(payloadKeysOf(stack.config)),
+    );
+    return partner;
+  }
+
+  /**
+   * The delivery workflow's result. GET can show COMPLETED (from the workflow's query) a moment
+   * before the payout workflow has started the callback child, so the child is waited for first.
+   */
+  async function callbackResult(
+    payoutId: string,
+    event: 'payout.completed' | 'payout.failed',
+  ): Promise<CallbackDeliveryResult> {
+    const handle = stack.temporal.workflow.getHandle(callbackWorkflowId(payoutId, event));
+    const started = () =>
+      handle.describe().then(
+        () => true,
+        (err: unknown) => {
+          if (err instanceof WorkflowNotFoundError) return undefined;
+          throw err;
+        },
+      );
+    await until(`the ${event} callback workflow of ${payoutId}`, started, {
+      timeoutMs: 15_000,
+      intervalMs: 100,
+    });
+    return (await handle.result()) as CallbackDeliveryResult;
   }
 
   it('sends payout.completed, signed, with the same payout as GET', async () => {
-    const { partnerId, apiKey } = await stack.createPartner();
-    await setPartnerCallback(
-      stack.db,
-      partnerId,
-      { url: receiver.url, secret },
-      createSecretBox(payloadKeysOf(stack.config)),
-    );
+    const { partnerId, apiKey } = await partnerWithCallback();
     const payout = await createPayout(apiKey);
 
     const deliveredBefore = await deliveries('delivered');
@@ -73,13 +97,7 @@ describe('partner callbacks end to end', () => {
   });
 
   it('sends payout.failed when settlement fails, with the FAILED payout as GET shows it', async () => {
-    const { partnerId, apiKey } = await stack.createPartner();
-    await setPartnerCallback(
-      stack.db,
-      partnerId,
-      { url: receiver.url, secret },
-      createSecretBox(payloadKeysOf(stack.config)),
-    );
+    const { apiKey } = await partnerWithCallback();
     const payout = await createPayout(apiKey);
 
     await stack.pay(payout.pixCopyPaste, 'settlement_failed');
@@ -107,27 +125,3 @@ describe('partner callbacks end to end', () => {
     expect(event).toMatchObject({ payoutId: payout.id, state: 'skipped' });
   });
 });
-
-let stackForResults: TestStack | undefined;
-
-/**
- * The delivery workflow's result. GET can show COMPLETED (from the workflow's query) a moment before
- * the payout workflow has started the callback child, so the child is waited for first.
- */
-async function callbackResult(
-  payoutId: string,
-  event: 'payout.completed' | 'payout.failed',
-): Promise<CallbackDeliveryResult> {
-  const handle = stackForResults!.temporal.workflow.getHandle(callbackWorkflowId(payoutId, event));
-  const deadline = Date.now() + 15_000;
-  for (;;) {
-    try {
-      await handle.describe();
-      break;
-    } catch (err) {
-      if (!(err instanceof WorkflowNotFoundError) || Date.now() > deadline) throw err;
-      await new Promise((r) => setTimeout(r, 100));
-    }
-  }
-  return (await handle.result()) as CallbackDeliveryResult;
-}

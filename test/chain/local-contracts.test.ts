@@ -14,7 +14,7 @@ import {
   localChainEnv,
   type LocalContracts,
 } from '../../dev/local/local-contracts';
-import { rpc } from '../support/json-rpc';
+import { rpc } from '../support/chain';
 import { screeningStatus } from '../support/screening';
 
 // How the local chain's two contracts come to be, on a real anvil: where a fresh chain gets them

@@ -1,50 +1,38 @@
+import { createChainAndDenylistScreening } from '../../src/adapters/screening/receiver-screening';
 import { randomUUID } from 'node:crypto';
 import { ApplicationFailure } from '@temporalio/common';
-import {
-  createPublicClient,
-  createWalletClient,
-  http,
-  parseTransaction,
-  type Address,
-  type Hex,
-  type PublicClient,
-} from 'viem';
-import { generatePrivateKey, privateKeyToAccount, privateKeyToAddress } from 'viem/accounts';
+import { createPublicClient, http, parseTransaction, type Address, type Hex, type PublicClient } from 'viem';
+import { generatePrivateKey, privateKeyToAddress } from 'viem/accounts';
 import { createActivities } from '../../src/activities';
-import { createChainAndDenylistScreening } from '../../src/adapters/screening/receiver-screening';
-import { USDT_ABI } from '../../src/adapters/chain/usdt-abi';
 import { createUsdtLedger } from '../../src/adapters/chain/usdt-ledger';
 import { createPool, type Db } from '../../src/adapters/db/pool';
 import { getOrCreateTreasuryTransfer } from '../../src/adapters/db/treasury-transfers-repo';
 import { createHttpProvider } from '../../src/adapters/provider/http-provider';
 import { createLogger } from '../../src/observability/logger';
 import { createMetrics, type Metrics } from '../../src/observability/metrics';
-import { deployTestUsdt } from '../../dev/local/deploy-test-usdt';
-import { countTransfersTo, maxGasCostOf } from '../../src/adapters/chain/usdt-ledger';
+import { maxGasCostOf } from '../../src/adapters/chain/usdt-ledger';
 import { deployBatchSender } from './batch-sender';
-import { anvilAccount, startAnvil, type AnvilHandle } from '../../dev/local/infra/anvil';
-import { freePort } from '../../dev/local/infra/ports';
+import { anvilAccount } from '../../dev/local/infra/anvil';
+import { startTestChain, type TestChain } from '../support/chain';
 import { testDatabaseUrl } from '../support/env';
 
 // The settlement activities against a real chain (anvil, chain id 42161) and the real PostgreSQL:
 // one on-chain transfer settles at most one payout; an empty treasury waits instead of failing; a
 // nonce conflict is final only once proven.
 const CHAIN_ID = 42161;
-const deployer = anvilAccount('deployer');
 const providerWallet = anvilAccount('provider-sandbox');
 
-let anvil: AnvilHandle;
+let anvil: TestChain;
 let usdt: Address;
 let rpc: PublicClient;
 let db: Db;
 
 beforeAll(async () => {
-  anvil = await startAnvil({ port: await freePort(), chainId: CHAIN_ID });
-  usdt = await deployTestUsdt({
-    rpcUrl: anvil.rpcUrl,
-    deployerKey: deployer.privateKey,
-    mints: [{ to: providerWallet.address, units: 1_000_000_000n }],
+  anvil = await startTestChain({
+    chainId: CHAIN_ID,
+    funded: [{ wallet: providerWallet.address, usdtUnits: 1_000_000_000n }],
   });
+  usdt = anvil.usdtAddress;
   rpc = createPublicClient({ transport: http(anvil.rpcUrl) });
   db = createPool(testDatabaseUrl(), 3);
 }, 60_000);
@@ -53,28 +41,9 @@ afterAll(async () => {
   await anvil?.stop();
 });
 
-const anvilRpc = (method: string, params: unknown[] = []) =>
-  rpc.request({ method, params } as never) as Promise<unknown>;
-
-async function send(key: Hex, fn: 'transfer', to: Address, units: bigint): Promise<Hex> {
-  const wallet = createWalletClient({ account: privateKeyToAccount(key), transport: http(anvil.rpcUrl) });
-  const hash = await wallet.writeContract({
-    address: usdt,
-    abi: USDT_ABI,
-    functionName: fn,
-    args: [to, units],
-    chain: null,
-  } as never);
-  await rpc.waitForTransactionReceipt({ hash, pollingInterval: 50 });
-  return hash;
-}
-
 /** A treasury of its own (ETH for gas, optionally USDT), and the activities bound to it. */
 async function treasuryWorld(usdtUnits: bigint, opts: { repriceAfterSeconds?: number } = {}) {
-  const key = generatePrivateKey();
-  const address = privateKeyToAddress(key);
-  await anvilRpc('anvil_setBalance', [address, '0x56BC75E2D63100000']);
-  if (usdtUnits > 0n) await send(providerWallet.privateKey, 'transfer', address, usdtUnits);
+  const { address, privateKey: key } = await anvil.newWallet(usdtUnits);
   const ledger = createUsdtLedger({
     rpcUrl: anvil.rpcUrl,
     chainId: CHAIN_ID,
@@ -143,7 +112,7 @@ async function mismatchRows(payoutId: string) {
 it('claims a confirmed transfer for one payout; the same transfer reported for another waits, alerted once', async () => {
   const { activities, metrics } = await treasuryWorld(0n);
   const receiver = privateKeyToAddress(generatePrivateKey());
-  const txHash = await send(providerWallet.privateKey, 'transfer', receiver, 5_000_000n);
+  const txHash = await anvil.transfer(providerWallet.privateKey, receiver, 5_000_000n);
   const check = { txHash, to: receiver, amountUnits: '5000000', minConfirmations: 1 };
   const [first, second] = [randomUUID(), randomUUID()];
 
@@ -223,7 +192,7 @@ it('two payouts claiming one batched transaction at once take one transfer each'
 it('a mined transaction without the payout’s transfer is no proof: TransferMismatch, retried, alerted once', async () => {
   const { activities, metrics } = await treasuryWorld(0n);
   const receiver = privateKeyToAddress(generatePrivateKey());
-  const txHash = await send(providerWallet.privateKey, 'transfer', receiver, 5_000_000n);
+  const txHash = await anvil.transfer(providerWallet.privateKey, receiver, 5_000_000n);
   const payoutId = randomUUID();
   const wrongAmount = { payoutId, txHash, to: receiver, amountUnits: '5000001', minConfirmations: 1 };
   await expectMismatch(activities.verifyUsdtTransfer(wrongAmount), 'no_matching_transfer');
@@ -251,7 +220,7 @@ it('an empty treasury is not final: the transfer retries with the alert until to
   });
   expect(await counter(world.metrics, 'treasuryInsufficientFunds')).toBe(1);
 
-  await send(providerWallet.privateKey, 'transfer', world.address, 3_000_000n);
+  await anvil.transfer(providerWallet.privateKey, world.address, 3_000_000n);
   const { txHash } = await world.activities.sendTreasuryTransfer(req);
   await rpc.waitForTransactionReceipt({ hash: txHash, pollingInterval: 50 });
   await expect(
@@ -289,7 +258,7 @@ it('a nonce taken by another transaction is final only once finalized past ours 
   const early = await failureOf(world.activities.sendTreasuryTransfer(req));
   expect(early.nonRetryable).toBe(false);
 
-  await anvilRpc('anvil_mine', ['0x80']);
+  await anvil.rpc('anvil_mine', ['0x80']);
   expect(await world.ledger.finalizedNonce()).toBeGreaterThan(nonce);
   const proven = await failureOf(world.activities.sendTreasuryTransfer(req));
   expect({ type: proven.type, nonRetryable: proven.nonRetryable }).toEqual({
@@ -300,7 +269,7 @@ it('a nonce taken by another transaction is final only once finalized past ours 
 
 describe('treasury transfers signed and not yet mined', () => {
   afterEach(async () => {
-    await anvilRpc('evm_setAutomine', [true]);
+    await anvil.rpc('evm_setAutomine', [true]);
   });
 
   it('reserve their USDT and gas: a new transfer is signed only if the treasury covers them all', async () => {
@@ -310,7 +279,7 @@ describe('treasury transfers signed and not yet mined', () => {
     const second = { payoutId: randomUUID(), to: to(), amountUnits: '5000000' };
     const third = { payoutId: randomUUID(), to: to(), amountUnits: '4000000' };
 
-    await anvilRpc('evm_setAutomine', [false]);
+    await anvil.rpc('evm_setAutomine', [false]);
     await world.activities.sendTreasuryTransfer(first);
     // 10 USDT cover the 5 asked, but not with the 6 signed and still waiting in the pool.
     const refused = await failureOf(world.activities.sendTreasuryTransfer(second));
@@ -327,7 +296,7 @@ describe('treasury transfers signed and not yet mined', () => {
       [first.payoutId],
     );
     const reservedGas = maxGasCostOf(rows[0]!.raw_transaction);
-    await anvilRpc('anvil_setBalance', [world.address, `0x${reservedGas.toString(16)}`]);
+    await anvil.rpc('anvil_setBalance', [world.address, `0x${reservedGas.toString(16)}`]);
     const noGas = await failureOf(world.activities.sendTreasuryTransfer(third));
     expect({ type: noGas.type, message: noGas.message }).toEqual({
       type: 'TreasuryInsufficientFunds',
@@ -335,9 +304,9 @@ describe('treasury transfers signed and not yet mined', () => {
     });
     expect(await counter(world.metrics, 'treasuryInsufficientFunds')).toBe(2);
 
-    await anvilRpc('anvil_setBalance', [world.address, '0x56BC75E2D63100000']);
+    await anvil.rpc('anvil_setBalance', [world.address, '0x56BC75E2D63100000']);
     await world.activities.sendTreasuryTransfer(third);
-    await anvilRpc('evm_mine');
+    await anvil.rpc('evm_mine');
     for (const req of [first, third]) {
       await expect(
         world.activities.confirmTreasuryTransfer({ ...req, minConfirmations: 1 }),
@@ -351,12 +320,12 @@ describe('a treasury transfer left unmined', () => {
   /** The base fee jumps far above what the pooled transfer offers: anvil drops it, it can never be mined. */
   const priceOut = async () => {
     const block = await rpc.getBlock({ blockTag: 'latest' });
-    await anvilRpc('anvil_setNextBlockBaseFeePerGas', [`0x${(block.baseFeePerGas! * 100n).toString(16)}`]);
-    await anvilRpc('evm_mine');
+    await anvil.rpc('anvil_setNextBlockBaseFeePerGas', [`0x${(block.baseFeePerGas! * 100n).toString(16)}`]);
+    await anvil.rpc('evm_mine');
   };
   const cheapBlocks = async () => {
-    await anvilRpc('anvil_setNextBlockBaseFeePerGas', ['0x3b9aca00']); // 1 gwei
-    await anvilRpc('evm_mine');
+    await anvil.rpc('anvil_setNextBlockBaseFeePerGas', ['0x3b9aca00']); // 1 gwei
+    await anvil.rpc('evm_mine');
   };
   const attempts = async (payoutId: string) =>
     (
@@ -379,11 +348,11 @@ describe('a treasury transfer left unmined', () => {
   /** A funded treasury whose transactions wait in the pool until the test mines a block. */
   const holdingWorld = async (usdtUnits: bigint) => {
     const world = await treasuryWorld(usdtUnits, { repriceAfterSeconds: 0 });
-    await anvilRpc('evm_setAutomine', [false]);
+    await anvil.rpc('evm_setAutomine', [false]);
     return world;
   };
   afterEach(async () => {
-    await anvilRpc('evm_setAutomine', [true]);
+    await anvil.rpc('evm_setAutomine', [true]);
     await cheapBlocks();
   });
 
@@ -415,14 +384,14 @@ describe('a treasury transfer left unmined', () => {
     expect(newTx.tip * 100n).toBeGreaterThanOrEqual(oldTx.tip * 110n);
     expect(await counter(world.metrics, 'treasuryTransfersRepriced')).toBe(1);
 
-    await anvilRpc('evm_mine');
+    await anvil.rpc('evm_mine');
     // The payout records the hash that was mined, not the one first signed.
     await expect(world.activities.confirmTreasuryTransfer(req)).resolves.toEqual({
       status: 'confirmed',
       txHash: replacement,
     });
     expect(await minedHash(req.payoutId)).toBe(replacement);
-    expect(await countTransfersTo({ rpcUrl: anvil.rpcUrl, usdtAddress: usdt, to: receiver })).toEqual({
+    expect(await anvil.transfersTo(receiver)).toEqual({
       count: 1,
       total: 4_000_000n,
       txHashes: [replacement],
@@ -445,10 +414,10 @@ describe('a treasury transfer left unmined', () => {
     const [, replacement] = await attempts(req.payoutId);
 
     // Another node still had the original, and mined it once fees fell back: the replacement never lands.
-    await anvilRpc('anvil_dropTransaction', [replacement]);
+    await anvil.rpc('anvil_dropTransaction', [replacement]);
     await cheapBlocks();
     await world.ledger.broadcast(originalRaw!);
-    await anvilRpc('evm_mine');
+    await anvil.rpc('evm_mine');
     await rpc.waitForTransactionReceipt({ hash: original, pollingInterval: 50 });
 
     await expect(world.activities.confirmTreasuryTransfer(req)).resolves.toEqual({
@@ -456,7 +425,7 @@ describe('a treasury transfer left unmined', () => {
       txHash: original,
     });
     expect(await minedHash(req.payoutId)).toBe(original);
-    expect(await countTransfersTo({ rpcUrl: anvil.rpcUrl, usdtAddress: usdt, to: receiver })).toEqual({
+    expect(await anvil.transfersTo(receiver)).toEqual({
       count: 1,
       total: 3_000_000n,
       txHashes: [original],
@@ -480,13 +449,13 @@ describe('a treasury transfer left unmined', () => {
     const raws = await rawOf(req.payoutId);
 
     // The middle one is mined (another node had it), the latest never is.
-    await anvilRpc('anvil_dropTransaction', [stored[2]]);
+    await anvil.rpc('anvil_dropTransaction', [stored[2]]);
     await cheapBlocks();
     await world.ledger.broadcast(raws[1]!);
-    await anvilRpc('evm_mine');
+    await anvil.rpc('evm_mine');
     await rpc.waitForTransactionReceipt({ hash: stored[1]!, pollingInterval: 50 });
-    await anvilRpc('evm_setAutomine', [true]);
-    await anvilRpc('anvil_mine', ['0x80']);
+    await anvil.rpc('evm_setAutomine', [true]);
+    await anvil.rpc('anvil_mine', ['0x80']);
     expect(await world.ledger.finalizedNonce()).toBeGreaterThan(
       (await rpc.getTransaction({ hash: stored[1]! })).nonce,
     );
@@ -499,7 +468,7 @@ describe('a treasury transfer left unmined', () => {
       status: 'confirmed',
     });
     expect(await minedHash(req.payoutId)).toBe(stored[1]);
-    expect((await countTransfersTo({ rpcUrl: anvil.rpcUrl, usdtAddress: usdt, to: receiver })).count).toBe(1);
+    expect((await anvil.transfersTo(receiver)).count).toBe(1);
   });
 
   async function rawOf(payoutId: string): Promise<Hex[]> {

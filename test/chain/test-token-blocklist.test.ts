@@ -4,7 +4,7 @@ import { anvilAccount, startAnvil, type AnvilHandle } from '../../dev/local/infr
 import { freePort } from '../../dev/local/infra/ports';
 import { ensureLocalContracts, type LocalContracts } from '../../dev/local/local-contracts';
 import { localSigner, waitForSuccess, type LocalSigner } from '../../dev/local/local-signer';
-import { rpc } from '../support/json-rpc';
+import { rpc } from '../support/chain';
 import {
   blockOnToken,
   sanctionOnOracle,

@@ -15,16 +15,11 @@ import {
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { compileContract, compileFresh, sourceKey } from '../../dev/local/compile-contracts';
 import { USDT_ABI } from '../../src/adapters/chain/usdt-abi';
-import {
-  ChainError,
-  countTransfersTo,
-  createUsdtLedger,
-  type UsdtLedger,
-} from '../../src/adapters/chain/usdt-ledger';
-import { deployTestUsdt } from '../../dev/local/deploy-test-usdt';
+import { ChainError, createUsdtLedger, type UsdtLedger } from '../../src/adapters/chain/usdt-ledger';
 import { deployBatchSender } from './batch-sender';
+import { ANVIL_DEV_ACCOUNTS, anvilAccount, startAnvil } from '../../dev/local/infra/anvil';
 import { freePort } from '../../dev/local/infra/ports';
-import { ANVIL_DEV_ACCOUNTS, anvilAccount, startAnvil, type AnvilHandle } from '../../dev/local/infra/anvil';
+import { startTestChain, type TestChain } from '../support/chain';
 
 // Runs against a real anvil node and a real TestUSDT deployment: no mocks.
 
@@ -36,21 +31,20 @@ const treasury = anvilAccount('treasury');
 
 const freshAddress = (): Address => privateKeyToAccount(generatePrivateKey()).address;
 
-let anvil: AnvilHandle;
+let anvil: TestChain;
 let usdt: Address;
 let rpc: PublicClient;
 let ledger: UsdtLedger;
 
 beforeAll(async () => {
-  anvil = await startAnvil({ port: await freePort() });
-  usdt = await deployTestUsdt({
-    rpcUrl: anvil.rpcUrl,
-    deployerKey: deployer.privateKey,
-    mints: [
-      { to: providerWallet.address, units: USDT(1_000) },
-      { to: treasury.address, units: USDT(1_000) },
+  anvil = await startTestChain({
+    chainId: CHAIN_ID,
+    funded: [
+      { wallet: providerWallet.address, usdtUnits: USDT(1_000) },
+      { wallet: treasury.address, usdtUnits: USDT(1_000) },
     ],
   });
+  usdt = anvil.usdtAddress;
   rpc = createPublicClient({ transport: http(anvil.rpcUrl) });
   ledger = createUsdtLedger({
     rpcUrl: anvil.rpcUrl,
@@ -64,30 +58,13 @@ afterAll(async () => {
   await anvil?.stop();
 });
 
-const anvilRpc = (method: string, params: unknown[] = []) =>
-  rpc.request({ method, params } as never) as Promise<unknown>;
-
 /** A USDT transfer sent the ordinary way, as the provider would; `gas` set skips estimation so reverts get mined. */
-async function providerTransfer(to: Address, units: bigint, gas?: bigint): Promise<Hash> {
-  const wallet = createWalletClient({
-    account: privateKeyToAccount(providerWallet.privateKey),
-    transport: http(anvil.rpcUrl),
-  });
-  const hash = await wallet.writeContract({
-    address: usdt,
-    abi: USDT_ABI,
-    functionName: 'transfer',
-    args: [to, units],
-    gas,
-    chain: null,
-  });
-  await rpc.waitForTransactionReceipt({ hash, pollingInterval: 50 });
-  return hash;
-}
+const providerTransfer = (to: Address, units: bigint, gas?: bigint): Promise<Hash> =>
+  anvil.transfer(providerWallet.privateKey, to, units, { gas });
 
 describe('local chain setup', () => {
   it('dev accounts are the node’s own funded accounts, keys matching addresses', async () => {
-    const nodeAccounts = (await anvilRpc('eth_accounts')) as string[];
+    const nodeAccounts = (await anvil.rpc('eth_accounts')) as string[];
     ANVIL_DEV_ACCOUNTS.forEach((account, i) => {
       expect(privateKeyToAccount(account.privateKey).address).toBe(account.address);
       expect(nodeAccounts[i]?.toLowerCase()).toBe(account.address.toLowerCase());
@@ -144,7 +121,7 @@ describe('verifyTransfer', () => {
     expect(first).toMatchObject({ status: 'confirmed' });
     if (first.status !== 'confirmed') return;
 
-    await anvilRpc('anvil_mine', [toHex(2)]);
+    await anvil.mine(2);
     const later = await ledger.verifyTransfer({
       txHash,
       to: receiver,
@@ -283,7 +260,7 @@ describe('verifyTransfer', () => {
 
 describe('treasury transfers', () => {
   afterEach(async () => {
-    await anvilRpc('evm_setAutomine', [true]);
+    await anvil.setAutomine(true);
   });
 
   it('broadcasting the same signed tx again and again moves USDT exactly once', async () => {
@@ -296,7 +273,7 @@ describe('treasury transfers', () => {
     });
 
     // Hold mining so the resend hits the pool ("already known"), then again after mining ("nonce too low").
-    await anvilRpc('evm_setAutomine', [false]);
+    await anvil.setAutomine(false);
     expect(await ledger.broadcast(rawTransaction)).toBe(txHash);
     expect(await ledger.broadcast(rawTransaction)).toBe(txHash);
     expect(
@@ -308,12 +285,12 @@ describe('treasury transfers', () => {
     });
     expect(await ledger.nextNonce()).toBe(nonce + 1);
 
-    await anvilRpc('evm_mine');
+    await anvil.mine();
     expect(await ledger.broadcast(rawTransaction)).toBe(txHash);
-    await anvilRpc('evm_setAutomine', [true]);
+    await anvil.setAutomine(true);
     expect(await ledger.broadcast(rawTransaction)).toBe(txHash);
 
-    const transfers = await countTransfersTo({ rpcUrl: anvil.rpcUrl, usdtAddress: usdt, to: receiver });
+    const transfers = await anvil.transfersTo(receiver);
     expect(transfers).toEqual({ count: 1, total: USDT(7), txHashes: [txHash] });
     expect(
       await ledger.verifyTransfer({ txHash, to: receiver, amountUnits: USDT(7), minConfirmations: 1 }),

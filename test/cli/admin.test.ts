@@ -1,3 +1,4 @@
+import { payloadKeysOf } from '../../src/main/wiring';
 import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import path from 'node:path';
@@ -5,8 +6,7 @@ import { promisify } from 'node:util';
 import { generateCallbackSecret } from '../../src/adapters/callbacks/signature';
 import { findPartnerCallback } from '../../src/adapters/db/partners-repo';
 import { createSecretBox } from '../../src/adapters/secrets/secret-box';
-import { startStack, VALID_PAYOUT, type TestStack } from '../support/stack';
-import { payloadKeysOf } from '../../src/main/wiring';
+import { useStack, VALID_PAYOUT } from '../support/stack';
 
 // The admin CLI as the account manager runs it: a real process against the test PostgreSQL, and the
 // keys it prints used against the real api.
@@ -59,12 +59,7 @@ function json(result: CliResult): Record<string, unknown> {
 }
 
 describe('admin CLI', () => {
-  let stack: TestStack;
-
-  beforeAll(async () => {
-    stack = await startStack();
-  }, 120_000);
-  afterAll(() => stack?.close());
+  const stack = useStack();
 
   const postWith = (apiKey: string) =>
     fetch(`${stack.apiUrl}/v1/payouts`, {

@@ -4,7 +4,7 @@ import { generatePrivateKey, privateKeyToAddress } from 'viem/accounts';
 import { parse } from 'yaml';
 import { countTransfersTo } from '../../src/adapters/chain/usdt-ledger';
 import type { PayoutResponse } from '../../src/domain/payout';
-import { postPayout, startStack, VALID_PAYOUT, type TestStack } from '../support/stack';
+import { postPayout, useStack, VALID_PAYOUT, type TestStack } from '../support/stack';
 
 // A provider whose spread is larger than our buffer settles less than the guaranteed minimum. The
 // payout still COMPLETES (the USDT was delivered and cannot be taken back), and the operator is
@@ -34,13 +34,11 @@ async function counterValue(stack: TestStack, name: string, labels: Record<strin
 }
 
 describe('settlement below the guaranteed minimum, end to end (sandbox spread 10% > buffer 6%)', () => {
-  let stack: TestStack;
+  const stack = useStack({ sandboxEnv: { SANDBOX_SPREAD: '0.10' } });
   let apiKey: string;
   beforeAll(async () => {
-    stack = await startStack({ sandboxEnv: { SANDBOX_SPREAD: '0.10' } });
     ({ apiKey } = await stack.createPartner());
-  }, 120_000);
-  afterAll(() => stack?.close());
+  });
 
   it('COMPLETES with the USDT delivered, counts it and fires the alert rule', async () => {
     const rule = alertRule('PayoutSettledBelowMinimum');

@@ -1,21 +1,19 @@
 import type { PayoutResponse } from '../../src/domain/payout';
 import { payoutWorkflowId } from '../../src/workflows/payout.contract';
 import { providerEventWorkflowId } from '../../src/workflows/provider-event.contract';
-import { postPayout, startStack, VALID_PAYOUT, type TestStack } from '../support/stack';
+import { postPayout, useStack, VALID_PAYOUT } from '../support/stack';
 
 // What is paid is what is settled, on real servers (dev server, PostgreSQL, anvil, sandbox, worker,
 // api): wrong amounts and repeats are refunded, a lost webhook is reconciled at expiry, a redelivered
 // event is no second payment, a reset payout still gets its payment, a paid payout that fails is
 // refunded. The charge expiry is the shortest the service accepts (60 s) for the reconciliation test.
 describe('money safety (provider mode, real servers)', () => {
-  let stack: TestStack;
+  const stack = useStack({ env: { PIX_CHARGE_EXPIRY_SECONDS: '60' } });
   let apiKey: string;
 
   beforeAll(async () => {
-    stack = await startStack({ env: { PIX_CHARGE_EXPIRY_SECONDS: '60' } });
     ({ apiKey } = await stack.createPartner());
-  }, 120_000);
-  afterAll(() => stack?.close());
+  });
 
   async function create(): Promise<PayoutResponse> {
     const created = await postPayout(stack.apiUrl, apiKey, VALID_PAYOUT);

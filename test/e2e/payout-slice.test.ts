@@ -2,19 +2,17 @@ import { parsePix } from 'pix-utils';
 import { generatePrivateKey, privateKeyToAddress } from 'viem/accounts';
 import { countTransfersTo } from '../../src/adapters/chain/usdt-ledger';
 import { parseBrCode } from '../../src/domain/brcode';
-import { postPayout, startStack, VALID_PAYOUT, type TestStack } from '../support/stack';
+import { postPayout, useStack, VALID_PAYOUT } from '../support/stack';
 
 // The first vertical slice on real servers: POST creates a PENDING payout with a valid PIX code
 // through the payout workflow, GET answers from it, and paying the code completes it on chain.
 describe('payout slice (dev server, PostgreSQL, anvil, sandbox, worker, api)', () => {
-  let stack: TestStack;
+  const stack = useStack();
   let apiKey: string;
 
   beforeAll(async () => {
-    stack = await startStack();
     ({ apiKey } = await stack.createPartner());
-  }, 120_000);
-  afterAll(() => stack?.close());
+  });
 
   it('creates a PENDING payout whose PIX code an independent parser accepts, then settles it', async () => {
     const receiver = privateKeyToAddress(generatePrivateKey()); // a wallet nothing else ever paid

@@ -25,7 +25,7 @@ describe('receiver screening (dev server, PostgreSQL, anvil, sandbox, worker, ap
       let stack: TestStack;
       beforeAll(async () => {
         stack = await startStack({
-          countProviderCalls: true,
+          proxyProvider: true,
           env: { SETTLEMENT_MODE: mode, SCREENING_CACHE_SECONDS: '0' },
         });
       }, 120_000);

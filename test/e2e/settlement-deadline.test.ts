@@ -4,7 +4,6 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import type { WorkflowHandle } from '@temporalio/client';
 import { generatePrivateKey, privateKeyToAddress } from 'viem/accounts';
-import { countTransfersTo } from '../../src/adapters/chain/usdt-ledger';
 import type { PayoutRecord } from '../../src/domain/payout';
 import {
   getPayoutQuery,
@@ -12,40 +11,27 @@ import {
   type PayoutWorkflowInput,
 } from '../../src/workflows/payout.contract';
 import { payoutWorkflow } from '../../src/workflows/payout.workflow';
-import { startStack, VALID_PAYOUT, type TestStack } from '../support/stack';
-import { rpc } from '../support/json-rpc';
+import { historyOf, isIdle, signalsIn, timerOf } from '../support/history';
+import { useStack, VALID_PAYOUT } from '../support/stack';
+import { until } from '../support/until';
 
 // The settlement deadline on real servers (dev server, sandbox, anvil): it raises an alert, it never
 // decides (docs/decisions.md D33). SETTLEMENT_TIMEOUT_SECONDS is at least 60 in config, too long for a
 // real-time test, so these payouts are started directly with a deadline of seconds (the time-skipping
 // tests cover the real six hours). The chain is driven block by block: anvil mines only when the test
-// says so.
+// says so. Every wait is on an event (an attention row, the workflow's history); no check reads the
+// clock.
 
 const ROOT = path.resolve(__dirname, '../..');
 const runFile = promisify(execFile);
 
-async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 60_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
-
 describe('settlement deadline (real servers, chain mined by the test)', () => {
-  let stack: TestStack;
+  const stack = useStack();
   let partnerId: string;
 
   beforeAll(async () => {
-    stack = await startStack();
     ({ partnerId } = await stack.createPartner());
-    await rpc(stack.rpcUrl, 'evm_setAutomine', [false]);
-  }, 120_000);
-  afterAll(async () => {
-    await rpc(stack?.rpcUrl, 'evm_setAutomine', [true]).catch(() => {});
-    await stack?.close();
+    await stack.chain.setAutomine(false);
   });
 
   async function start(settlementTimeoutSeconds: number, settlementConfirmations: number) {
@@ -81,65 +67,58 @@ describe('settlement deadline (real servers, chain mined by the test)', () => {
 
   /** The sandbox's USDT transfer, broadcast and waiting in the pool. */
   const sandboxTransferPending = () =>
-    until('the sandbox transfer in the pool', async () => {
-      const pool = await rpc<{ pending: Record<string, Record<string, { hash: string }>> }>(
-        stack.rpcUrl,
-        'txpool_content',
-      );
-      const sandboxWallet = stack.sandboxWallet.toLowerCase();
-      const mine = Object.entries(pool.pending).find(([from]) => from.toLowerCase() === sandboxWallet);
-      return mine ? Object.values(mine[1])[0]!.hash : undefined;
-    });
+    until('the sandbox transfer in the pool', () => stack.chain.pendingFrom(stack.sandboxWallet));
 
-  const processingAfter = async (handle: WorkflowHandle, moment: number) => {
+  /** Fails at once if the payout has left PROCESSING: the deadline must never decide. */
+  async function stillProcessing(handle: WorkflowHandle): Promise<PayoutRecord> {
     const p = await handle.query(getPayoutQuery);
     if (p.status !== 'PROCESSING')
-      throw new Error(`payout left PROCESSING too early: ${p.status} ${p.failureReason ?? ''}`);
-    return Date.now() > moment ? p : undefined;
-  };
+      throw new Error(`payout left PROCESSING at its deadline: ${p.status} ${p.failureReason ?? ''}`);
+    return p;
+  }
+
+  const openItems = async (payoutId: string) =>
+    (
+      await stack.db.query<{ kind: string }>(
+        'SELECT kind FROM payout_attention WHERE payout_id = $1 AND cleared_at IS NULL ORDER BY kind',
+        [payoutId],
+      )
+    ).rows.map((r) => r.kind);
+
+  /**
+   * The deadline has come and been handled: its overdue item is raised, and the workflow has nothing
+   * left in progress from it. All the while, and after, the payout is PROCESSING.
+   */
+  async function pastTheDeadline(handle: WorkflowHandle, payoutId: string): Promise<void> {
+    await until('the overdue item', async () => {
+      await stillProcessing(handle);
+      return (await openItems(payoutId)).includes('settlement_overdue') ? true : undefined;
+    });
+    await until('the workflow idle after its deadline', async () =>
+      (await isIdle(handle)) ? true : undefined,
+    );
+    await stillProcessing(handle);
+    expect((await handle.describe()).status.name).toBe('RUNNING');
+  }
 
   it('never fails at a short deadline while the transfer is unmined: overdue, alerted, then COMPLETED once mined', async () => {
     const { handle, receiver, charged } = await start(3, 1);
     await stack.pay(charged.pixCopyPaste);
     const txHash = await sandboxTransferPending(); // sent, not mined: nothing proves it landed or not
-    const processing = await handle.query(getPayoutQuery);
-    const deadline = Date.parse(processing.updatedAt) + 3_000;
     // Past the deadline it is still PROCESSING, with the overdue item naming it.
-    const openItems = async () =>
-      (
-        await stack.db.query<{ kind: string }>(
-          'SELECT kind FROM payout_attention WHERE payout_id = $1 AND cleared_at IS NULL',
-          [charged.id],
-        )
-      ).rows.map((r) => r.kind);
-    await until('the overdue item', async () => {
-      await processingAfter(handle, deadline);
-      return (await openItems()).includes('settlement_overdue') ? true : undefined;
-    });
-    await until('well past the deadline, still PROCESSING', () => processingAfter(handle, deadline + 5_000));
-    await rpc(stack.rpcUrl, 'evm_mine'); // the transfer lands late: the sandbox reports it, the chain proves it
+    await pastTheDeadline(handle, charged.id);
+    await stack.chain.mine(); // the transfer lands late: the sandbox reports it, the chain proves it
     const done = (await handle.result()) as PayoutRecord;
     expect(done).toMatchObject({ status: 'COMPLETED', blockchainTxId: txHash });
-    expect(
-      await countTransfersTo({ rpcUrl: stack.rpcUrl, usdtAddress: stack.usdtAddress, to: receiver }),
-    ).toMatchObject({ count: 1, txHashes: [txHash] });
+    expect(await stack.chain.transfersTo(receiver)).toMatchObject({ count: 1, txHashes: [txHash] });
     const refunds = await stack.db.query('SELECT 1 FROM refund_cases WHERE payout_id = $1', [charged.id]);
     expect(refunds.rowCount).toBe(0);
-    expect(await openItems()).toEqual([]);
+    expect(await openItems(charged.id)).toEqual([]);
   }, 90_000);
 
   /** The admin CLI as an operator runs it, against this stack's database and Temporal. */
   async function admin(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-    const env: Record<string, string> = {
-      PATH: process.env.PATH ?? '',
-      HOME: process.env.HOME ?? '',
-      DATABASE_URL: stack.config.DATABASE_URL,
-      TEMPORAL_ADDRESS: stack.config.TEMPORAL_ADDRESS,
-      TEMPORAL_NAMESPACE: stack.config.TEMPORAL_NAMESPACE,
-      ...(stack.config.PAYLOAD_ENCRYPTION_KEY
-        ? { PAYLOAD_ENCRYPTION_KEY: stack.config.PAYLOAD_ENCRYPTION_KEY }
-        : {}),
-    };
+    const env = { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...stack.serviceEnv };
     try {
       const { stdout, stderr } = await runFile(
         path.join(ROOT, 'node_modules/.bin/tsx'),
@@ -160,14 +139,10 @@ describe('settlement deadline (real servers, chain mined by the test)', () => {
     const txHash = await sandboxTransferPending();
     // The transfer leaves the pool for good (a node restart, a replaced nonce): nothing will land, and
     // the provider, waiting for a receipt, reports nothing. Only a person can find that out.
-    await rpc(stack.rpcUrl, 'anvil_dropTransaction', [txHash]);
-    await until('the overdue item', async () => {
-      const { rows } = await stack.db.query(
-        `SELECT 1 FROM payout_attention WHERE payout_id = $1 AND kind = 'settlement_overdue' AND cleared_at IS NULL`,
-        [charged.id],
-      );
-      return rows.length > 0 ? true : undefined;
-    });
+    await stack.chain.rpc('anvil_dropTransaction', [txHash]);
+    await until('the overdue item', async () =>
+      (await openItems(charged.id)).includes('settlement_overdue') ? true : undefined,
+    );
     const listed = await admin(['payouts', 'attention', '--payout', charged.id]);
     expect(listed.code).toBe(0);
     expect(JSON.parse(listed.stdout)).toMatchObject({
@@ -224,9 +199,7 @@ describe('settlement deadline (real servers, chain mined by the test)', () => {
       [charged.id],
     );
     expect(open.rowCount).toBe(0);
-    expect(
-      (await countTransfersTo({ rpcUrl: stack.rpcUrl, usdtAddress: stack.usdtAddress, to: receiver })).count,
-    ).toBe(0);
+    expect((await stack.chain.transfersTo(receiver)).count).toBe(0);
     // A second decision finds the payout ended.
     const again = await admin([
       'payouts',
@@ -244,29 +217,33 @@ describe('settlement deadline (real servers, chain mined by the test)', () => {
     expect(again.stderr).toMatch(/ended|already/);
   }, 120_000);
 
-  it('a settlement reported just before the deadline still gets its verification window', async () => {
-    // Two confirmations needed; the provider reports after one, before the deadline.
-    const { handle, receiver, charged } = await start(15, 2);
+  it('a settlement reported before the deadline still gets its verification window', async () => {
+    // Two confirmations needed; the provider reports after one. The deadline leaves the report ample
+    // time to come first (a slow machine is told so below, not passed).
+    const deadlineSeconds = 15;
+    const { handle, receiver, charged } = await start(deadlineSeconds, 2);
     await stack.pay(charged.pixCopyPaste);
     const txHash = await sandboxTransferPending();
-    await rpc(stack.rpcUrl, 'evm_mine'); // one confirmation: the sandbox reports the settlement
-    await until('the settlement signalled to the payout', async () => {
-      const { events } = await handle.fetchHistory();
-      const signals = (events ?? []).filter((e) => e.workflowExecutionSignaledEventAttributes);
-      return signals.length >= 2 ? true : undefined; // the payment, then the settlement
-    });
-    // The deadline runs from PROCESSING; the report arrived before it (else this proves nothing).
-    const processing = await handle.query(getPayoutQuery);
-    expect(processing.status).toBe('PROCESSING');
-    const deadline = Date.parse(processing.updatedAt) + 15_000;
-    expect(Date.now()).toBeLessThan(deadline);
+    await stack.chain.mine(); // one confirmation: the sandbox reports the settlement
+    await until(
+      'the settlement signalled to the payout',
+      async () => (signalsIn(await historyOf(handle)).length >= 2 ? true : undefined), // the payment, then the settlement
+    );
     // The deadline passes with the transfer one confirmation short: the payout keeps verifying.
-    await until('the deadline passed, still PROCESSING', () => processingAfter(handle, deadline + 2_000));
-    await rpc(stack.rpcUrl, 'evm_mine'); // the second confirmation
+    await pastTheDeadline(handle, charged.id);
+    const events = await historyOf(handle);
+    const deadline = timerOf(events, deadlineSeconds);
+    const report = signalsIn(events)[1]!;
+    expect({
+      reportBeforeDeadline: report < deadline.fired,
+      deadlineFired: deadline.fired > deadline.started,
+    }).toEqual({
+      reportBeforeDeadline: true,
+      deadlineFired: true,
+    });
+    await stack.chain.mine(); // the second confirmation
     const done = (await handle.result()) as PayoutRecord;
     expect(done).toMatchObject({ status: 'COMPLETED', blockchainTxId: txHash });
-    expect(
-      await countTransfersTo({ rpcUrl: stack.rpcUrl, usdtAddress: stack.usdtAddress, to: receiver }),
-    ).toMatchObject({ count: 1, txHashes: [txHash] });
+    expect(await stack.chain.transfersTo(receiver)).toMatchObject({ count: 1, txHashes: [txHash] });
   }, 120_000);
 });

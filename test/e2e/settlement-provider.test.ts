@@ -4,20 +4,18 @@ import { countTransfersTo } from '../../src/adapters/chain/usdt-ledger';
 import type { PayoutRecord, PayoutResponse } from '../../src/domain/payout';
 import { payoutWorkflowId, type PayoutWorkflowInput } from '../../src/workflows/payout.contract';
 import { payoutWorkflow } from '../../src/workflows/payout.workflow';
-import { postPayout, startStack, VALID_PAYOUT, type TestStack } from '../support/stack';
+import { postPayout, useStack, VALID_PAYOUT } from '../support/stack';
 
 // Provider-mode settlement on real servers: the sandbox converts the PIX payment, sends USDT on
 // anvil (chain id 42161), and the worker verifies the transfer on chain before COMPLETED.
 describe('provider settlement (dev server, PostgreSQL, anvil, sandbox, worker, api)', () => {
-  let stack: TestStack;
+  const stack = useStack();
   let apiKey: string;
   let partnerId: string;
 
   beforeAll(async () => {
-    stack = await startStack();
     ({ apiKey, partnerId } = await stack.createPartner());
-  }, 120_000);
-  afterAll(() => stack?.close());
+  });
 
   const transfersTo = (to: `0x${string}`) =>
     countTransfersTo({ rpcUrl: stack.rpcUrl, usdtAddress: stack.usdtAddress, to });

@@ -2,19 +2,17 @@ import { createPublicClient, http } from 'viem';
 import { generatePrivateKey, privateKeyToAddress } from 'viem/accounts';
 import { countTransfersTo } from '../../src/adapters/chain/usdt-ledger';
 import type { PayoutResponse } from '../../src/domain/payout';
-import { postPayout, startStack, VALID_PAYOUT, type TestStack } from '../support/stack';
+import { postPayout, useStack, VALID_PAYOUT } from '../support/stack';
 
 // Treasury-mode settlement on real servers: the worker itself sends min_amount_usdt from the
 // operator's treasury key on anvil (chain id 42161); the provider only collects the PIX payment.
 describe('treasury settlement (dev server, PostgreSQL, anvil, sandbox, worker, api)', () => {
-  let stack: TestStack;
+  const stack = useStack({ env: { SETTLEMENT_MODE: 'treasury' } });
   let apiKey: string;
 
   beforeAll(async () => {
-    stack = await startStack({ env: { SETTLEMENT_MODE: 'treasury' } });
     ({ apiKey } = await stack.createPartner());
-  }, 120_000);
-  afterAll(() => stack?.close());
+  });
 
   it('completes with exactly one transfer of min_amount_usdt from the treasury', async () => {
     const receiver = privateKeyToAddress(generatePrivateKey());

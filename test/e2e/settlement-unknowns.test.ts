@@ -1,11 +1,8 @@
-import type { Hex } from 'viem';
-import { generatePrivateKey, privateKeyToAddress } from 'viem/accounts';
-import { countTransfersTo } from '../../src/adapters/chain/usdt-ledger';
 import type { PayoutResponse } from '../../src/domain/payout';
 import { payoutWorkflowId } from '../../src/workflows/payout.contract';
 import { expectNoneWaitingUnflagged, openWaitingAttention } from '../support/payout-invariants';
-import { postPayout, startStack, VALID_PAYOUT, type TestStack } from '../support/stack';
-import { rpc } from '../support/json-rpc';
+import { useStack } from '../support/stack';
+import { until } from '../support/until';
 
 // The money rule at its two unknowns, black-box on real servers (Temporal dev server, PostgreSQL,
 // anvil, the sandbox over HTTP, the api and a worker): an unknown is never a verdict. A transfer
@@ -16,44 +13,22 @@ import { rpc } from '../support/json-rpc';
 
 const LIMITS = { chargeExpirySeconds: 60, settlementTimeoutSeconds: 60 };
 
-/** Polls `probe` until it returns a value; `probe` throws to stop at once (a forbidden state). */
-async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs: number): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    await new Promise((r) => setTimeout(r, 250));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
-
 describe('settlement unknowns (real servers, api and worker, 60 s limits)', () => {
-  let stack: TestStack;
+  const stack = useStack({
+    proxyProvider: true,
+    env: {
+      SETTLEMENT_TIMEOUT_SECONDS: String(LIMITS.settlementTimeoutSeconds),
+      PIX_CHARGE_EXPIRY_SECONDS: String(LIMITS.chargeExpirySeconds),
+    },
+  });
   let apiKey: string;
   let partnerId: string;
 
   beforeAll(async () => {
-    stack = await startStack({
-      countProviderCalls: true,
-      env: {
-        SETTLEMENT_TIMEOUT_SECONDS: String(LIMITS.settlementTimeoutSeconds),
-        PIX_CHARGE_EXPIRY_SECONDS: String(LIMITS.chargeExpirySeconds),
-      },
-    });
     ({ apiKey, partnerId } = await stack.createPartner());
-  }, 120_000);
-  afterAll(async () => {
-    await rpc(stack?.rpcUrl, 'evm_setAutomine', [true]).catch(() => {});
-    await fetch(`${stack?.sandboxUrl}/sandbox/faults`, { method: 'DELETE' }).catch(() => {});
-    await stack?.close();
   });
 
-  async function create(): Promise<{ payout: PayoutResponse; receiver: `0x${string}` }> {
-    const receiver = privateKeyToAddress(generatePrivateKey());
-    const created = await postPayout(stack.apiUrl, apiKey, { ...VALID_PAYOUT, receiver_wallet: receiver });
-    expect(created.status).toBe(201);
-    return { payout: created.body as unknown as PayoutResponse, receiver };
-  }
+  const create = () => stack.createPayout(apiKey);
 
   /** The partner's view; throws if the payout reached a status other than the one it must hold. */
   async function holds(id: string, status: string): Promise<PayoutResponse> {
@@ -86,20 +61,14 @@ describe('settlement unknowns (real servers, api and worker, 60 s limits)', () =
     const { payout, receiver } = await create();
     // The sandbox broadcasts the transfer right after the payment; with automine off it sits in the
     // pool, so the provider can neither report it nor see it fail, and the chain proves nothing.
-    await rpc(stack.rpcUrl, 'evm_setAutomine', [false]);
+    await stack.chain.setAutomine(false);
     await stack.pay(payout.pix_copy_paste);
     const txHash = await until(
       'the sandbox transfer in the pool',
-      async () => {
-        const pool = await rpc<{ pending: Record<string, Record<string, { hash: Hex }>> }>(
-          stack.rpcUrl,
-          'txpool_content',
-        );
-        const sender = stack.sandboxWallet.toLowerCase();
-        const mine = Object.entries(pool.pending).find(([from]) => from.toLowerCase() === sender);
-        return mine ? Object.values(mine[1])[0]!.hash : undefined;
+      () => stack.chain.pendingFrom(stack.sandboxWallet),
+      {
+        timeoutMs: 30_000,
       },
-      30_000,
     );
 
     // The deadline passes: an attention item names the payout, which stays PROCESSING.
@@ -114,7 +83,7 @@ describe('settlement unknowns (real servers, api and worker, 60 s limits)', () =
         );
         return rows[0];
       },
-      LIMITS.settlementTimeoutSeconds * 1000 + 60_000,
+      { timeoutMs: LIMITS.settlementTimeoutSeconds * 1000 + 60_000, intervalMs: 250 },
     );
     expect(overdue.detail).toMatch(/still verifying/);
     expect(await readModel(payout.id)).toEqual({ status: 'PROCESSING', failure_reason: null });
@@ -131,25 +100,27 @@ describe('settlement unknowns (real servers, api and worker, 60 s limits)', () =
           ? true
           : undefined;
       },
-      120_000,
+      { timeoutMs: 120_000, intervalMs: 250 },
     );
-    expect(await rpc(stack.rpcUrl, 'eth_getTransactionReceipt', [txHash])).toBeNull();
+    expect(await stack.chain.rpc('eth_getTransactionReceipt', [txHash])).toBeNull();
     expect(await readModel(payout.id)).toEqual({ status: 'PROCESSING', failure_reason: null });
 
     // Mined at last: the next verification proves it.
-    await rpc(stack.rpcUrl, 'evm_setAutomine', [true]);
-    await rpc(stack.rpcUrl, 'evm_mine');
+    await stack.chain.setAutomine(true);
+    await stack.chain.mine();
     const done = await stack.waitForStatus(apiKey, payout.id, ['COMPLETED', 'FAILED'], 180_000);
     expect(done).toMatchObject({ status: 'COMPLETED', blockchain_tx_id: txHash });
-    expect(
-      await countTransfersTo({ rpcUrl: stack.rpcUrl, usdtAddress: stack.usdtAddress, to: receiver }),
-    ).toEqual({ count: 1, total: 17_825_311n, txHashes: [txHash] });
+    expect(await stack.chain.transfersTo(receiver)).toEqual({
+      count: 1,
+      total: 17_825_311n,
+      txHashes: [txHash],
+    });
     expect(await refundCases(payout.id)).toBe(0);
     // The item is answered by the proof: cleared by the workflow, nothing left open.
     await until(
       'the read model COMPLETED',
       async () => ((await readModel(payout.id))?.status === 'COMPLETED' ? true : undefined),
-      30_000,
+      { timeoutMs: 30_000, intervalMs: 250 },
     );
     const { rows: items } = await stack.db.query<{ kind: string; cleared_by: string | null }>(
       'SELECT kind, cleared_by FROM payout_attention WHERE payout_id = $1',
@@ -180,7 +151,7 @@ describe('settlement unknowns (real servers, api and worker, 60 s limits)', () =
         await holds(payout.id, 'PENDING');
         return statusReads() >= 2 ? true : undefined;
       },
-      LIMITS.chargeExpirySeconds * 1000 + 60_000,
+      { timeoutMs: LIMITS.chargeExpirySeconds * 1000 + 60_000, intervalMs: 250 },
     );
     const pending = await holds(payout.id, 'PENDING');
     expect(Date.now()).toBeGreaterThan(Date.parse(pending.created_at) + LIMITS.chargeExpirySeconds * 1000);
@@ -194,11 +165,7 @@ describe('settlement unknowns (real servers, api and worker, 60 s limits)', () =
     const done = await stack.waitForStatus(apiKey, payout.id, ['COMPLETED', 'FAILED'], 180_000);
     expect(done.status).toBe('COMPLETED');
     expect(Date.parse(done.paid_at!)).toBeLessThanOrEqual(paidBy);
-    const transfers = await countTransfersTo({
-      rpcUrl: stack.rpcUrl,
-      usdtAddress: stack.usdtAddress,
-      to: receiver,
-    });
+    const transfers = await stack.chain.transfersTo(receiver);
     expect(transfers).toEqual({ count: 1, total: 17_825_311n, txHashes: [done.blockchain_tx_id] });
     expect(await refundCases(payout.id)).toBe(0);
     expect(await openWaitingAttention(stack.db, payout.id)).toEqual([]);

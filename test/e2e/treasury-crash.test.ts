@@ -1,125 +1,35 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import path from 'node:path';
+import { createChainAndDenylistScreening } from '../../src/adapters/screening/receiver-screening';
 import { createPublicClient, http, type Hex } from 'viem';
 import { generatePrivateKey, privateKeyToAddress } from 'viem/accounts';
 import { createActivities } from '../../src/activities';
-import { createChainAndDenylistScreening } from '../../src/adapters/screening/receiver-screening';
-import { countTransfersTo, createUsdtLedger } from '../../src/adapters/chain/usdt-ledger';
+import { createUsdtLedger } from '../../src/adapters/chain/usdt-ledger';
 import { getOrCreateTreasuryTransfer } from '../../src/adapters/db/treasury-transfers-repo';
-import type { PayoutResponse } from '../../src/domain/payout';
-import { freePort } from '../../dev/local/infra/ports';
 import { createLogger } from '../../src/observability/logger';
 import { createMetrics } from '../../src/observability/metrics';
-import { testDatabaseUrl } from '../support/env';
-import { postPayout, startStack, VALID_PAYOUT, type TestStack } from '../support/stack';
-import { rpc } from '../support/json-rpc';
-
-const ROOT = path.resolve(__dirname, '../..');
-// This stack's own treasury account (set once the stack is up).
-let TREASURY: TestStack['treasury'];
-
-/** A worker as its own OS process (`src/worker.ts` under tsx's loader), exactly as deployed. */
-class WorkerProcess {
-  readonly output: string[] = [];
-  private readonly child: ChildProcess;
-  private readonly exited: Promise<void>;
-
-  constructor(env: Record<string, string>) {
-    // One process (no tsx CLI wrapper in between), so SIGKILL hits the worker itself.
-    this.child = spawn(process.execPath, ['--import', 'tsx', 'src/worker.ts'], {
-      cwd: ROOT,
-      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    for (const stream of [this.child.stdout!, this.child.stderr!]) {
-      stream.setEncoding('utf8');
-      stream.on('data', (chunk: string) => this.output.push(...chunk.split('\n').filter(Boolean)));
-    }
-    this.exited = new Promise((resolve) => this.child.once('exit', () => resolve()));
-  }
-
-  async waitForLog(message: string, timeoutMs = 30_000): Promise<void> {
-    const deadline = Date.now() + timeoutMs;
-    while (Date.now() < deadline) {
-      if (this.output.some((line) => line.includes(`"msg":"${message}"`))) return;
-      if (this.child.exitCode !== null) break;
-      await new Promise((r) => setTimeout(r, 50));
-    }
-    throw new Error(`worker never logged "${message}":\n${this.output.slice(-30).join('\n')}`);
-  }
-
-  async kill(signal: NodeJS.Signals = 'SIGKILL'): Promise<void> {
-    if (this.child.exitCode === null && this.child.signalCode === null) this.child.kill(signal);
-    await this.exited;
-  }
-}
-
-async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
+import { useStack } from '../support/stack';
+import { until } from '../support/until';
 
 // Treasury mode must pay exactly once even when the worker dies at the worst moment: after the
-// transfer went out, before the workflow learnt anything about it.
+// transfer went out, before the workflow learnt anything about it. The worker is an OS process of
+// its own (`src/worker.ts` under tsx's loader, exactly as deployed), so SIGKILL hits it alone.
 describe('treasury transfer survives a worker crash (worker as a separate process)', () => {
-  let stack: TestStack;
+  const stack = useStack({ env: { SETTLEMENT_MODE: 'treasury' }, worker: false });
   let apiKey: string;
-  let workerEnv: Record<string, string>;
-  const workers: WorkerProcess[] = [];
 
   beforeAll(async () => {
-    stack = await startStack({ env: { SETTLEMENT_MODE: 'treasury' }, worker: false });
-    TREASURY = stack.treasury;
     ({ apiKey } = await stack.createPartner());
-    const c = stack.config;
-    workerEnv = {
-      NODE_ENV: 'test',
-      LOG_LEVEL: 'info',
-      DATABASE_URL: testDatabaseUrl(),
-      TEMPORAL_ADDRESS: c.TEMPORAL_ADDRESS,
-      TEMPORAL_NAMESPACE: c.TEMPORAL_NAMESPACE,
-      TEMPORAL_TASK_QUEUE: c.TEMPORAL_TASK_QUEUE,
-      PROVIDER_API_URL: c.PROVIDER_API_URL,
-      EVM_RPC_URL: c.EVM_RPC_URL,
-      USDT_CONTRACT_ADDRESS: stack.usdtAddress,
-      SANCTIONS_ORACLE_ADDRESS: stack.sanctionsOracleAddress,
-      SETTLEMENT_MODE: 'treasury',
-      TREASURY_PRIVATE_KEY: TREASURY.privateKey,
-      PAYLOAD_ENCRYPTION_KEY: c.PAYLOAD_ENCRYPTION_KEY ?? '',
-    };
-  }, 120_000);
-  afterAll(async () => {
-    for (const w of workers) await w.kill();
-    await rpc(stack.rpcUrl, 'evm_setAutomine', [true]).catch(() => {});
-    await stack?.close();
   });
 
-  async function startWorker(): Promise<WorkerProcess> {
-    const worker = new WorkerProcess({
-      ...workerEnv,
-      WORKER_METRICS_PORT: String(await freePort()),
-      METRICS_PORT: String(await freePort()),
-    });
-    workers.push(worker);
-    await worker.waitForLog('worker started');
-    return worker;
-  }
+  const startWorker = () => stack.startProcess('worker');
 
   it('SIGKILLed right after the broadcast, a new worker completes the payout with exactly one transfer', async () => {
     const first = await startWorker();
-    const receiver = privateKeyToAddress(generatePrivateKey());
-    const created = await postPayout(stack.apiUrl, apiKey, { ...VALID_PAYOUT, receiver_wallet: receiver });
-    expect(created.status).toBe(201);
-    const payout = created.body as unknown as PayoutResponse;
-    const nonceBefore = await rpc<Hex>(stack.rpcUrl, 'eth_getTransactionCount', [TREASURY.address, 'latest']);
+    const { payout, receiver } = await stack.createPayout(apiKey);
+    const treasury = stack.treasury.address;
+    const nonceBefore = await stack.chain.rpc<Hex>('eth_getTransactionCount', [treasury, 'latest']);
 
     // Blocks only when the test says so: the broadcast transfer waits in the pool, unconfirmed.
-    await rpc(stack.rpcUrl, 'evm_setAutomine', [false]);
+    await stack.chain.setAutomine(false);
     await stack.pay(payout.pix_copy_paste);
 
     // The signed transfer is stored, and the node has it: the worker has broadcast it. Kill now.
@@ -131,16 +41,15 @@ describe('treasury transfer survives a worker crash (worker as a separate proces
       return rows[0]?.tx_hash;
     });
     await until('the transfer in the node', async () =>
-      (await rpc<unknown>(stack.rpcUrl, 'eth_getTransactionByHash', [txHash])) ? true : undefined,
+      (await stack.chain.rpc('eth_getTransactionByHash', [txHash])) ? true : undefined,
     );
     await first.kill('SIGKILL');
 
-    const pool = await rpc<{ pending: Record<string, Record<string, unknown>> }>(
-      stack.rpcUrl,
+    const pool = await stack.chain.rpc<{ pending: Record<string, Record<string, unknown>> }>(
       'txpool_content',
     );
     const fromTreasury = Object.entries(pool.pending).find(
-      ([from]) => from.toLowerCase() === TREASURY.address.toLowerCase(),
+      ([from]) => from.toLowerCase() === treasury.toLowerCase(),
     );
     expect(Object.keys(fromTreasury?.[1] ?? {})).toHaveLength(1);
     const during = await stack.waitForStatus(apiKey, payout.id, ['PROCESSING', 'COMPLETED', 'FAILED']);
@@ -148,8 +57,8 @@ describe('treasury transfer survives a worker crash (worker as a separate proces
 
     // A new worker takes over; the chain then mines what is in the pool.
     const second = await startWorker();
-    await rpc(stack.rpcUrl, 'evm_setAutomine', [true]);
-    await rpc(stack.rpcUrl, 'evm_mine');
+    await stack.chain.setAutomine(true);
+    await stack.chain.mine();
     const done = await stack.waitForStatus(apiKey, payout.id, ['COMPLETED', 'FAILED'], 50_000);
 
     expect(done).toMatchObject({
@@ -157,19 +66,18 @@ describe('treasury transfer survives a worker crash (worker as a separate proces
       blockchain_tx_id: txHash,
       settled_amount_usdt: 17.152658,
     });
-    const transfers = await countTransfersTo({
-      rpcUrl: stack.rpcUrl,
-      usdtAddress: stack.usdtAddress,
-      to: receiver,
+    expect(await stack.chain.transfersTo(receiver)).toEqual({
+      count: 1,
+      total: 17_152_658n,
+      txHashes: [txHash],
     });
-    expect(transfers).toEqual({ count: 1, total: 17_152_658n, txHashes: [txHash] });
-    const nonceAfter = await rpc<Hex>(stack.rpcUrl, 'eth_getTransactionCount', [TREASURY.address, 'latest']);
+    const nonceAfter = await stack.chain.rpc<Hex>('eth_getTransactionCount', [treasury, 'latest']);
     expect(Number(nonceAfter) - Number(nonceBefore)).toBe(1); // nothing else was ever signed and sent
     const { rows } = await stack.db.query('SELECT tx_hash FROM treasury_transfers WHERE payout_id = $1', [
       payout.id,
     ]);
     expect(rows).toEqual([{ tx_hash: txHash }]);
-    expect(second.output.join('\n')).not.toMatch(/"level":(50|60)/); // no error logged by the new worker
+    expect(second.errors()).toEqual([]); // no error logged by the new worker
     await second.kill('SIGTERM');
   }, 60_000);
 
@@ -191,7 +99,7 @@ describe('treasury transfer survives a worker crash (worker as a separate proces
           rpcUrl: stack.rpcUrl,
           chainId: 42161,
           usdtAddress: stack.usdtAddress,
-          treasuryPrivateKey: TREASURY.privateKey,
+          treasuryPrivateKey: stack.treasury.privateKey,
         }),
         logger: createLogger({ level: 'silent', name: 'test' }),
         metrics: createMetrics(),
@@ -205,7 +113,7 @@ describe('treasury transfer survives a worker crash (worker as a separate proces
         rpcUrl: stack.rpcUrl,
         chainId: 42161,
         usdtAddress: stack.usdtAddress,
-        treasuryPrivateKey: TREASURY.privateKey,
+        treasuryPrivateKey: stack.treasury.privateKey,
       });
       // The first attempt signed and stored the transfer, then its worker died before broadcasting.
       const stored = await getOrCreateTreasuryTransfer(
@@ -215,7 +123,7 @@ describe('treasury transfer survives a worker crash (worker as a separate proces
           toAddress: receiver,
           amountUnits: 1_000_000n,
           chainId: 42161,
-          fromAddress: TREASURY.address,
+          fromAddress: stack.treasury.address,
         },
         () => ledger.nextNonce(),
         (nonce) => ledger.signTransfer({ to: receiver, amountUnits: 1_000_000n, nonce }),
@@ -227,9 +135,7 @@ describe('treasury transfer survives a worker crash (worker as a separate proces
       await expect(acts.confirmTreasuryTransfer({ ...req, minConfirmations: 1 })).resolves.toMatchObject({
         status: 'confirmed',
       });
-      expect(
-        await countTransfersTo({ rpcUrl: stack.rpcUrl, usdtAddress: stack.usdtAddress, to: receiver }),
-      ).toEqual({
+      expect(await stack.chain.transfersTo(receiver)).toEqual({
         count: 1,
         total: 1_000_000n,
         txHashes: [stored.txHash],
@@ -240,10 +146,10 @@ describe('treasury transfer survives a worker crash (worker as a separate proces
       const acts = activities();
       const receiver = privateKeyToAddress(generatePrivateKey());
       const req = { payoutId: crypto.randomUUID(), to: receiver, amountUnits: '2000000' };
-      await rpc(stack.rpcUrl, 'evm_setAutomine', [false]);
+      await stack.chain.setAutomine(false);
       try {
         const { txHash } = await acts.sendTreasuryTransfer(req);
-        await rpc(stack.rpcUrl, 'anvil_dropTransaction', [txHash]);
+        await stack.chain.rpc('anvil_dropTransaction', [txHash]);
         const client = createPublicClient({ transport: http(stack.rpcUrl) });
         await expect(client.getTransaction({ hash: txHash })).rejects.toThrow();
 
@@ -252,19 +158,14 @@ describe('treasury transfer survives a worker crash (worker as a separate proces
           /broadcast again/,
         );
         expect((await client.getTransaction({ hash: txHash })).hash).toBe(txHash);
-        await rpc(stack.rpcUrl, 'evm_mine');
+        await stack.chain.mine();
         await expect(acts.confirmTreasuryTransfer({ ...req, minConfirmations: 1 })).resolves.toMatchObject({
           status: 'confirmed',
         });
       } finally {
-        await rpc(stack.rpcUrl, 'evm_setAutomine', [true]);
+        await stack.chain.setAutomine(true);
       }
-      const transfers = await countTransfersTo({
-        rpcUrl: stack.rpcUrl,
-        usdtAddress: stack.usdtAddress,
-        to: receiver,
-      });
-      expect(transfers.count).toBe(1);
+      expect((await stack.chain.transfersTo(receiver)).count).toBe(1);
     });
   });
 });

@@ -5,16 +5,16 @@ import { generatePrivateKey, privateKeyToAddress } from 'viem/accounts';
 import { countTransfersTo } from '../../src/adapters/chain/usdt-ledger';
 import { payoutWorkflowId } from '../../src/workflows/payout.contract';
 import { providerEventWorkflowId } from '../../src/workflows/provider-event.contract';
-import { postPayout, startStack, VALID_PAYOUT, type TestStack } from '../support/stack';
+import { postPayout, useStack, VALID_PAYOUT } from '../support/stack';
+import { until } from '../support/until';
 
 // POST /webhooks/{provider} on real servers (docs/api.md "Provider webhook"). The sandbox's own webhooks go
 // to a capture server instead of the api, so the test holds real provider tokens and decides how
 // (and how often, and to which replica) they are delivered.
 describe('provider webhook (dev server, PostgreSQL, anvil, sandbox, worker, 2 api replicas)', () => {
-  let stack: TestStack;
   let apiKey: string;
   let partnerId: string;
-  let replica: { url: string; close(): Promise<void> };
+  let replica: { url: string };
   let capture: Server;
   const captured: string[] = [];
 
@@ -28,15 +28,14 @@ describe('provider webhook (dev server, PostgreSQL, anvil, sandbox, worker, 2 ap
       });
     });
     await new Promise<void>((resolve) => capture.listen(0, '127.0.0.1', resolve));
-    const { port } = capture.address() as AddressInfo;
-    stack = await startStack({ sandboxWebhookUrl: `http://127.0.0.1:${port}/webhooks/sandbox` });
-    replica = await stack.startApiReplica();
+  });
+  afterAll(() => new Promise((resolve) => capture?.close(resolve)));
+  const stack = useStack(() => ({
+    sandboxWebhookUrl: `http://127.0.0.1:${(capture.address() as AddressInfo).port}/webhooks/sandbox`,
+  }));
+  beforeAll(async () => {
+    replica = await stack.startApi();
     ({ apiKey, partnerId } = await stack.createPartner());
-  }, 120_000);
-  afterAll(async () => {
-    await replica?.close();
-    await stack?.close();
-    await new Promise((resolve) => capture?.close(resolve));
   });
 
   const deliver = (baseUrl: string, body: unknown, provider = 'sandbox') =>
@@ -48,20 +47,21 @@ describe('provider webhook (dev server, PostgreSQL, anvil, sandbox, worker, 2 ap
   const hash = (token: string) => createHash('sha256').update(token).digest('hex');
 
   /** The next token the sandbox sent, with the event type it stands for. */
-  async function nextToken(type: string, timeoutMs = 15_000): Promise<string> {
-    const deadline = Date.now() + timeoutMs;
-    while (Date.now() < deadline) {
-      for (const token of captured) {
-        const res = await fetch(`${stack.sandboxUrl}/pix/notification/${token}`);
-        if (res.status === 200 && ((await res.json()) as { type: string }).type === type) {
-          captured.splice(captured.indexOf(token), 1);
-          return token;
+  const nextToken = (type: string): Promise<string> =>
+    until(
+      `a ${type} webhook captured`,
+      async () => {
+        for (const token of captured) {
+          const res = await fetch(`${stack.sandboxUrl}/pix/notification/${token}`);
+          if (res.status === 200 && ((await res.json()) as { type: string }).type === type) {
+            captured.splice(captured.indexOf(token), 1);
+            return token;
+          }
         }
-      }
-      await new Promise((r) => setTimeout(r, 100));
-    }
-    throw new Error(`no ${type} webhook captured`);
-  }
+        return undefined;
+      },
+      { timeoutMs: 15_000, intervalMs: 100 },
+    );
 
   async function providerEventWorkflowsOnQueue(): Promise<string[]> {
     const ids: string[] = [];

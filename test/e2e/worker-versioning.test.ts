@@ -10,7 +10,8 @@ import { generatePrivateKey, privateKeyToAddress } from 'viem/accounts';
 import type { PayoutResponse } from '../../src/domain/payout';
 import { createDataConverter } from '../../src/temporal/data-converter';
 import { payoutWorkflowId } from '../../src/workflows/payout.contract';
-import { startProcessStack, until, type ApiProcess, type ProcessStack } from '../support/process-stack';
+import { startProcessStack, type ApiProcess, type ProcessStack } from '../support/process-stack';
+import { until } from '../support/until';
 import { workflowBundle } from '../support/stack';
 import { payloadKeysOf } from '../../src/main/wiring';
 

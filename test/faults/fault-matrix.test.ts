@@ -8,7 +8,8 @@ import {
   expectPayoutInvariants,
   type TrackedPayout,
 } from '../support/payout-invariants';
-import { startProcessStack, until, type ApiProcess, type ProcessStack } from '../support/process-stack';
+import { startProcessStack, type ApiProcess, type ProcessStack } from '../support/process-stack';
+import { until } from '../support/until';
 import type { ServiceProcess } from '../support/service-process';
 import { freePort } from '../../dev/local/infra/ports';
 

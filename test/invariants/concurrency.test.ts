@@ -5,7 +5,8 @@ import type { PayoutResponse } from '../../src/domain/payout';
 import { providerEventWorkflowId } from '../../src/workflows/provider-event.contract';
 import { freePort } from '../../dev/local/infra/ports';
 import { expectPayoutInvariants } from '../support/payout-invariants';
-import { startProcessStack, until, type ApiProcess, type ProcessStack } from '../support/process-stack';
+import { startProcessStack, type ApiProcess, type ProcessStack } from '../support/process-stack';
+import { until } from '../support/until';
 
 // Two api replicas and two workers (separate processes, treasury mode): storms of creates with and
 // without Idempotency-Key, one webhook token delivered 50 times concurrently to both replicas, GETs

@@ -1,7 +1,7 @@
 import { execFile } from 'node:child_process';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { startStack, type TestStack } from '../support/stack';
+import { useStack } from '../support/stack';
 
 // `npm run demo` against a real stack (its URLs given by env instead of `npm start`'s fixed ports):
 // it previews a quote, creates and pays a payout, fetches its QR image and lists the partner's payouts.
@@ -9,12 +9,7 @@ const ROOT = path.resolve(__dirname, '../..');
 const run = promisify(execFile);
 
 describe('demo', () => {
-  let stack: TestStack;
-
-  beforeAll(async () => {
-    stack = await startStack();
-  }, 120_000);
-  afterAll(() => stack?.close());
+  const stack = useStack();
 
   it('runs a payout to COMPLETED and shows the quote, the QR image and the list', async () => {
     const { apiKey } = await stack.createPartner('demo partner');

@@ -1,37 +1,17 @@
-import { denylistScreening } from '../support/denylist-screening';
-import type { Db } from '../../src/adapters/db/pool';
-import { Client } from '@temporalio/client';
-import type { FastifyInstance } from 'fastify';
-import { createPool } from '../../src/adapters/db/pool';
-import { buildApp } from '../../src/api/app';
-import { loadApiConfig } from '../../src/config';
-import { createLogger } from '../../src/observability/logger';
-import { createMetrics } from '../../src/observability/metrics';
+import { startApi, type RunningApi } from '../support/api';
 
 // The outbound partner callbacks are part of the served OpenAPI 3.1 document (`webhooks`).
 type Json = Record<string, unknown>;
 
-let db: Db;
-
 describe('OpenAPI document: partner callbacks (webhooks)', () => {
-  let app: FastifyInstance;
+  let api: RunningApi;
   let doc: Json & { webhooks: Record<string, { post: Json & { parameters: Json[]; requestBody: Json } }> };
 
   beforeAll(async () => {
-    const config = loadApiConfig({ LOG_LEVEL: 'silent' });
-    app = await buildApp({
-      config,
-      db: (db = createPool(config.DATABASE_URL, 1)),
-      screening: denylistScreening(db),
-      temporal: new Client(),
-      quote: async () => ({ rate: '5.50', expiresAt: new Date(Date.now() + 30_000).toISOString() }),
-      logger: createLogger({ level: 'silent', name: 'test' }),
-      metrics: createMetrics(),
-    });
-    const base = await app.listen({ host: '127.0.0.1', port: 0 });
-    doc = (await (await fetch(`${base}/openapi.json`)).json()) as typeof doc;
+    api = await startApi({ providerUrl: null });
+    doc = (await (await fetch(`${api.url}/openapi.json`)).json()) as typeof doc;
   });
-  afterAll(() => app?.close());
+  afterAll(() => api?.close());
 
   it.each(['payout.completed', 'payout.failed'])(
     'describes %s with the Standard Webhooks headers',

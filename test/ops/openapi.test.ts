@@ -1,13 +1,6 @@
-import { denylistScreening } from '../support/denylist-screening';
-import type { Db } from '../../src/adapters/db/pool';
-import { Client } from '@temporalio/client';
-import type { FastifyInstance } from 'fastify';
-import { createPool } from '../../src/adapters/db/pool';
-import { buildApp } from '../../src/api/app';
 import { loadApiConfig } from '../../src/config';
-import { createLogger } from '../../src/observability/logger';
-import { createMetrics } from '../../src/observability/metrics';
 import { PAYOUT_KEYS } from '../api/helpers';
+import { startApi, type RunningApi } from '../support/api';
 
 // The OpenAPI document against docs/api.md: every route, status code, header
 // and the error shape. The app is built with lazy connections: serving the document touches neither
@@ -33,10 +26,8 @@ const ERROR_SHAPE = {
   additionalProperties: false,
 };
 
-let db: Db;
-
 describe('OpenAPI document', () => {
-  let app: FastifyInstance;
+  let api: RunningApi;
   let base: string;
   const get = (path: string) => fetch(`${base}${path}`);
   let doc: Json & {
@@ -46,22 +37,14 @@ describe('OpenAPI document', () => {
 
   beforeAll(async () => {
     const config = loadApiConfig({ LOG_LEVEL: 'silent', PUBLIC_BASE_URL: 'https://payouts.example.com' });
-    app = await buildApp({
-      config,
-      db: (db = createPool(config.DATABASE_URL, 1)),
-      screening: denylistScreening(db),
-      temporal: new Client(),
-      quote: async () => ({ rate: '5.50', expiresAt: new Date().toISOString() }),
-      logger: createLogger({ level: 'silent', name: 'test' }),
-      metrics: createMetrics(),
-    });
-    base = await app.listen({ host: '127.0.0.1', port: 0 });
+    api = await startApi({ config, providerUrl: null });
+    base = api.url;
     const res = await get('/openapi.json');
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toMatch(/^application\/json/);
     doc = (await res.json()) as typeof doc;
   });
-  afterAll(() => app?.close());
+  afterAll(() => api?.close());
 
   /** Follows a local $ref, so shapes compare whether a schema is inline or a component. */
   const resolve = (schema: Json): Json => {

@@ -1,54 +1,26 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { temporal } from '@temporalio/proto';
 import { parse } from 'yaml';
 import type { PayoutResponse } from '../../src/domain/payout';
 import { freePort, isListening } from '../../dev/local/infra/ports';
-import { spawnManaged, type ManagedProcess } from '../../dev/local/infra/processes';
 import { payoutWorkflowId } from '../../src/workflows/payout.contract';
-import { startStack, type TestStack } from '../support/stack';
+import type { ServiceProcess } from '../support/service-process';
+import { useStack } from '../support/stack';
+import { until } from '../support/until';
 
 // The api and the worker as real processes (`node --import tsx src/...`, as the launcher runs them),
-// on the test stack's Temporal dev server, PostgreSQL, anvil and sandbox. One payout goes through
-// them; then their actual output is checked: the Prometheus expositions against ops/alerts.yml, the
-// logs for request and payout ids and for secrets, and Temporal's history for readable personal data.
+// on the test stack's Temporal dev server, anvil and sandbox, and a database of their own (the
+// gauges over the read model then count this test's payouts only). One payout goes through them;
+// then their actual output is checked: the Prometheus expositions against ops/alerts.yml, the logs
+// for request and payout ids and for secrets, and Temporal's history for readable personal data.
 
 const ROOT = path.resolve(__dirname, '../..');
-const TSX = pathToFileURL(require.resolve('tsx')).href;
 const CPF = `9${randomBytes(5).readUIntBE(0, 5).toString().padStart(10, '0')}`.slice(0, 11);
 const CODEC_TOKEN = `codec-${randomBytes(12).toString('hex')}`;
 const WEBHOOK_TOKEN = `tok-${randomBytes(24).toString('base64url')}`;
 const REQUEST_ID = `ops-test-${randomUUID().slice(0, 8)}`;
-
-interface Proc {
-  process: ManagedProcess;
-  lines: string[];
-}
-
-function start(name: string, entry: string, env: NodeJS.ProcessEnv): Proc {
-  const lines: string[] = [];
-  const process = spawnManaged({
-    name,
-    command: globalThis.process.execPath,
-    args: ['--import', TSX, entry],
-    cwd: ROOT,
-    env,
-    log: (line) => lines.push(line.slice(name.length + 3)), // without the "[name] " prefix
-  });
-  return { process, lines };
-}
-
-async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 60_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe().catch(() => undefined);
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
 
 /**
  * Metric names with at least one sample in a Prometheus text exposition. A family declared by its
@@ -97,9 +69,10 @@ function selectedMetrics(expr: string): string[] {
 }
 
 describe('api and worker processes: metrics, alert rules, logs, encrypted payloads', () => {
-  let stack: TestStack;
-  let api: Proc;
-  let worker: Proc;
+  // No in-process worker: the spawned one is the only one polling the task queue.
+  const stack = useStack({ worker: false, ownDatabase: true });
+  let api: ServiceProcess;
+  let worker: ServiceProcess;
   let apiKey: string;
   let partnerId: string;
   let apiUrl: string;
@@ -109,58 +82,28 @@ describe('api and worker processes: metrics, alert rules, logs, encrypted payloa
   let payout: PayoutResponse;
 
   beforeAll(async () => {
-    // No in-process worker: the spawned one is the only one polling the task queue.
-    stack = await startStack({ worker: false });
     ({ apiKey, partnerId } = await stack.createPartner('operability'));
     const [port, metricsPort, workerMetricsPort] = [await freePort(), await freePort(), await freePort()];
-    const env: NodeJS.ProcessEnv = {
-      PATH: process.env.PATH,
-      HOME: process.env.HOME,
+    const env = {
       NODE_ENV: 'development',
       LOG_LEVEL: 'debug', // the most output, so the most chances for a secret to show
       HOST: '127.0.0.1',
       PORT: String(port),
       METRICS_PORT: String(metricsPort),
       WORKER_METRICS_PORT: String(workerMetricsPort),
-      DATABASE_URL: stack.config.DATABASE_URL,
-      TEMPORAL_ADDRESS: stack.config.TEMPORAL_ADDRESS,
-      TEMPORAL_NAMESPACE: stack.config.TEMPORAL_NAMESPACE,
-      TEMPORAL_TASK_QUEUE: stack.config.TEMPORAL_TASK_QUEUE,
-      PROVIDER_API_URL: stack.sandboxUrl,
-      EVM_RPC_URL: stack.rpcUrl,
-      USDT_CONTRACT_ADDRESS: stack.usdtAddress,
-      SANCTIONS_ORACLE_ADDRESS: stack.sanctionsOracleAddress,
-      TREASURY_PRIVATE_KEY: stack.config.TREASURY_PRIVATE_KEY,
-      PAYLOAD_ENCRYPTION_KEY: stack.config.PAYLOAD_ENCRYPTION_KEY,
       CODEC_AUTH_TOKEN: CODEC_TOKEN,
     };
-    worker = start('worker', 'src/worker.ts', env);
-    api = start('api', 'src/main/api.ts', env);
+    // Each fails at once, with its output, if its process exits before it is ready.
+    [worker, api] = await Promise.all([stack.startProcess('worker', env), stack.startProcess('api', env)]);
     apiUrl = `http://127.0.0.1:${port}`;
     apiMetricsUrl = `http://127.0.0.1:${metricsPort}/metrics`;
     workerMetricsUrl = `http://127.0.0.1:${workerMetricsPort}/metrics`;
     codecUrl = `http://127.0.0.1:${metricsPort}/codec`;
-    const alive = (p: Proc) => {
-      if (p.process.hasExited()) throw new Error(`${p.process.name} exited:\n${p.process.recentOutput()}`);
-    };
-    await until('the api', async () => {
-      alive(api);
-      return (await fetch(`${apiUrl}/readyz`)).ok || undefined;
-    });
-    await until('the worker', async () => {
-      alive(worker);
-      return (
-        (worker.lines.some((l) => l.includes('"worker started"')) &&
-          (await isListening('127.0.0.1', workerMetricsPort))) ||
-        undefined
-      );
+    await until('the worker metrics port', async () => {
+      if (!worker.running) throw new Error(`the worker exited:\n${worker.tail()}`);
+      return (await isListening('127.0.0.1', workerMetricsPort)) || undefined;
     });
   }, 180_000);
-
-  afterAll(async () => {
-    await Promise.all([api?.process.stop(), worker?.process.stop()]);
-    await stack?.close();
-  }, 60_000);
 
   it('take a payout from POST to COMPLETED', async () => {
     const res = await fetch(`${apiUrl}/v1/payouts`, {
@@ -194,7 +137,7 @@ describe('api and worker processes: metrics, alert rules, logs, encrypted payloa
     await until(
       'the unknown webhook token to be processed',
       async () =>
-        worker.lines.some((l) => l.includes('provider does not know this webhook token')) || undefined,
+        worker.output.some((l) => l.includes('provider does not know this webhook token')) || undefined,
     );
   }, 90_000);
 
@@ -257,7 +200,7 @@ describe('api and worker processes: metrics, alert rules, logs, encrypted payloa
         for await (const wf of stack.temporal.workflow.list({ query })) ids.push(wf.workflowId);
         return ids.length > 0 ? ids : undefined;
       },
-      20_000,
+      { timeoutMs: 20_000 },
     );
     expect(found).toEqual([payoutWorkflowId(payout.id)]);
   });
@@ -285,9 +228,10 @@ describe('api and worker processes: metrics, alert rules, logs, encrypted payloa
       /http_request_duration_seconds_bucket\{le="[^"]+",method="GET",route="\/v1\/payouts\/:id",status_code="200"\}/,
     );
     expect(apiText).toMatch(/webhook_deliveries_total\{provider="sandbox",outcome="received"\} 1/);
-    // The gauge reads the read model, which every test file shares: the series must be there, its
-    // value depends on what other files have in flight.
-    expect(apiText).toMatch(/payouts_open\{status="PROCESSING"\} \d+/);
+    // The gauges read this test's own database: its one payout has ended, nothing is open.
+    expect(apiText).toMatch(/^payouts_open\{status="PENDING"\} 0$/m);
+    expect(apiText).toMatch(/^payouts_open\{status="PROCESSING"\} 0$/m);
+    expect(apiText).toMatch(/^payouts_open_oldest_age_seconds\{status="PROCESSING"\} 0$/m);
     expect(apiText).toMatch(/provider_call_duration_seconds_count\{operation="getQuote",outcome="ok"\}/);
     expect(workerText).toMatch(/payout_transitions_total\{status="COMPLETED"\} 1/);
     expect(workerText).toMatch(
@@ -355,7 +299,7 @@ describe('api and worker processes: metrics, alert rules, logs, encrypted payloa
   it('log JSON with request and payout ids, and never a secret', async () => {
     // The worker's log line for the failed workflow task can trail the metric by a moment.
     await until('the worker to log the failed workflow task', async () =>
-      worker.lines.some((l) => l.includes('Failed to process Workflow Activation')) ? true : undefined,
+      worker.output.some((l) => l.includes('Failed to process Workflow Activation')) ? true : undefined,
     );
     const parsed = (lines: string[]) =>
       lines.map((line) => {
@@ -365,8 +309,8 @@ describe('api and worker processes: metrics, alert rules, logs, encrypted payloa
           throw new Error(`not a JSON log line: ${line}`);
         }
       });
-    const apiLogs = parsed(api.lines);
-    const workerLogs = parsed(worker.lines);
+    const apiLogs = parsed(api.output);
+    const workerLogs = parsed(worker.output);
 
     expect(apiLogs).toContainEqual(
       expect.objectContaining({ reqId: REQUEST_ID, payoutId: payout.id, msg: 'request completed' }),
@@ -398,7 +342,7 @@ describe('api and worker processes: metrics, alert rules, logs, encrypted payloa
       'payload encryption key': stack.config.PAYLOAD_ENCRYPTION_KEY!,
       'codec token': CODEC_TOKEN,
     };
-    const output = [...api.lines, ...worker.lines].join('\n');
+    const output = [...api.output, ...worker.output].join('\n');
     expect(output.length).toBeGreaterThan(10_000);
     for (const [what, secret] of Object.entries(secrets)) {
       expect({ what, leaked: output.includes(secret) }).toEqual({ what, leaked: false });

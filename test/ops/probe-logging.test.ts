@@ -1,12 +1,7 @@
-import { denylistScreening } from '../support/denylist-screening';
 import { Writable } from 'node:stream';
-import { Client } from '@temporalio/client';
-import type { FastifyInstance } from 'fastify';
-import { createPool } from '../../src/adapters/db/pool';
-import { buildApp } from '../../src/api/app';
 import { loadApiConfig } from '../../src/config';
 import { createLogger } from '../../src/observability/logger';
-import { createMetrics } from '../../src/observability/metrics';
+import { startApi } from '../support/api';
 
 // Probes come every few seconds from the launcher and from orchestrators: at info level they are
 // noise (two lines each); at debug they are still there for whoever looks for them.
@@ -19,23 +14,16 @@ async function logsOf(level: string, paths: string[]): Promise<{ msg: string; ur
       done();
     },
   });
-  const config = loadApiConfig({ LOG_LEVEL: level });
-  const db = createPool(config.DATABASE_URL, 1);
-  const app: FastifyInstance = await buildApp({
-    config,
-    db,
-    screening: denylistScreening(db),
-    temporal: new Client(),
-    quote: async () => ({ rate: '5.50', expiresAt: new Date().toISOString() }),
+  const api = await startApi({
+    config: loadApiConfig({ LOG_LEVEL: level }),
+    providerUrl: null,
     logger: createLogger({ level, name: 'test', destination }),
-    metrics: createMetrics(),
   });
   try {
-    const base = await app.listen({ host: '127.0.0.1', port: 0 });
     // /healthz answers without touching PostgreSQL or Temporal; /openapi.json stands for any route.
-    for (const p of paths) await (await fetch(`${base}${p}`)).text();
+    for (const p of paths) await (await fetch(`${api.url}${p}`)).text();
   } finally {
-    await app.close();
+    await api.close();
   }
   const urlOf = new Map(lines.filter((l) => l.req).map((l) => [l.reqId, l.req!.url]));
   return lines

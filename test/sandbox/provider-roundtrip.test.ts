@@ -12,17 +12,16 @@ import { ProviderError, type PaymentProvider } from '../../src/adapters/provider
 import { encodeBrCode, parseBrCode } from '../../src/domain/brcode';
 import type { ProviderEvent } from '../../src/domain/provider-event';
 import { usdtUnitsForBrl, usdtUnitsFromDecimal } from '../../src/domain/money';
-import { deployTestUsdt } from '../../dev/local/deploy-test-usdt';
-import { ANVIL_DEV_ACCOUNTS, startAnvil, type AnvilHandle } from '../../dev/local/infra/anvil';
+import { ANVIL_DEV_ACCOUNTS } from '../../dev/local/infra/anvil';
+import { startTestChain, type TestChain } from '../support/chain';
 import { buildSandboxApp } from '../../dev/sandbox/app';
 import { loadSandboxConfig, type SandboxConfig } from '../../dev/sandbox/config';
-import { freePort, startWebhookReceiver, type WebhookReceiver } from './support';
+import { startWebhookReceiver, type WebhookReceiver } from './support';
 
 const API_KEY = 'sandbox-test-key-0123456789';
-const deployer = ANVIL_DEV_ACCOUNTS[0];
 const sandboxWallet = ANVIL_DEV_ACCOUNTS[1];
 
-let anvil: AnvilHandle;
+let anvil: TestChain;
 let chain: PublicClient;
 let usdt: Address;
 let receiver: WebhookReceiver;
@@ -33,13 +32,11 @@ let provider: PaymentProvider;
 const requestsByRoute = new Map<string, number>();
 
 beforeAll(async () => {
-  anvil = await startAnvil({ port: await freePort() });
-  chain = createPublicClient({ transport: http(anvil.rpcUrl) });
-  usdt = await deployTestUsdt({
-    rpcUrl: anvil.rpcUrl,
-    deployerKey: deployer.privateKey,
-    mints: [{ to: sandboxWallet.address, units: 1_000_000n * 10n ** 6n }],
+  anvil = await startTestChain({
+    funded: [{ wallet: sandboxWallet.address, usdtUnits: 1_000_000n * 10n ** 6n }],
   });
+  chain = createPublicClient({ transport: http(anvil.rpcUrl) });
+  usdt = anvil.usdtAddress;
   receiver = await startWebhookReceiver();
   config = loadSandboxConfig({
     SANDBOX_PORT: '0',

@@ -18,30 +18,27 @@ import { createHttpProvider } from '../../src/adapters/provider/http-provider';
 import { ProviderError, type PaymentProvider } from '../../src/adapters/provider/types';
 import type { ProviderEvent } from '../../src/domain/provider-event';
 import { createLogger } from '../../src/observability/logger';
-import { deployTestUsdt } from '../../dev/local/deploy-test-usdt';
-import { ANVIL_DEV_ACCOUNTS, startAnvil, type AnvilHandle } from '../../dev/local/infra/anvil';
+import { ANVIL_DEV_ACCOUNTS } from '../../dev/local/infra/anvil';
+import { startTestChain, type TestChain } from '../support/chain';
 import { buildSandboxApp } from '../../dev/sandbox/app';
 import { loadSandboxConfig, type SandboxConfig } from '../../dev/sandbox/config';
-import { freePort, startWebhookReceiver, type WebhookReceiver } from './support';
+import { startWebhookReceiver, type WebhookReceiver } from './support';
 
 const API_KEY = 'settlement-status-key-0123';
-const deployer = ANVIL_DEV_ACCOUNTS[0];
 const sandboxWallet = ANVIL_DEV_ACCOUNTS[1];
 
-let anvil: AnvilHandle;
+let anvil: TestChain;
 let chain: PublicClient;
 let usdt: Address;
 let receiver: WebhookReceiver;
 let stateDir: string;
 
 beforeAll(async () => {
-  anvil = await startAnvil({ port: await freePort() });
-  chain = createPublicClient({ transport: http(anvil.rpcUrl) });
-  usdt = await deployTestUsdt({
-    rpcUrl: anvil.rpcUrl,
-    deployerKey: deployer.privateKey,
-    mints: [{ to: sandboxWallet.address, units: 1_000_000n * 10n ** 6n }],
+  anvil = await startTestChain({
+    funded: [{ wallet: sandboxWallet.address, usdtUnits: 1_000_000n * 10n ** 6n }],
   });
+  chain = createPublicClient({ transport: http(anvil.rpcUrl) });
+  usdt = anvil.usdtAddress;
   receiver = await startWebhookReceiver();
   stateDir = mkdtempSync(path.join(tmpdir(), 'sandbox-state-'));
 }, 60_000);
@@ -58,8 +55,7 @@ afterEach(async () => {
   await anvilRpc('evm_setAutomine', [true]);
 });
 
-const anvilRpc = (method: string, params: unknown[] = []) =>
-  chain.request({ method, params } as never) as Promise<unknown>;
+const anvilRpc = (method: string, params: unknown[] = []) => anvil.rpc(method, params);
 
 interface Sandbox {
   app: FastifyInstance;

@@ -4,6 +4,7 @@ import path from 'node:path';
 import { runMigrations } from '../../src/adapters/db/migrate';
 import { freePort } from '../../dev/local/infra/ports';
 import { startEmbeddedPostgres, type EmbeddedPostgresHandle } from '../../dev/local/infra/postgres';
+import { makeTemplate } from './database';
 
 // Jest globalSetup: one PostgreSQL for the whole run, migrated once. Its URL reaches the test files
 // through process.env, which jest workers inherit from this (parent) process.
@@ -34,6 +35,7 @@ export default async function globalSetup(): Promise<void> {
   process.env.TEST_DATABASE_URL = databaseUrl;
   try {
     await runMigrations(databaseUrl, log);
+    await makeTemplate(databaseUrl);
   } catch (err) {
     await stopTestInfra(takeTestInfra());
     throw err;

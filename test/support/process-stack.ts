@@ -1,6 +1,6 @@
+import { payloadKeysOf } from '../../src/main/wiring';
 import { randomBytes } from 'node:crypto';
 import { chmod, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
-import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
@@ -11,19 +11,18 @@ import { createPool, type Db } from '../../src/adapters/db/pool';
 import type { PayoutResponse } from '../../src/domain/payout';
 import { createDataConverter } from '../../src/temporal/data-converter';
 import { devServerSearchAttributes } from '../../src/temporal/search-attribute-registry';
-import { ensureLocalContracts } from '../../dev/local/local-contracts';
-import { anvilAccount, startAnvil } from '../../dev/local/infra/anvil';
 import { freePort } from '../../dev/local/infra/ports';
 import {
   startTemporalDevServer,
   type TemporalDevServerHandle,
 } from '../../dev/local/infra/temporal-dev-server';
-import { buildSandboxApp } from '../../dev/sandbox/app';
-import { loadSandboxConfig } from '../../dev/sandbox/config';
+import { SERVICE_ENTRIES, serviceEnv as serviceEnvOf } from '../../dev/local/stack-env';
+import { startTestChain, type TestChain, type Wallet } from './chain';
 import { startProviderProxy, type ProviderProxy } from './provider-proxy';
+import { startSandbox, startWebhookTap } from './sandbox';
 import { ServiceProcess } from './service-process';
 import { workflowBundle } from './stack';
-import { payloadKeysOf } from '../../src/main/wiring';
+import { until } from './until';
 
 /**
  * The whole service as separate OS processes, for fault and invariant tests: its own PostgreSQL
@@ -37,15 +36,14 @@ export interface ProcessStack {
   db: Db;
   temporal: Client;
   namespace: string;
+  chain: TestChain;
   rpcUrl: string;
   usdtAddress: Address;
-  /** The test sanctions oracle (owner: the anvil deployer; see test/support/screening.ts to change its list). */
-  sanctionsOracleAddress: Address;
-  treasury: { address: Address; privateKey: `0x${string}` };
+  treasury: Wallet;
   provider: ProviderProxy;
   sandboxUrl: string;
   /** Every webhook token the sandbox delivered (it delivers through the test, to the main api). */
-  webhookTokens: string[];
+  webhookTokens: readonly string[];
   /** The api every test talks to first; the sandbox's webhooks go to it. */
   apiUrl: string;
   createPartner(): Promise<{ partnerId: string; apiKey: string }>;
@@ -128,68 +126,29 @@ export async function startProcessStack(opts: { env?: Record<string, string> } =
       dataConverter: createDataConverter(payloadKeysOf({ PAYLOAD_ENCRYPTION_KEY: payloadKey })),
     });
 
-    const anvil = await startAnvil({ port: await freePort(), chainId: 42161 });
-    closers.push(() => anvil.stop());
     const treasuryKey = generatePrivateKey();
     const treasury = { address: privateKeyToAddress(treasuryKey), privateKey: treasuryKey };
-    await fetch(anvil.rpcUrl, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({
-        jsonrpc: '2.0',
-        id: 1,
-        method: 'anvil_setBalance',
-        params: [treasury.address, '0x56BC75E2D63100000'],
-      }),
-    });
-    const { usdtAddress, sanctionsOracleAddress } = await ensureLocalContracts(anvil.rpcUrl, {
-      mints: [
-        { to: anvilAccount('provider-sandbox').address, units: 1_000_000_000_000n },
-        { to: treasury.address, units: 1_000_000_000_000n },
+    const sandboxWalletKey = generatePrivateKey();
+    const chain = await startTestChain({
+      funded: [
+        { wallet: privateKeyToAddress(sandboxWalletKey), usdtUnits: 1_000_000_000_000n },
+        { wallet: treasury.address, usdtUnits: 1_000_000_000_000n },
       ],
     });
+    closers.push(() => chain.stop());
 
     const apiPort = await freePort();
     const apiUrl = `http://${HOST}:${apiPort}`;
-    const sandboxPort = await freePort();
     // The sandbox's webhooks pass through the test, which keeps their tokens and forwards them.
-    const webhookTokens: string[] = [];
-    const tap = http.createServer((req, res) => {
-      const chunks: Buffer[] = [];
-      req.on('data', (c: Buffer) => chunks.push(c));
-      req.on('end', () => {
-        const body = Buffer.concat(chunks).toString();
-        const token = (JSON.parse(body) as { token?: string }).token;
-        if (token && !webhookTokens.includes(token)) webhookTokens.push(token);
-        fetch(`${apiUrl}${req.url}`, {
-          method: 'POST',
-          headers: { 'content-type': 'application/json' },
-          body,
-        })
-          .then(async (r) => {
-            res.writeHead(r.status, { 'content-type': 'application/json' });
-            res.end(await r.text());
-          })
-          .catch(() => res.destroy());
-      });
+    const tap = await startWebhookTap(apiUrl);
+    closers.push(() => tap.close());
+    const sandbox = await startSandbox({
+      chain,
+      walletKey: sandboxWalletKey,
+      webhookUrl: `${tap.url}/webhooks/sandbox`,
     });
-    const tapPort = await freePort();
-    await new Promise<void>((resolve) => tap.listen(tapPort, HOST, resolve));
-    closers.push(() => new Promise((resolve) => tap.close(resolve)));
-    const sandbox = buildSandboxApp(
-      loadSandboxConfig({
-        SANDBOX_PORT: String(sandboxPort),
-        SANDBOX_WEBHOOK_URL: `http://${HOST}:${tapPort}/webhooks/sandbox`,
-        SANDBOX_EVM_RPC_URL: anvil.rpcUrl,
-        SANDBOX_USDT_ADDRESS: usdtAddress,
-        SANDBOX_WALLET_PRIVATE_KEY: anvilAccount('provider-sandbox').privateKey,
-        SANDBOX_LOG_LEVEL: 'silent',
-      }),
-      { webhook: { initialDelayMs: 100, maxDelayMs: 1_000 } },
-    );
-    await sandbox.listen({ host: HOST, port: sandboxPort });
     closers.push(() => sandbox.close());
-    const sandboxUrl = `http://${HOST}:${sandboxPort}`;
+    const sandboxUrl = sandbox.url;
     const provider = await startProviderProxy(sandboxUrl, await freePort());
     closers.push(() => provider.close());
 
@@ -198,20 +157,18 @@ export async function startProcessStack(opts: { env?: Record<string, string> } =
     await writeFile(bundlePath, (await workflowBundle()).code);
 
     const serviceEnv: Record<string, string> = {
+      ...serviceEnvOf({
+        databaseUrl,
+        temporal: { address: temporalServer.address, namespace, taskQueue: 'payouts' },
+        providerUrl: provider.url,
+        chain,
+        treasuryKey: treasury.privateKey,
+        payloadKey,
+      }),
       NODE_ENV: 'test',
       LOG_LEVEL: 'info',
-      DATABASE_URL: databaseUrl,
       DATABASE_POOL_SIZE: '5',
-      TEMPORAL_ADDRESS: temporalServer.address,
-      TEMPORAL_NAMESPACE: namespace,
-      TEMPORAL_TASK_QUEUE: 'payouts',
-      PROVIDER_API_URL: provider.url,
       PROVIDER_TIMEOUT_MS: '2000',
-      EVM_RPC_URL: anvil.rpcUrl,
-      USDT_CONTRACT_ADDRESS: usdtAddress,
-      SANCTIONS_ORACLE_ADDRESS: sanctionsOracleAddress,
-      TREASURY_PRIVATE_KEY: treasury.privateKey,
-      PAYLOAD_ENCRYPTION_KEY: payloadKey,
       WORKFLOW_BUNDLE_PATH: bundlePath,
       // Storms come from one loopback address; the limits are not what these tests are about.
       POST_RATE_LIMIT_PER_MINUTE: '100000',
@@ -223,13 +180,13 @@ export async function startProcessStack(opts: { env?: Record<string, string> } =
       db,
       temporal,
       namespace,
-      rpcUrl: anvil.rpcUrl,
-      usdtAddress,
-      sanctionsOracleAddress,
+      chain,
+      rpcUrl: chain.rpcUrl,
+      usdtAddress: chain.usdtAddress,
       treasury,
       provider,
       sandboxUrl,
-      webhookTokens,
+      webhookTokens: tap.tokens,
       apiUrl,
       processes,
       async createPartner() {
@@ -237,7 +194,7 @@ export async function startProcessStack(opts: { env?: Record<string, string> } =
         return { partnerId: partner.id, apiKey };
       },
       async startApi({ port = apiPort, mode = 'provider' } = {}) {
-        const api = new ServiceProcess(`api:${port}`, 'src/main/api.ts', {
+        const api = new ServiceProcess(`api:${port}`, SERVICE_ENTRIES.api, {
           ...serviceEnv,
           SETTLEMENT_MODE: mode,
           PORT: String(port),
@@ -245,13 +202,13 @@ export async function startProcessStack(opts: { env?: Record<string, string> } =
         });
         processes.push(api);
         const url = `http://${HOST}:${port}`;
-        await waitForReady(url, api);
+        await api.waitForReady(url);
         return { url, port, process: api };
       },
       serviceEnv,
       async startWorker(env = {}) {
         const build = env.TEMPORAL_WORKER_BUILD_ID;
-        const worker = new ServiceProcess(build ? `worker:${build}` : 'worker', 'src/worker.ts', {
+        const worker = new ServiceProcess(build ? `worker:${build}` : 'worker', SERVICE_ENTRIES.worker, {
           ...serviceEnv,
           WORKER_METRICS_PORT: String(await freePort()),
           ...env,
@@ -304,22 +261,18 @@ export async function startProcessStack(opts: { env?: Record<string, string> } =
           throw new Error(`sandbox payment answered ${res.status}: ${await res.text()}`);
       },
       async waitForStatus(apiKey, payoutId, statuses, timeoutMs = 90_000) {
-        const deadline = Date.now() + timeoutMs;
         let last: unknown;
-        while (Date.now() < deadline) {
-          try {
+        return until(
+          () => `payout ${payoutId} to reach ${statuses.join('/')} (last: ${JSON.stringify(last)})`,
+          async () => {
             const res = await fetch(`${apiUrl}/v1/payouts/${payoutId}`, { headers: { 'x-api-key': apiKey } });
             last = await res.json();
-            if (res.status === 200 && statuses.includes((last as PayoutResponse).status)) {
-              return last as PayoutResponse;
-            }
-          } catch (err) {
-            last = String(err); // the api may be restarting
-          }
-          await new Promise((r) => setTimeout(r, 200));
-        }
-        throw new Error(
-          `payout ${payoutId} did not reach ${statuses.join('/')}; last: ${JSON.stringify(last)}`,
+            return res.status === 200 && statuses.includes((last as PayoutResponse).status)
+              ? (last as PayoutResponse)
+              : undefined;
+          },
+          // The api may be restarting.
+          { timeoutMs, intervalMs: 200, retryErrors: true },
         );
       },
       close,
@@ -333,11 +286,14 @@ export async function startProcessStack(opts: { env?: Record<string, string> } =
 
 async function startPostgres(dataDir: string, port: number): Promise<ServiceProcess> {
   const pg = new ServiceProcess('postgres', 'test/support/postgres-server.ts', {}, [dataDir, String(port)]);
-  const deadline = Date.now() + 60_000;
-  while (!pg.output.some((line) => line.startsWith('ready '))) {
-    if (!pg.running || Date.now() > deadline) throw new Error(`PostgreSQL did not start:\n${pg.tail()}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
+  await until(
+    () => `PostgreSQL to start:\n${pg.tail()}`,
+    () => {
+      if (pg.output.some((line) => line.startsWith('ready '))) return true;
+      if (!pg.running) throw new Error(`PostgreSQL did not start:\n${pg.tail()}`);
+      return undefined;
+    },
+  );
   return pg;
 }
 
@@ -358,39 +314,4 @@ async function childPids(pid: number): Promise<number[]> {
 async function isAlive(pid: number): Promise<boolean> {
   const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '');
   return stat !== '' && stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z';
-}
-
-async function waitForReady(url: string, api: ServiceProcess, timeoutMs = 90_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    if (!api.running) break;
-    try {
-      const res = await fetch(`${url}/readyz`, { signal: AbortSignal.timeout(2_000) });
-      if (res.status === 200) return;
-    } catch {
-      // not listening yet
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`${api.name} did not become ready:\n${api.tail()}`);
-}
-
-/** Polls `probe` until it returns a value (not undefined); for waiting on observable events. */
-export async function until<T>(
-  what: string,
-  probe: () => Promise<T | undefined>,
-  timeoutMs = 60_000,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let lastError: unknown;
-  while (Date.now() < deadline) {
-    try {
-      const value = await probe();
-      if (value !== undefined) return value;
-    } catch (err) {
-      lastError = err; // e.g. the database restarting
-    }
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`timed out waiting for ${what}${lastError ? ` (last error: ${String(lastError)})` : ''}`);
 }

@@ -1,5 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
+import readline from 'node:readline';
+import { until } from './until';
 
 const ROOT = path.resolve(__dirname, '../..');
 
@@ -24,9 +26,9 @@ export class ServiceProcess {
       env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
+    // Whole lines, however the pipe splits them: a log line is one JSON document.
     for (const stream of [this.child.stdout!, this.child.stderr!]) {
-      stream.setEncoding('utf8');
-      stream.on('data', (chunk: string) => this.output.push(...chunk.split('\n').filter(Boolean)));
+      readline.createInterface({ input: stream }).on('line', (line) => line && this.output.push(line));
     }
     this.exited = new Promise((resolve) => this.child.once('exit', () => resolve()));
     // A crashed test run must not leave services behind holding ports.
@@ -40,14 +42,32 @@ export class ServiceProcess {
   }
 
   /** Resolves once a log line with this `msg` appears; fails at once if the process exits first. */
-  async waitForLog(message: string, timeoutMs = 90_000): Promise<void> {
-    const deadline = Date.now() + timeoutMs;
-    while (Date.now() < deadline) {
-      if (this.output.some((line) => line.includes(`"msg":"${message}"`))) return;
-      if (!this.running) break;
-      await new Promise((r) => setTimeout(r, 50));
-    }
-    throw new Error(`${this.name} never logged "${message}":\n${this.tail()}`);
+  waitForLog(message: string, timeoutMs = 90_000): Promise<void> {
+    return until(
+      () => `${this.name} to log "${message}":\n${this.tail()}`,
+      () => {
+        if (this.output.some((line) => line.includes(`"msg":"${message}"`))) return true;
+        if (!this.running)
+          throw new Error(`${this.name} exited before it logged "${message}":\n${this.tail()}`);
+        return undefined;
+      },
+      { timeoutMs },
+    ).then(() => undefined);
+  }
+
+  /** Resolves once the api at `url` answers /readyz with 200; fails at once if the process exits first. */
+  waitForReady(url: string, timeoutMs = 90_000): Promise<void> {
+    return until(
+      () => `${this.name} to be ready at ${url}:\n${this.tail()}`,
+      async () => {
+        if (!this.running) throw new Error(`${this.name} exited before it was ready:\n${this.tail()}`);
+        const res = await fetch(`${url}/readyz`, { signal: AbortSignal.timeout(2_000) }).catch(
+          () => undefined,
+        );
+        return res?.status === 200 ? true : undefined;
+      },
+      { timeoutMs, intervalMs: 100 },
+    ).then(() => undefined);
   }
 
   /** The last lines it printed, for failure messages. */

@@ -9,7 +9,6 @@ import {
   type Worker,
   type WorkflowBundleWithSourceMap,
 } from '@temporalio/worker';
-import type { FastifyInstance } from 'fastify';
 import type { Address } from 'viem';
 import { generatePrivateKey, privateKeyToAddress } from 'viem/accounts';
 import { createUsdtLedger } from '../../src/adapters/chain/usdt-ledger';
@@ -17,24 +16,26 @@ import { createPartner } from '../../src/adapters/db/partners-repo';
 import { createPool, type Db } from '../../src/adapters/db/pool';
 import { createSecretBox } from '../../src/adapters/secrets/secret-box';
 import { createHttpProvider } from '../../src/adapters/provider/http-provider';
-import { createCachedQuote } from '../../src/adapters/provider/quote-cache';
-import { buildApp } from '../../src/api/app';
+import type { ApiDeps } from '../../src/api/app';
 import { loadApiConfig, loadWorkerConfig, type ApiConfig, type WorkerConfig } from '../../src/config';
+import { callbackSenderOptionsOf, payloadKeysOf } from '../../src/main/wiring';
 import type { PayoutResponse } from '../../src/domain/payout';
-import { ensureLocalContracts } from '../../dev/local/local-contracts';
-import { startAnvil } from '../../dev/local/infra/anvil';
 import { freePort } from '../../dev/local/infra/ports';
+import { SERVICE_ENTRIES, serviceEnv } from '../../dev/local/stack-env';
 import { createLogger } from '../../src/observability/logger';
 import { createMetrics } from '../../src/observability/metrics';
-import { buildSandboxApp } from '../../dev/sandbox/app';
-import { loadSandboxConfig } from '../../dev/sandbox/config';
 import { createPayoutWorker } from '../../src/main/worker';
-import { callbackSenderOptionsOf, payloadKeysOf } from '../../src/main/wiring';
-import { testDatabaseUrl } from './env';
-import { startProviderProxy, type ProviderProxy } from './provider-proxy';
-import { createDevServerEnv } from './temporal';
 import { createDataConverter } from '../../src/temporal/data-converter';
 import { PAYOUT_SEARCH_ATTRIBUTES } from '../../src/workflows/search-attributes';
+import { startApi, type RunningApi } from './api';
+import { startTestChain, type TestChain, type Wallet } from './chain';
+import { createOwnDatabase } from './database';
+import { testDatabaseUrl } from './env';
+import { startProviderProxy, type ProviderProxy } from './provider-proxy';
+import { startSandbox, startWebhookTap } from './sandbox';
+import { ServiceProcess } from './service-process';
+import { createDevServerEnv } from './temporal';
+import { until } from './until';
 
 /**
  * The whole service on real servers, in one test file: a Temporal dev server, the shared test
@@ -46,25 +47,42 @@ export interface TestStack {
   config: ApiConfig & WorkerConfig;
   apiUrl: string;
   sandboxUrl: string;
+  chain: TestChain;
   rpcUrl: string;
   usdtAddress: Address;
   /** The test sanctions oracle (owner: the anvil deployer; see test/support/screening.ts to change its list). */
   sanctionsOracleAddress: Address;
   /** This stack's own funded treasury (treasury mode): stacks share PostgreSQL, never a nonce sequence. */
-  treasury: { address: Address; privateKey: `0x${string}` };
+  treasury: Wallet;
   /** The wallet the sandbox settles from: this stack's own, so its transfers are this stack's alone. */
   sandboxWallet: Address;
+  /** Every webhook token this stack's sandbox sent the api (none with `sandboxWebhookUrl`). */
+  webhookTokens: readonly string[];
   db: Db;
   temporal: Client;
   testEnv: TestWorkflowEnvironment;
-  /** With `countProviderCalls`: what reached the provider (charges it created, by payout id). */
+  /** With `proxyProvider`: what reached the provider, and the provider's outages. */
   providerProxy?: ProviderProxy;
   /** The metrics registry the in-process api and worker share. */
   metrics: ReturnType<typeof createMetrics>;
+  /** What a process of the service (a spawned api or worker, the admin CLI) needs to join this stack. */
+  serviceEnv: Readonly<Record<string, string>>;
   /** A new partner with a fresh API key (tests isolate themselves by partner). */
   createPartner(name?: string): Promise<{ partnerId: string; apiKey: string }>;
-  /** Another api process-equivalent on its own port, sharing database and Temporal. */
-  startApiReplica(): Promise<{ url: string; close(): Promise<void> }>;
+  /**
+   * Another api in this process on this stack's database, Temporal and provider: a replica, or the
+   * api with other settings (`overrides`) or collaborators (`deps`: a failing quote, another pool).
+   * Closed with the stack.
+   */
+  startApi(
+    overrides?: Partial<ApiConfig>,
+    deps?: Partial<ApiDeps> & { providerUrl?: string | null; port?: number },
+  ): Promise<RunningApi>;
+  /**
+   * The api or the worker as an OS process of its own, as deployed (`node --import tsx src/...`), on
+   * this stack with `env` over its settings; resolves once it is ready. Killed with the stack.
+   */
+  startProcess(kind: 'api' | 'worker', env?: Record<string, string>): Promise<ServiceProcess>;
   startWorker(): Promise<void>;
   stopWorker(): Promise<void>;
   /** The payer pays a BR Code through the sandbox's bank. */
@@ -74,6 +92,11 @@ export interface TestStack {
     pixCopyPaste: string,
     opts: { amountBrl?: number; notify?: boolean; outcome?: 'settled' | 'settlement_failed' },
   ): Promise<string>;
+  /** POST /v1/payouts of VALID_PAYOUT (with `body` over it) to a receiver wallet of its own; fails unless 201. */
+  createPayout(
+    apiKey: string,
+    body?: Record<string, unknown>,
+  ): Promise<{ payout: PayoutResponse; receiver: Address }>;
   /** Polls GET /v1/payouts/{id} like a partner until the status is one of `statuses`. */
   waitForStatus(
     apiKey: string,
@@ -87,17 +110,29 @@ export interface TestStack {
 export interface StackOptions {
   /** Service env overrides (SETTLEMENT_MODE, rate limits, ...). */
   env?: Record<string, string>;
-  /** Route the service's provider calls through a counting proxy (`providerProxy`), e.g. to count charges. */
-  countProviderCalls?: boolean;
+  /**
+   * Route the service's provider calls through a proxy the test controls (`providerProxy`): it counts
+   * what reached the provider and can take the provider down and bring it back.
+   */
+  proxyProvider?: boolean;
   /** Provider sandbox settings (e.g. SANDBOX_SPREAD), over the defaults. */
   sandboxEnv?: Record<string, string>;
   /** Where the sandbox POSTs its webhooks instead of the api (a test that delivers them itself). */
   sandboxWebhookUrl?: string;
   /** Start without a worker (e.g. to prove GET falls back to the read model). Default true. */
   worker?: boolean;
+  /** A database of its own rather than the run's shared one: for a test that reads every row. */
+  ownDatabase?: boolean;
 }
 
 export const SEARCH_ATTRIBUTES = [...PAYOUT_SEARCH_ATTRIBUTES];
+
+export const VALID_PAYOUT = {
+  amount_brl: 100.0,
+  receiver_wallet: '0x70997970C51812dc3A010C7d01b50e0d17dc79C8',
+  pix_key: '12345678901',
+  pix_key_type: 'CPF',
+} as const;
 
 const quiet = process.env.TEST_LOG ? 'debug' : 'silent';
 // The SDK's own worker logs are noise in a passing run; TEST_LOG=1 brings them back.
@@ -110,18 +145,32 @@ let sharedBundle: Promise<WorkflowBundleWithSourceMap> | undefined;
 
 /** The workflow bundle is built once per test file (webpack takes a second or two). */
 export function workflowBundle(): Promise<WorkflowBundleWithSourceMap> {
+  const silent = () => {};
   sharedBundle ??= bundleWorkflowCode({
     workflowsPath: require.resolve('../../src/workflows'),
-    logger: {
-      log: () => {},
-      trace: () => {},
-      debug: () => {},
-      info: () => {},
-      warn: () => {},
-      error: () => {},
-    },
+    logger: { log: silent, trace: silent, debug: silent, info: silent, warn: silent, error: silent },
   });
   return sharedBundle;
+}
+
+/**
+ * The file's stack: started before its first test (beforeAll) and closed after its last. What it
+ * returns stands for the stack once started; using it outside a test throws. Options known only in
+ * an earlier beforeAll (a port) are given as a function, called when the stack starts.
+ */
+export function useStack(opts: StackOptions | (() => StackOptions) = {}): TestStack {
+  let stack: TestStack | undefined;
+  beforeAll(async () => {
+    stack = await startStack(typeof opts === 'function' ? opts() : opts);
+  }, 120_000);
+  afterAll(() => stack?.close());
+  return new Proxy({} as TestStack, {
+    get(_target, key) {
+      if (!stack)
+        throw new Error(`the stack is used before it started (${String(key)}): only in tests and hooks`);
+      return Reflect.get(stack, key);
+    },
+  });
 }
 
 export async function startStack(opts: StackOptions = {}): Promise<TestStack> {
@@ -141,75 +190,60 @@ export async function startStack(opts: StackOptions = {}): Promise<TestStack> {
     });
     closers.push(() => testEnv.teardown());
 
-    const anvil = await startAnvil({ port: await freePort(), chainId: 42161 });
-    closers.push(() => anvil.stop());
+    // The treasury and the sandbox's wallet are this stack's own. Every stack's anvil is chain 42161
+    // and all share PostgreSQL, where on-chain transfers are claimed by (chain id, tx hash, log index):
+    // a shared dev account would sign byte-identical transfers (same nonce, receiver, amount) on two stacks.
     const treasuryKey = generatePrivateKey();
     const treasury = { address: privateKeyToAddress(treasuryKey), privateKey: treasuryKey };
-    // The sandbox's wallet is this stack's own too. Every stack's anvil is chain 42161 and all share
-    // PostgreSQL, where on-chain transfers are claimed by (chain id, tx hash, log index): a shared
-    // dev account would sign byte-identical transfers (same nonce, receiver, amount) on two stacks.
     const sandboxWalletKey = generatePrivateKey();
-    for (const address of [treasury.address, privateKeyToAddress(sandboxWalletKey)]) {
-      await fetch(anvil.rpcUrl, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({
-          jsonrpc: '2.0',
-          id: 1,
-          method: 'anvil_setBalance',
-          params: [address, '0x56BC75E2D63100000'],
-        }),
-      });
-    }
-    const { usdtAddress, sanctionsOracleAddress } = await ensureLocalContracts(anvil.rpcUrl, {
-      mints: [
-        { to: privateKeyToAddress(sandboxWalletKey), units: 1_000_000_000_000n },
-        { to: treasury.address, units: 1_000_000_000_000n },
+    const sandboxWallet = privateKeyToAddress(sandboxWalletKey);
+    const chain = await startTestChain({
+      funded: [
+        { wallet: sandboxWallet, usdtUnits: 1_000_000_000_000n },
+        { wallet: treasury.address, usdtUnits: 1_000_000_000_000n },
       ],
     });
+    closers.push(() => chain.stop());
 
     const apiPort = await freePort();
-    const sandboxPort = await freePort();
-    const sandbox = buildSandboxApp(
-      loadSandboxConfig({
-        SANDBOX_PORT: String(sandboxPort),
-        SANDBOX_WEBHOOK_URL: opts.sandboxWebhookUrl ?? `http://127.0.0.1:${apiPort}/webhooks/sandbox`,
-        SANDBOX_EVM_RPC_URL: anvil.rpcUrl,
-        SANDBOX_USDT_ADDRESS: usdtAddress,
-        SANDBOX_WALLET_PRIVATE_KEY: sandboxWalletKey,
-        SANDBOX_LOG_LEVEL: quiet,
-        ...opts.sandboxEnv,
-      }),
-      { webhook: { initialDelayMs: 100, maxDelayMs: 1_000 } },
-    );
-    await sandbox.listen({ host: '127.0.0.1', port: sandboxPort });
+    const apiOrigin = `http://127.0.0.1:${apiPort}`;
+    const tap = opts.sandboxWebhookUrl ? undefined : await startWebhookTap(apiOrigin);
+    if (tap) closers.push(() => tap.close());
+    const sandbox = await startSandbox({
+      chain,
+      walletKey: sandboxWalletKey,
+      webhookUrl: opts.sandboxWebhookUrl ?? `${tap!.url}/webhooks/sandbox`,
+      env: opts.sandboxEnv,
+    });
     closers.push(() => sandbox.close());
-    const sandboxUrl = `http://127.0.0.1:${sandboxPort}`;
-    const providerProxy = opts.countProviderCalls
-      ? await startProviderProxy(sandboxUrl, await freePort())
+    const providerProxy = opts.proxyProvider
+      ? await startProviderProxy(sandbox.url, await freePort())
       : undefined;
     if (providerProxy) closers.push(() => providerProxy.close());
 
+    const own = opts.ownDatabase ? await createOwnDatabase() : undefined;
+    if (own) closers.push(() => own.drop());
     const env = {
-      LOG_LEVEL: quiet,
-      PORT: String(apiPort),
-      DATABASE_URL: testDatabaseUrl(),
-      TEMPORAL_ADDRESS: testEnv.address,
-      TEMPORAL_NAMESPACE: testEnv.namespace ?? 'default',
-      TEMPORAL_TASK_QUEUE: `payouts-${randomUUID().slice(0, 8)}`,
-      PROVIDER_API_URL: providerProxy?.url ?? sandboxUrl,
-      EVM_RPC_URL: anvil.rpcUrl,
-      USDT_CONTRACT_ADDRESS: usdtAddress,
-      SANCTIONS_ORACLE_ADDRESS: sanctionsOracleAddress,
-      TREASURY_PRIVATE_KEY: treasury.privateKey,
-      PAYLOAD_ENCRYPTION_KEY: payloadKey,
+      ...serviceEnv({
+        databaseUrl: own?.url ?? testDatabaseUrl(),
+        temporal: {
+          address: testEnv.address,
+          namespace: testEnv.namespace ?? 'default',
+          taskQueue: `payouts-${randomUUID().slice(0, 8)}`,
+        },
+        providerUrl: providerProxy?.url ?? sandbox.url,
+        chain,
+        treasuryKey: treasury.privateKey,
+        payloadKey,
+      }),
       // Per-address buckets live in the run's one PostgreSQL and every stack calls from 127.0.0.1:
       // out of the way unless a test sets its own (from an address of its own).
       AUTH_FAILURE_LIMIT_PER_MINUTE: '1000000',
       WEBHOOK_RATE_LIMIT_PER_MINUTE: '1000000',
       ...opts.env,
     };
-    const config = { ...loadWorkerConfig(env), ...loadApiConfig(env) };
+    const settings = { LOG_LEVEL: quiet, PORT: String(apiPort), ...env };
+    const config = { ...loadWorkerConfig(settings), ...loadApiConfig(settings) };
     const db = createPool(config.DATABASE_URL, 5);
     closers.push(() => db.end());
     const logger = createLogger({ level: config.LOG_LEVEL, name: 'test' });
@@ -220,28 +254,25 @@ export async function startStack(opts: StackOptions = {}): Promise<TestStack> {
       rpcUrl: config.EVM_RPC_URL,
       db,
       sources: config.SCREENING_SOURCES,
-      tokenAddress: usdtAddress,
+      tokenAddress: config.USDT_CONTRACT_ADDRESS,
       oracleAddress: config.SANCTIONS_ORACLE_ADDRESS,
       cacheSeconds: config.SCREENING_CACHE_SECONDS,
     });
 
-    const apis: FastifyInstance[] = [];
-    const listenApi = async (port: number) => {
-      const app = await buildApp({
-        config,
+    const startApiHere: TestStack['startApi'] = async (overrides = {}, deps = {}) => {
+      const api = await startApi({
+        config: { ...config, ...overrides },
         db,
         temporal,
-        quote: createCachedQuote(provider, { ttlMs: config.QUOTE_CACHE_SECONDS * 1000 }),
         logger,
         metrics,
         screening,
+        ...deps,
       });
-      await app.listen({ host: '127.0.0.1', port });
-      apis.push(app);
-      return app;
+      closers.push(() => api.close());
+      return api;
     };
-    const mainApi = await listenApi(apiPort);
-    closers.push(() => mainApi.close());
+    await startApiHere({}, { port: apiPort });
 
     let worker: Worker | undefined;
     let running: Promise<void> | undefined;
@@ -259,7 +290,7 @@ export async function startStack(opts: StackOptions = {}): Promise<TestStack> {
           ledger: createUsdtLedger({
             rpcUrl: config.EVM_RPC_URL,
             chainId: config.EVM_CHAIN_ID,
-            usdtAddress,
+            usdtAddress: chain.usdtAddress,
             treasuryPrivateKey: treasury.privateKey,
           }),
           logger,
@@ -280,16 +311,15 @@ export async function startStack(opts: StackOptions = {}): Promise<TestStack> {
     if (opts.worker !== false) await startWorker();
     closers.push(stopWorker);
 
-    const apiUrl = `http://127.0.0.1:${apiPort}`;
-    const payWith: TestStack['payWith'] = async (pixCopyPaste, opts) => {
-      const res = await fetch(`${sandboxUrl}/sandbox/payments`, {
+    const payWith: TestStack['payWith'] = async (pixCopyPaste, payment) => {
+      const res = await fetch(`${sandbox.url}/sandbox/payments`, {
         method: 'POST',
         headers: { 'content-type': 'application/json' },
         body: JSON.stringify({
           pix_copy_paste: pixCopyPaste,
-          outcome: opts.outcome ?? 'settled',
-          ...(opts.amountBrl !== undefined && { amount_brl: opts.amountBrl }),
-          ...(opts.notify !== undefined && { notify: opts.notify }),
+          outcome: payment.outcome ?? 'settled',
+          ...(payment.amountBrl !== undefined && { amount_brl: payment.amountBrl }),
+          ...(payment.notify !== undefined && { notify: payment.notify }),
         }),
       });
       if (res.status !== 202) throw new Error(`sandbox payment answered ${res.status}: ${await res.text()}`);
@@ -297,26 +327,41 @@ export async function startStack(opts: StackOptions = {}): Promise<TestStack> {
     };
     return {
       config,
-      apiUrl,
-      sandboxUrl,
-      rpcUrl: anvil.rpcUrl,
-      usdtAddress,
-      sanctionsOracleAddress,
+      apiUrl: apiOrigin,
+      sandboxUrl: sandbox.url,
+      chain,
+      rpcUrl: chain.rpcUrl,
+      usdtAddress: chain.usdtAddress,
+      sanctionsOracleAddress: chain.sanctionsOracleAddress,
       treasury,
-      sandboxWallet: privateKeyToAddress(sandboxWalletKey),
+      sandboxWallet,
+      webhookTokens: tap?.tokens ?? [],
       db,
       temporal,
       testEnv,
       metrics,
+      serviceEnv: env,
       ...(providerProxy ? { providerProxy } : {}),
       async createPartner(name = 'test partner') {
         const { partner, apiKey } = await createPartner(db, name);
         return { partnerId: partner.id, apiKey };
       },
-      async startApiReplica() {
+      startApi: startApiHere,
+      async startProcess(kind, extra = {}) {
         const port = await freePort();
-        const app = await listenApi(port);
-        return { url: `http://127.0.0.1:${port}`, close: () => app.close() };
+        const child = new ServiceProcess(kind, SERVICE_ENTRIES[kind], {
+          ...env,
+          NODE_ENV: 'test',
+          LOG_LEVEL: 'info',
+          PORT: String(port),
+          METRICS_PORT: String(await freePort()),
+          WORKER_METRICS_PORT: String(await freePort()),
+          ...extra,
+        });
+        closers.push(() => child.kill());
+        if (kind === 'api') await child.waitForReady(`http://127.0.0.1:${extra.PORT ?? port}`);
+        else await child.waitForLog('worker started');
+        return child;
       },
       startWorker,
       stopWorker,
@@ -324,19 +369,31 @@ export async function startStack(opts: StackOptions = {}): Promise<TestStack> {
         await payWith(pixCopyPaste, { outcome });
       },
       payWith,
-      async waitForStatus(apiKey, payoutId, statuses, timeoutMs = 30_000) {
-        const deadline = Date.now() + timeoutMs;
-        let last: PayoutResponse | undefined;
-        while (Date.now() < deadline) {
-          const res = await fetch(`${apiUrl}/v1/payouts/${payoutId}`, { headers: { 'x-api-key': apiKey } });
-          if (res.status === 200) {
-            last = (await res.json()) as PayoutResponse;
-            if (statuses.includes(last.status)) return last;
-          }
-          await new Promise((r) => setTimeout(r, 250));
+      async createPayout(apiKey, body = {}) {
+        const receiver = privateKeyToAddress(generatePrivateKey());
+        const created = await postPayout(apiOrigin, apiKey, {
+          ...VALID_PAYOUT,
+          receiver_wallet: receiver,
+          ...body,
+        });
+        if (created.status !== 201) {
+          throw new Error(`POST /v1/payouts answered ${created.status}: ${JSON.stringify(created.body)}`);
         }
-        throw new Error(
-          `payout ${payoutId} did not reach ${statuses.join('/')}; last: ${JSON.stringify(last)}`,
+        return { payout: created.body as unknown as PayoutResponse, receiver };
+      },
+      async waitForStatus(apiKey, payoutId, statuses, timeoutMs = 30_000) {
+        let last: PayoutResponse | undefined;
+        return until(
+          () => `payout ${payoutId} to reach ${statuses.join('/')} (last: ${JSON.stringify(last)})`,
+          async () => {
+            const res = await fetch(`${apiOrigin}/v1/payouts/${payoutId}`, {
+              headers: { 'x-api-key': apiKey },
+            });
+            if (res.status !== 200) return undefined;
+            last = (await res.json()) as PayoutResponse;
+            return statuses.includes(last.status) ? last : undefined;
+          },
+          { timeoutMs, intervalMs: 250 },
         );
       },
       close,
@@ -365,10 +422,3 @@ export async function postPayout(
   });
   return { status: res.status, headers: res.headers, body: (await res.json()) as Record<string, unknown> };
 }
-
-export const VALID_PAYOUT = {
-  amount_brl: 100.0,
-  receiver_wallet: '0x70997970C51812dc3A010C7d01b50e0d17dc79C8',
-  pix_key: '12345678901',
-  pix_key_type: 'CPF',
-} as const;

@@ -1,0 +1,77 @@
+import { Client } from '@temporalio/client';
+import type { FastifyInstance } from 'fastify';
+import { createPool } from '../../src/adapters/db/pool';
+import { createHttpProvider } from '../../src/adapters/provider/http-provider';
+import { createCachedQuote } from '../../src/adapters/provider/quote-cache';
+import { buildApp, type ApiDeps } from '../../src/api/app';
+import { loadApiConfig, type ApiConfig } from '../../src/config';
+import { createChainAndDenylistScreening } from '../../src/adapters/screening/receiver-screening';
+import { createLogger } from '../../src/observability/logger';
+import { createMetrics } from '../../src/observability/metrics';
+
+export interface RunningApi {
+  url: string;
+  app: FastifyInstance;
+  close(): Promise<void>;
+}
+
+/** A quote that never expires and needs no provider, for an api whose test is not about quotes. */
+export const FIXED_QUOTE: ApiDeps['quote'] = async () => ({
+  rate: '5.50',
+  expiresAt: new Date(Date.now() + 30_000).toISOString(),
+});
+
+/**
+ * The api in this process on a loopback port (a free one unless `port` is given). Anything not given is what a test that does not
+ * look at it needs: quotes from `config.PROVIDER_API_URL` (or FIXED_QUOTE when `providerUrl` is
+ * null), a pool and a Temporal client that connect only when used, a silent logger, fresh metrics,
+ * screening by the config's sources.
+ */
+export async function startApi(
+  deps: Partial<ApiDeps> & { config?: ApiConfig; providerUrl?: string | null; port?: number } = {},
+): Promise<RunningApi> {
+  const config = deps.config ?? loadApiConfig({ LOG_LEVEL: 'silent' });
+  const providerUrl = deps.providerUrl === undefined ? config.PROVIDER_API_URL : deps.providerUrl;
+  const ownDb = deps.db === undefined ? createPool(config.DATABASE_URL, 1) : undefined;
+  const db = deps.db ?? ownDb!;
+  const app = await buildApp({
+    config,
+    db,
+    // The config's own sources, as the api process screens (a test without a chain sets SCREENING_SOURCES).
+    screening:
+      deps.screening ??
+      createChainAndDenylistScreening({
+        rpcUrl: config.EVM_RPC_URL,
+        db,
+        sources: config.SCREENING_SOURCES,
+        tokenAddress: config.USDT_CONTRACT_ADDRESS,
+        oracleAddress: config.SANCTIONS_ORACLE_ADDRESS,
+        cacheSeconds: config.SCREENING_CACHE_SECONDS,
+      }),
+    temporal: deps.temporal ?? new Client(),
+    quote:
+      deps.quote ??
+      (providerUrl === null
+        ? FIXED_QUOTE
+        : createCachedQuote(createHttpProvider({ baseUrl: providerUrl, timeoutMs: 2_000 }), {
+            ttlMs: config.QUOTE_CACHE_SECONDS * 1000,
+          })),
+    logger: deps.logger ?? createLogger({ level: 'silent', name: 'test' }),
+    metrics: deps.metrics ?? createMetrics(),
+  });
+  try {
+    const url = await app.listen({ host: '127.0.0.1', port: deps.port ?? 0 });
+    return {
+      url,
+      app,
+      close: async () => {
+        await app.close();
+        await ownDb?.end();
+      },
+    };
+  } catch (err) {
+    await app.close();
+    await ownDb?.end();
+    throw err;
+  }
+}

@@ -26,8 +26,10 @@ describe('per-process configuration', () => {
   });
 
   it("a bad value of one process's variable stops only the processes that read it", () => {
-    const workerOnly = { EVM_RPC_URL: 'not a url', CALLBACK_TIMEOUT_MS: '99999' };
-    expect(() => loadWorkerConfig(workerOnly)).toThrow(/EVM_RPC_URL .*; CALLBACK_TIMEOUT_MS/);
+    const workerOnly = { TREASURY_REPRICE_AFTER_SECONDS: '1', CALLBACK_TIMEOUT_MS: '99999' };
+    expect(() => loadWorkerConfig(workerOnly)).toThrow(
+      /TREASURY_REPRICE_AFTER_SECONDS .*; CALLBACK_TIMEOUT_MS/,
+    );
     expect(() => loadApiConfig(workerOnly)).not.toThrow();
     const apiOnly = { MAX_AMOUNT_BRL: '1.234', PORT: 'http' };
     expect(() => loadApiConfig(apiOnly)).toThrow(/PORT/);

@@ -115,24 +115,26 @@ const VARIABLES = {
   TREASURY_PRIVATE_KEY: optional(hex),
   // Receiver screening (docs/screening.md): the sources checked at POST and right before the USDT
   // moves, comma-separated, any of token_blocklist, sanctions_oracle, denylist; "none" turns it off.
-  SCREENING_SOURCES: z
-    .string()
-    .default('token_blocklist,sanctions_oracle,denylist')
-    .transform((v, ctx) => {
-      const list = v
-        .split(',')
-        .map((s) => s.trim())
-        .filter((s) => s !== '' && s !== 'none');
-      const unknown = list.filter((s) => !(SCREENING_SOURCES as readonly string[]).includes(s));
-      if (unknown.length > 0) {
-        ctx.addIssue({
-          code: 'custom',
-          message: `unknown source(s) ${unknown.join(', ')}: use ${SCREENING_SOURCES.join(', ')} or none`,
-        });
-        return z.NEVER;
-      }
-      return [...new Set(list)] as ScreeningSource[];
-    }),
+  SCREENING_SOURCES: z.preprocess(
+    // Empty or blank is unset: the default. Only the exact word "none" turns screening off.
+    (v) => (typeof v === 'string' && v.trim() === '' ? undefined : v),
+    z
+      .string()
+      .default('token_blocklist,sanctions_oracle,denylist')
+      .transform((v, ctx) => {
+        const list = v.split(',').map((s) => s.trim());
+        if (list.length === 1 && list[0] === 'none') return [] as ScreeningSource[];
+        const unknown = list.filter((s) => !(SCREENING_SOURCES as readonly string[]).includes(s));
+        if (unknown.length > 0) {
+          ctx.addIssue({
+            code: 'custom',
+            message: `unknown source(s) "${unknown.join('", "')}": list ${SCREENING_SOURCES.join(', ')}, or none alone`,
+          });
+          return z.NEVER;
+        }
+        return [...new Set(list)] as ScreeningSource[];
+      }),
+  ),
   // Chainalysis' sanctions oracle, at this address on Arbitrum One (docs/screening.md); the local
   // launcher overrides it with its test oracle.
   SANCTIONS_ORACLE_ADDRESS: hex.default('0x40C57923924B5c5c5455c48D93317139ADDaC8fb'),

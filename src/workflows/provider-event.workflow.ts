@@ -87,7 +87,10 @@ export async function providerEventWorkflow(input: ProviderEventInput): Promise<
     // Signalling a workflow fails only when it has no open run: the payout is COMPLETED or FAILED.
     // The run may have closed after the lookup above, so its final status is read again.
     const ended = (await bookkeeping.findPayoutWorkflow(target.payoutId)) ?? target;
-    return actOnEventAfterTheEnd({ id: target.payoutId, status: ended.status }, event);
+    return actOnEventAfterTheEnd(
+      { id: target.payoutId, status: ended.status, blockchainTxId: ended.blockchainTxId },
+      event,
+    );
   }
 }
 

@@ -79,6 +79,23 @@ describe('receiver screening (dev server, PostgreSQL, anvil, sandbox, worker, ap
           },
         );
 
+        it.each(['api', 'worker'] as const)(
+          'stops the %s at start when the token has no isBlocked, naming the setting (not skipped silently)',
+          async (kind) => {
+            // The oracle's address as the token: a contract without isBlocked(address).
+            await expect(
+              stack.startProcess(kind, { USDT_CONTRACT_ADDRESS: stack.sanctionsOracleAddress }),
+            ).rejects.toThrow(/has no isBlocked\(address\) on USDT_CONTRACT_ADDRESS.*SCREENING_SOURCES/s);
+            // Left out of the sources, the same token starts.
+            const started = await stack.startProcess(kind, {
+              USDT_CONTRACT_ADDRESS: stack.sanctionsOracleAddress,
+              SCREENING_SOURCES: 'sanctions_oracle,denylist',
+            });
+            await started.kill('SIGTERM');
+          },
+          120_000,
+        );
+
         describe('when a source cannot be read', () => {
           let app: FastifyInstance;
           let url: string;

@@ -9,17 +9,17 @@ import type { Logger } from '../observability/logger';
 import { ProbesAtDebug } from './probe-logging';
 import type { Metrics } from '../observability/metrics';
 import { payoutLogContext } from '../observability/request-logging';
-import { apiDocs } from './docs/plugin';
+import { apiDocs } from './docs/docs.routes';
 import { clientErrorHandler, frameworkErrorHandler, installErrorHandling } from './errors';
-import { healthRoutes } from './health/routes';
+import { healthRoutes } from './health/health.routes';
 import { trackDeclaredMethods } from './method-not-allowed';
-import { payoutListRoutes } from './payouts/list-routes';
-import { payoutQrRoutes } from './payouts/qr-routes';
-import { payoutCancelRoutes } from './payouts/cancel-routes';
-import { payoutRoutes } from './payouts/routes';
-import { quoteRoutes } from './quotes/routes';
+import { payoutListRoutes } from './payouts/list.routes';
+import { payoutQrRoutes } from './payouts/qr.routes';
+import { payoutCancelRoutes } from './payouts/cancel.routes';
+import { payoutRoutes } from './payouts/payout.routes';
+import { quoteRoutes } from './quotes/quote.routes';
 import type { RateQuote } from './quotes/min-amount';
-import { webhookRoutes } from './webhooks/routes';
+import { webhookRoutes } from './webhooks/webhook.routes';
 import { authenticatePartner } from './auth';
 
 export interface ApiDeps {

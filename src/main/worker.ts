@@ -1,7 +1,7 @@
 import type { DataConverter } from '@temporalio/common';
 import { Worker, type NativeConnection, type WorkerOptions } from '@temporalio/worker';
 import { createActivities, type ActivityDeps } from '../activities';
-import { createCallbackActivities } from '../activities/callback-activities';
+import { createCallbackActivities } from '../activities/callback.activities';
 import { DEFAULT_CALLBACK_SENDER, type CallbackSenderOptions } from '../adapters/callbacks/http-sender';
 import { createUsdtLedger } from '../adapters/chain/usdt-ledger';
 import { assertSchemaCurrent } from '../adapters/db/migrate';

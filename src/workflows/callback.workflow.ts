@@ -8,7 +8,7 @@ import {
   startChild,
   WorkflowIdReusePolicy,
 } from '@temporalio/workflow';
-import type { CallbackActivities, CallbackAttemptOutcome } from '../activities/callback-activities';
+import type { CallbackActivities, CallbackAttemptOutcome } from '../activities/callback.activities';
 import { BOOKKEEPING, CALLBACK_POST } from './activity-options';
 import {
   callbackBody,

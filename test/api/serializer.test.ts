@@ -1,4 +1,4 @@
-import { payoutResponseSchema } from '../../src/api/payouts/schemas';
+import { payoutResponseSchema } from '../../src/api/payouts/payout.schemas';
 import { PAYOUT_STATUSES, toPayoutResponse, type PayoutRecord } from '../../src/domain/payout';
 import { PAYOUT_KEYS } from './helpers';
 

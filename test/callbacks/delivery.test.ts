@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Worker } from '@temporalio/worker';
 import { verifyCallback } from '../../examples/verify-callback-signature';
-import { createCallbackActivities } from '../../src/activities/callback-activities';
+import { createCallbackActivities } from '../../src/activities/callback.activities';
 import { listCallbackEvents } from '../../src/adapters/db/callbacks-repo';
 import { setPartnerCallback } from '../../src/adapters/db/partners-repo';
 import { createPool, type Db } from '../../src/adapters/db/pool';

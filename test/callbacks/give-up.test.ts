@@ -2,7 +2,7 @@ import { generateCallbackSecret } from '../../src/adapters/callbacks/signature';
 import { randomUUID } from 'node:crypto';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Worker } from '@temporalio/worker';
-import { createCallbackActivities } from '../../src/activities/callback-activities';
+import { createCallbackActivities } from '../../src/activities/callback.activities';
 import { listCallbackEvents } from '../../src/adapters/db/callbacks-repo';
 import { createPool, type Db } from '../../src/adapters/db/pool';
 import {

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { errorBodySchema, idempotencyKeySchema } from '../payouts/schemas';
+import { errorBodySchema, idempotencyKeySchema } from '../payouts/payout.schemas';
 
 /**
  * What the route schemas cannot carry, added to the generated document: security, headers and the

@@ -29,7 +29,7 @@ import {
 import { payoutWorkflow } from '../../workflows/payout.workflow';
 import { payoutSearchAttributes, payoutSummary } from '../../workflows/search-attributes';
 import { quoteMinAmount, type MinAmountDeps } from '../quotes/min-amount';
-import type { CreatePayoutBody } from './schemas';
+import type { CreatePayoutBody } from './payout.schemas';
 
 export interface CreatePayoutDeps extends MinAmountDeps {
   db: Db;

@@ -9,8 +9,8 @@ import { cancelPayoutUpdate, PAYOUT_NOT_CANCELLABLE } from '../../workflows/payo
 import { partnerOf, type Authenticate } from '../auth';
 import { HttpError } from '../errors';
 import { CREATE_BUCKET } from '../rate-limit';
-import { cancelPayoutParamsSchema } from './cancel-schemas';
-import { errorBodySchema, idempotencyKeySchema, payoutResponseSchema } from './schemas';
+import { cancelPayoutParamsSchema } from './cancel.schemas';
+import { errorBodySchema, idempotencyKeySchema, payoutResponseSchema } from './payout.schemas';
 
 export interface PayoutCancelRoutesOptions {
   db: Db;

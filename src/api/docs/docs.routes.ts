@@ -4,7 +4,7 @@ import fastifySwaggerUi from '@fastify/swagger-ui';
 import fp from 'fastify-plugin';
 import { createJsonSchemaTransform, createJsonSchemaTransformObject } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { errorBodySchema, payoutResponseSchema } from '../payouts/schemas';
+import { errorBodySchema, payoutResponseSchema } from '../payouts/payout.schemas';
 import { describeCallbackWebhooks } from './callbacks';
 import { describeOperations } from './describe';
 

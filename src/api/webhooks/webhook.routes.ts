@@ -7,7 +7,7 @@ import { isWebhookTokenRecorded, recordWebhookToken } from '../../adapters/db/we
 import type { Metrics } from '../../observability/metrics';
 import { providerEventWorkflowId } from '../../workflows/provider-event.contract';
 import { providerEventWorkflow } from '../../workflows/provider-event.workflow';
-import { errorBodySchema } from '../payouts/schemas';
+import { errorBodySchema } from '../payouts/payout.schemas';
 import { HttpError } from '../errors';
 import { spendRateLimitToken } from '../throttle';
 

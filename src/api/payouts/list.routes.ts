@@ -10,8 +10,8 @@ import {
   listPayoutsQuerySchema,
   payoutListResponseSchema,
   STARTING_AFTER_UNKNOWN,
-} from './list-schemas';
-import { errorBodySchema } from './schemas';
+} from './list.schemas';
+import { errorBodySchema } from './payout.schemas';
 
 export interface PayoutListRoutesOptions {
   db: Db;

@@ -7,7 +7,7 @@ import { HttpError } from '../errors';
 import { READ_BUCKET } from '../rate-limit';
 import { loadPartnerPayout } from './load-payout';
 import { cachedQrRenderer, QR_FORMATS, qrCodeEtag, type QrFormat } from './qr-code';
-import { errorBodySchema, payoutIdParamsSchema } from './schemas';
+import { errorBodySchema, payoutIdParamsSchema } from './payout.schemas';
 
 export interface PayoutQrRoutesOptions {
   db: Db;

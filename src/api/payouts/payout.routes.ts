@@ -15,7 +15,7 @@ import {
   idempotencyKeySchema,
   payoutIdParamsSchema,
   payoutResponseSchema,
-} from './schemas';
+} from './payout.schemas';
 
 export interface PayoutRoutesOptions extends CreatePayoutDeps {
   db: Db;

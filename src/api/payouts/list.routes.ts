@@ -3,14 +3,9 @@ import { listPartnerPayouts } from '../../adapters/db/payouts-repo';
 import type { Db } from '../../adapters/db/pool';
 import { toPayoutResponse } from '../../domain/payout';
 import { partnerOf, type Authenticate } from '../auth';
-import { HttpError } from '../errors';
+import { API_ERRORS } from '../errors';
 import { READ_BUCKET } from '../rate-limit';
-import {
-  LIST_LIMIT_DEFAULT,
-  listPayoutsQuerySchema,
-  payoutListResponseSchema,
-  STARTING_AFTER_UNKNOWN,
-} from './list.schemas';
+import { LIST_LIMIT_DEFAULT, listPayoutsQuerySchema, payoutListResponseSchema } from './list.schemas';
 import { errorBodySchema } from './payout.schemas';
 
 export interface PayoutListRoutesOptions {
@@ -51,7 +46,7 @@ export const payoutListRoutes: FastifyPluginAsyncZod<PayoutListRoutesOptions> = 
         startingAfter: query.starting_after,
         limit: query.limit ?? LIST_LIMIT_DEFAULT,
       });
-      if (!page) throw new HttpError(400, STARTING_AFTER_UNKNOWN);
+      if (!page) throw API_ERRORS.startingAfterUnknown();
       return { data: page.payouts.map(toPayoutResponse), has_more: page.hasMore };
     },
   );

@@ -1,18 +1,17 @@
-import type { FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { Db } from '../../adapters/db/pool';
 import { findRecordedKey } from '../../adapters/db/idempotency-repo';
 import { toPayoutResponse } from '../../domain/payout';
 import { partnerOf, type Authenticate } from '../auth';
-import { HttpError } from '../errors';
+import { API_ERRORS } from '../errors';
 import { CREATE_BUCKET, READ_BUCKET } from '../rate-limit';
 import { createPayout, type CreatePayoutDeps } from './create-payout';
 import { parseJsonWithExactAmount } from './exact-json-body';
+import { idempotencyKeyOf } from './idempotency-key';
 import { loadPartnerPayout } from './load-payout';
 import {
   createPayoutBodySchema,
   errorBodySchema,
-  idempotencyKeySchema,
   payoutIdParamsSchema,
   payoutResponseSchema,
 } from './payout.schemas';
@@ -34,15 +33,6 @@ const errorResponses = {
   502: errorBodySchema,
   503: errorBodySchema,
 };
-
-/** The Idempotency-Key header, if any; 400 when it is not 1-255 printable ASCII characters. */
-function idempotencyKeyOf(request: FastifyRequest): string | undefined {
-  const raw = request.headers['idempotency-key'];
-  if (raw === undefined) return undefined;
-  const key = idempotencyKeySchema.safeParse(Array.isArray(raw) ? raw[0] : raw);
-  if (!key.success) throw new HttpError(400, key.error.issues[0]!.message);
-  return key.data;
-}
 
 /** POST /v1/payouts and GET /v1/payouts/{id} (docs/api.md). */
 export const payoutRoutes: FastifyPluginAsyncZod<PayoutRoutesOptions> = async (app, opts) => {
@@ -107,7 +97,7 @@ export const payoutRoutes: FastifyPluginAsyncZod<PayoutRoutesOptions> = async (a
     },
     async (request) => {
       const payout = await loadPartnerPayout(loadDeps, partnerOf(request).id, request.params.id);
-      if (!payout) throw new HttpError(404, 'payout not found');
+      if (!payout) throw API_ERRORS.payoutNotFound();
       return toPayoutResponse(payout);
     },
   );

@@ -5,6 +5,7 @@ import { randomUUID } from 'node:crypto';
 import type { Db } from '../adapters/db/pool';
 import type { ApiConfig } from '../config';
 import { parseDecimal } from '../domain/money';
+import type { SettlementNetwork } from '../domain/payout';
 import type { Logger } from '../observability/logger';
 import { ProbesAtDebug } from './probe-logging';
 import type { Metrics } from '../observability/metrics';
@@ -85,6 +86,11 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
     );
   });
 
+  const network: SettlementNetwork = {
+    name: config.SETTLEMENT_NETWORK_NAME,
+    chainId: config.EVM_CHAIN_ID,
+    explorerUrl: config.BLOCK_EXPLORER_URL,
+  };
   // One API-key check for every partner route: one failure bucket per client address, whatever the route.
   const authenticate = authenticatePartner(deps.db, {
     failuresPerMinute: config.AUTH_FAILURE_LIMIT_PER_MINUTE,
@@ -93,6 +99,7 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
   await app.register(payoutLogContext);
   await app.register(healthRoutes, { db: deps.db, temporal: deps.temporal });
   await app.register(payoutRoutes, {
+    network,
     db: deps.db,
     temporal: deps.temporal,
     taskQueue: config.TEMPORAL_TASK_QUEUE,
@@ -113,12 +120,14 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
     },
   });
   await app.register(payoutCancelRoutes, {
+    network,
     db: deps.db,
     temporal: deps.temporal,
     postRateLimitPerMinute: config.POST_RATE_LIMIT_PER_MINUTE,
     authenticate,
   });
   await app.register(payoutListRoutes, {
+    network,
     db: deps.db,
     readRateLimitPerMinute: config.READ_RATE_LIMIT_PER_MINUTE,
     authenticate,

@@ -8,6 +8,7 @@ import { assertSchemaCurrent } from '../adapters/db/migrate';
 import { createPool } from '../adapters/db/pool';
 import { createSecretBox, type SecretBox } from '../adapters/secrets/secret-box';
 import { loadWorkerConfig } from '../config';
+import type { SettlementNetwork } from '../domain/payout';
 import { activityMetricsInterceptor } from '../observability/activity-metrics';
 import { createLogger } from '../observability/logger';
 import { createMetrics } from '../observability/metrics';
@@ -24,7 +25,7 @@ import {
   type WorkerVersion,
 } from '../temporal/worker-versioning';
 import { workflowSource } from '../workflow-bundle';
-import { callbackSenderOptionsOf, measuredProvider, payloadKeysOf } from './wiring';
+import { callbackSenderOptionsOf, measuredProvider, payloadKeysOf, settlementNetworkOf } from './wiring';
 
 export interface PayoutWorkerOptions {
   connection: NativeConnection;
@@ -37,6 +38,8 @@ export interface PayoutWorkerOptions {
   workflowBundle?: WorkerOptions['workflowBundle'];
   /** Opens partners' callback secrets: the payload keys (src/adapters/secrets/secret-box.ts). */
   secrets: SecretBox;
+  /** What a COMPLETED payout's callback names of its chain. */
+  network: SettlementNetwork;
   /** Must match the clients' (payload encryption, see src/temporal/data-converter.ts). */
   dataConverter?: DataConverter;
   /** Sticky cache size (WORKER_MAX_CACHED_WORKFLOWS); the SDK's heap-based default when omitted. */
@@ -63,6 +66,7 @@ export function createPayoutWorker(opts: PayoutWorkerOptions): Promise<Worker> {
         logger: opts.deps.logger,
         sender: opts.callbacks ?? DEFAULT_CALLBACK_SENDER,
         secrets: opts.secrets,
+        network: opts.network,
       }),
     },
   });
@@ -116,6 +120,7 @@ export async function main(): Promise<void> {
     },
     callbacks: callbackSenderOptionsOf(config),
     secrets: createSecretBox(keys),
+    network: settlementNetworkOf(config),
     dataConverter: createDataConverter(keys),
     maxCachedWorkflows: config.WORKER_MAX_CACHED_WORKFLOWS,
     ...(version ? { version } : {}),

@@ -17,6 +17,7 @@ import { workflowBundle } from '../support/stack';
 import { createTimeSkippingEnv } from '../support/temporal';
 import { completedPayout, partnerWithCallback, testSecrets } from './fixtures';
 import { startReceiver, type Receiver } from './receiver';
+import { DEFAULT_NETWORK } from '../support/network';
 
 // The 24 h give-up with the production retry policy, on the Java test server: durable timers are
 // skipped, every attempt is still a real POST to a real receiver and a real row in PostgreSQL.
@@ -47,6 +48,7 @@ describe('callback delivery gives up after 24 h (time skipping)', () => {
       taskQueue,
       workflowBundle: await workflowBundle(),
       activities: createCallbackActivities({
+        network: DEFAULT_NETWORK,
         secrets: testSecrets,
         db,
         logger: createLogger({ level: 'silent', name: 'test' }),

@@ -28,7 +28,7 @@ import { createMetrics } from '../../src/observability/metrics';
 import { buildSandboxApp } from '../../dev/sandbox/app';
 import { loadSandboxConfig } from '../../dev/sandbox/config';
 import { createPayoutWorker } from '../../src/main/worker';
-import { callbackSenderOptionsOf, payloadKeysOf } from '../../src/main/wiring';
+import { callbackSenderOptionsOf, payloadKeysOf, settlementNetworkOf } from '../../src/main/wiring';
 import { testDatabaseUrl } from './env';
 import { startProviderProxy, type ProviderProxy } from './provider-proxy';
 import { createDevServerEnv } from './temporal';
@@ -256,6 +256,7 @@ export async function startStack(opts: StackOptions = {}): Promise<TestStack> {
         },
         callbacks: callbackSenderOptionsOf(config),
         secrets: createSecretBox(payloadKeysOf(config)),
+        network: settlementNetworkOf(config),
       });
       running = worker.run();
     };

@@ -12,9 +12,16 @@ const filesUnder = (dir: string): string[] =>
     .map((f) => path.join(dir, f));
 
 describe('file names', () => {
-  it('activities live in <name>.activities.ts (index.ts gathers them)', () => {
-    for (const file of filesUnder('activities').filter((f) => path.basename(f) !== 'index.ts'))
-      expect(file).toMatch(/\.activities\.ts$/);
+  it('a file that creates activities is <name>.activities.ts, and every such file does', () => {
+    for (const file of filesUnder('activities').filter((f) => path.basename(f) !== 'index.ts')) {
+      const createsActivities = /export function create\w*Activities\(/.test(
+        readFileSync(path.join(SRC, file), 'utf8'),
+      );
+      expect({ file, createsActivities }).toEqual({
+        file,
+        createsActivities: file.endsWith('.activities.ts'),
+      });
+    }
   });
 
   it('a file of the api that declares routes is <name>.routes.ts, and every such file does', () => {

@@ -3,7 +3,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { findPartnerPayout } from '../../adapters/db/payouts-repo';
 import type { Db } from '../../adapters/db/pool';
-import { isTerminal, toPayoutResponse, type PayoutRecord } from '../../domain/payout';
+import { isTerminal, toPayoutResponse, type PayoutRecord, type SettlementNetwork } from '../../domain/payout';
 import { cancelPayoutUpdate, PAYOUT_NOT_CANCELLABLE } from '../../workflows/payout.contract';
 import { partnerOf, type Authenticate } from '../auth';
 import { API_ERRORS } from '../errors';
@@ -13,6 +13,8 @@ import { idempotencyKeyOf } from './idempotency-key';
 import { errorBodySchema, payoutResponseSchema } from './payout.schemas';
 
 export interface PayoutCancelRoutesOptions {
+  /** What a COMPLETED payout names of its chain. */
+  network: SettlementNetwork;
   db: Db;
   temporal: Client;
   postRateLimitPerMinute: number;
@@ -66,7 +68,10 @@ export const payoutCancelRoutes: FastifyPluginAsyncZod<PayoutCancelRoutesOptions
 
       const answer = (payout: PayoutRecord) => {
         if (key !== undefined && wasCancelled(payout)) {
-          return reply.code(200).header('idempotent-replayed', 'true').send(toPayoutResponse(payout));
+          return reply
+            .code(200)
+            .header('idempotent-replayed', 'true')
+            .send(toPayoutResponse(payout, opts.network));
         }
         throw API_ERRORS.payoutFinal(payout.status);
       };
@@ -97,7 +102,7 @@ export const payoutCancelRoutes: FastifyPluginAsyncZod<PayoutCancelRoutesOptions
         request.log.warn({ err, payoutId: readModel.id }, 'cancel not decided in time');
         throw API_ERRORS.providerUnavailable();
       }
-      return reply.code(200).send(toPayoutResponse(cancelled));
+      return reply.code(200).send(toPayoutResponse(cancelled, opts.network));
     },
   );
 };

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { listPartnerPayouts } from '../../adapters/db/payouts-repo';
 import type { Db } from '../../adapters/db/pool';
-import { toPayoutResponse } from '../../domain/payout';
+import { toPayoutResponse, type SettlementNetwork } from '../../domain/payout';
 import { partnerOf, type Authenticate } from '../auth';
 import { API_ERRORS } from '../errors';
 import { READ_BUCKET } from '../rate-limit';
@@ -9,6 +9,8 @@ import { LIST_LIMIT_DEFAULT, listPayoutsQuerySchema, payoutListResponseSchema } 
 import { errorBodySchema } from './payout.schemas';
 
 export interface PayoutListRoutesOptions {
+  /** What a COMPLETED payout names of its chain. */
+  network: SettlementNetwork;
   db: Db;
   readRateLimitPerMinute: number;
   /** The one X-Api-Key check of the api (built once in app.ts). */
@@ -47,7 +49,7 @@ export const payoutListRoutes: FastifyPluginAsyncZod<PayoutListRoutesOptions> = 
         limit: query.limit ?? LIST_LIMIT_DEFAULT,
       });
       if (!page) throw API_ERRORS.startingAfterUnknown();
-      return { data: page.payouts.map(toPayoutResponse), has_more: page.hasMore };
+      return { data: page.payouts.map((p) => toPayoutResponse(p, opts.network)), has_more: page.hasMore };
     },
   );
 };

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { Db } from '../../adapters/db/pool';
 import { findRecordedKey } from '../../adapters/db/idempotency-repo';
-import { toPayoutResponse } from '../../domain/payout';
+import { toPayoutResponse, type SettlementNetwork } from '../../domain/payout';
 import { partnerOf, type Authenticate } from '../auth';
 import { API_ERRORS } from '../errors';
 import { CREATE_BUCKET, READ_BUCKET } from '../rate-limit';
@@ -17,6 +17,8 @@ import {
 } from './payout.schemas';
 
 export interface PayoutRoutesOptions extends CreatePayoutDeps {
+  /** What a COMPLETED payout names of its chain. */
+  network: SettlementNetwork;
   db: Db;
   maxAmountCentavos: bigint;
   postRateLimitPerMinute: number;
@@ -43,7 +45,7 @@ export const payoutRoutes: FastifyPluginAsyncZod<PayoutRoutesOptions> = async (a
     const payout = await loadPartnerPayout(loadDeps, partnerId, payoutId);
     if (!payout)
       throw new Error(`idempotency key maps to payout ${payoutId}, which is not in the read model`);
-    return toPayoutResponse(payout);
+    return toPayoutResponse(payout, opts.network);
   };
 
   app.post(
@@ -76,7 +78,7 @@ export const payoutRoutes: FastifyPluginAsyncZod<PayoutRoutesOptions> = async (a
           .header('idempotent-replayed', 'true')
           .send(await replay(partner.id, result.payoutId));
       }
-      return reply.code(201).send(toPayoutResponse(result.payout));
+      return reply.code(201).send(toPayoutResponse(result.payout, opts.network));
     },
   );
 
@@ -98,7 +100,7 @@ export const payoutRoutes: FastifyPluginAsyncZod<PayoutRoutesOptions> = async (a
     async (request) => {
       const payout = await loadPartnerPayout(loadDeps, partnerOf(request).id, request.params.id);
       if (!payout) throw API_ERRORS.payoutNotFound();
-      return toPayoutResponse(payout);
+      return toPayoutResponse(payout, opts.network);
     },
   );
 };

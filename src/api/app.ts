@@ -95,7 +95,7 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
   const authenticate = authenticatePartner(deps.db, {
     failuresPerMinute: config.AUTH_FAILURE_LIMIT_PER_MINUTE,
   });
-  await app.register(apiDocs, { publicBaseUrl: config.PUBLIC_BASE_URL });
+  await app.register(apiDocs, { publicBaseUrl: config.PUBLIC_BASE_URL, network });
   await app.register(payoutLogContext);
   await app.register(healthRoutes, { db: deps.db, temporal: deps.temporal });
   await app.register(payoutRoutes, {

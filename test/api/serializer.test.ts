@@ -61,7 +61,7 @@ describe('toPayoutResponse', () => {
     },
   );
 
-  it('COMPLETED carries the settlement, as JSON numbers, on the default network (docs/decisions.md D23)', () => {
+  it('COMPLETED carries the settlement, as JSON numbers, on the default network (docs/decisions.md D41)', () => {
     expect(toPayoutResponse(recordWith('COMPLETED'), DEFAULT_NETWORK)).toMatchObject({
       amount_brl: 100,
       min_amount_usdt: 17.152658,

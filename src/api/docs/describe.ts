@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { API_ERRORS, type HttpError } from '../errors';
 import { errorBodySchema, idempotencyKeySchema } from '../payouts/payout.schemas';
 
 /**
@@ -59,27 +60,29 @@ const REQUEST_ID = {
   },
 };
 
+/** A message of the api's one table of errors, quoted. */
+const quoted = (error: HttpError) => `\`${error.message}\``;
+
 /** Every status any route may answer, with its meaning; exact messages where they are fixed. */
 const STATUS_MEANING: Record<string, string> = {
   '200': 'OK',
   '201': 'Created',
   '400':
     'Invalid request; the message names the field at fault (e.g. `amount_brl must be > 0`, ' +
-    '`receiver_wallet is required`, `pix_key is not a valid CPF key`), or `invalid JSON body`',
-  '401': 'Missing API key (`missing X-API-Key header`) or invalid/disabled key (`invalid API key`)',
-  '404': '`not found`',
-  '409': '`idempotency conflict`',
-  '413': 'Body over 16 KiB: `request body too large (limit 16 KiB)`',
-  '415': '`content-type must be application/json`',
+    `\`receiver_wallet is required\`, \`pix_key is not a valid CPF key\`), or ${quoted(API_ERRORS.invalidJsonBody())}`,
+  '401': `Missing API key (${quoted(API_ERRORS.missingApiKey())}) or invalid/disabled key (${quoted(API_ERRORS.invalidApiKey())})`,
+  '404': quoted(API_ERRORS.notFound()),
+  '409': quoted(API_ERRORS.idempotencyConflict()),
+  '413': `Body over 16 KiB: ${quoted(API_ERRORS.bodyTooLarge())}`,
+  '415': quoted(API_ERRORS.unsupportedMediaType()),
   '429':
-    'Rate limit exceeded: `rate limit exceeded, retry after 60 seconds`, with `Retry-After: 60`. Counted per ' +
+    `Rate limit exceeded: ${quoted(API_ERRORS.rateLimited())}, with \`Retry-After: 60\`. Counted per ` +
     'API key, and per client address for failed API keys (a valid key is never refused by the latter)',
-  '500': 'Unexpected error: `internal error` (no details are ever returned; quote X-Request-Id to support)',
-  '502':
-    'The payment provider could not create the PIX charge: `payment provider could not create the PIX charge, retry later`',
+  '500': `Unexpected error: ${quoted(API_ERRORS.internalError())} (no details are ever returned; quote X-Request-Id to support)`,
+  '502': `The payment provider could not create the PIX charge: ${quoted(API_ERRORS.chargeRefused())}`,
   '503':
-    'Temporarily unavailable, retry later: no exchange rate (`quote unavailable, retry later`) or ' +
-    'the provider is slow to create the charge (`payment provider unavailable, retry later`)',
+    `Temporarily unavailable, retry later: no exchange rate (${quoted(API_ERRORS.quoteUnavailable())}) or ` +
+    `the provider is slow to create the charge (${quoted(API_ERRORS.providerUnavailable())})`,
 };
 
 const PATH_PARAMETERS: Record<string, string> = {

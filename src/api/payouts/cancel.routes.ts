@@ -33,7 +33,7 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
  * Idempotency: a successful cancel leaves its own record, the payout FAILED `cancelled`, which never
  * changes again. A request with an Idempotency-Key that finds its payout so answers that payout again
  * (200, `Idempotent-Replayed: true`) instead of 409; a refused cancel changed nothing, so asking again
- * is safe with or without a key (docs/decisions.md D12).
+ * is safe with or without a key (docs/decisions.md D38).
  */
 export const payoutCancelRoutes: FastifyPluginAsyncZod<PayoutCancelRoutesOptions> = async (app, opts) => {
   const decisionWaitMs = opts.decisionWaitMs ?? 20_000;

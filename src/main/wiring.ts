@@ -7,7 +7,7 @@ import type { ApiConfig, WorkerConfig } from '../config';
 import type { SettlementNetwork } from '../domain/payout';
 import type { Metrics } from '../observability/metrics';
 
-/** Settings turned into the adapters' own options the same way by every process that needs them. */
+// Settings turned into the adapters' own options the same way by every process that needs them.
 
 /** The provider client as the api and the worker run it: configured, with its calls measured. */
 export function measuredProvider(

@@ -120,8 +120,8 @@ export default tseslint.config(
               message: 'workflows do no I/O',
             },
             {
-              group: ['**/activities/*', '!**/activities/types'],
-              message: 'import activity types only',
+              group: ['**/activities/*', '!**/activities/failure-types'],
+              message: 'import activity types only (and the failure types they throw)',
               allowTypeImports: true,
             },
             noDev,
@@ -144,6 +144,20 @@ export default tseslint.config(
               message: 'domain is pure: no I/O, nothing of the project',
             },
           ],
+        },
+      ],
+    },
+  },
+  {
+    // Every error answer is worded in the one table of src/api/errors.ts (API_ERRORS).
+    files: ['src/**/*.ts'],
+    ignores: ['src/api/errors.ts'],
+    rules: {
+      'no-restricted-syntax': [
+        'error',
+        {
+          selector: "NewExpression[callee.name='HttpError']",
+          message: 'answer with an entry of API_ERRORS (src/api/errors.ts), the one table of error messages',
         },
       ],
     },

@@ -110,6 +110,10 @@ const VARIABLES = {
 
   EVM_RPC_URL: z.url().default('http://127.0.0.1:8545'),
   EVM_CHAIN_ID: int(42161, 1),
+  // How a COMPLETED payout names its chain to partners (docs/api.md "The Payout object").
+  SETTLEMENT_NETWORK_NAME: z.string().min(1).default('Arbitrum One'),
+  // The block explorer of EVM_CHAIN_ID: a transfer's link is <url>/tx/<hash>.
+  BLOCK_EXPLORER_URL: z.url().default('https://arbiscan.io'),
   // Tether's USDT on Arbitrum One; the local launcher overrides it with its test token.
   USDT_CONTRACT_ADDRESS: hex.default('0xFd086bC7CD5C481DCC9C85ebE478A1C0b69FCbb9'),
   TREASURY_PRIVATE_KEY: optional(hex),
@@ -184,6 +188,8 @@ const TEMPORAL_CONNECTION = [
 const PAYLOAD_KEYS = ['NODE_ENV', 'PAYLOAD_ENCRYPTION_KEY', 'PAYLOAD_ENCRYPTION_PREVIOUS_KEYS'] as const;
 const DATABASE = ['DATABASE_URL', 'DATABASE_POOL_SIZE'] as const;
 const PROVIDER_CLIENT = ['PROVIDER_API_URL', 'PROVIDER_API_KEY', 'PROVIDER_TIMEOUT_MS'] as const;
+// What a COMPLETED payout shows of its chain, wherever a payout is answered.
+const SETTLEMENT_NETWORK = ['EVM_CHAIN_ID', 'SETTLEMENT_NETWORK_NAME', 'BLOCK_EXPLORER_URL'] as const;
 
 const API = [
   'LOG_LEVEL',
@@ -205,7 +211,7 @@ const API = [
   'SETTLEMENT_TIMEOUT_SECONDS',
   'SETTLEMENT_MODE',
   'SETTLEMENT_CONFIRMATIONS',
-  'EVM_CHAIN_ID',
+  ...SETTLEMENT_NETWORK,
   // Screening at POST reads the token's blocklist and the oracle on chain.
   'EVM_RPC_URL',
   'USDT_CONTRACT_ADDRESS',
@@ -237,7 +243,7 @@ const WORKER = [
   // Read to refuse a start in treasury mode without the key the transfers need.
   'SETTLEMENT_MODE',
   'EVM_RPC_URL',
-  'EVM_CHAIN_ID',
+  ...SETTLEMENT_NETWORK,
   'USDT_CONTRACT_ADDRESS',
   'TREASURY_PRIVATE_KEY',
   'TREASURY_REPRICE_AFTER_SECONDS',
@@ -257,13 +263,22 @@ const ADMIN_DATABASE = ['DATABASE_URL'] as const;
 const ADMIN_TEMPORAL = [...TEMPORAL_CONNECTION, 'TEMPORAL_WORKER_DEPLOYMENT_NAME'] as const;
 const ADMIN_PAYLOAD_KEYS = PAYLOAD_KEYS;
 const ADMIN_CALLBACKS = [...PAYLOAD_KEYS, 'CALLBACK_ALLOW_PRIVATE_NETWORKS'] as const;
+const ADMIN_PAYOUTS = SETTLEMENT_NETWORK;
 
 /** Which process reads which variable (docs/configuration.md says the same). */
 export const PROCESS_VARIABLES: Record<'api' | 'worker' | 'migrate' | 'admin', readonly Variable[]> = {
   api: API,
   worker: WORKER,
   migrate: MIGRATE,
-  admin: [...new Set([...ADMIN_DATABASE, ...ADMIN_TEMPORAL, ...ADMIN_PAYLOAD_KEYS, ...ADMIN_CALLBACKS])],
+  admin: [
+    ...new Set([
+      ...ADMIN_DATABASE,
+      ...ADMIN_TEMPORAL,
+      ...ADMIN_PAYLOAD_KEYS,
+      ...ADMIN_CALLBACKS,
+      ...ADMIN_PAYOUTS,
+    ]),
+  ],
 };
 
 /** Every variable some process reads (docker-compose.yml is checked against it). */
@@ -345,6 +360,7 @@ export const loadAdminDatabaseConfig = loaderOf(ADMIN_DATABASE);
 export const loadAdminTemporalConfig = loaderOf(ADMIN_TEMPORAL);
 export const loadAdminPayloadKeysConfig = loaderOf(ADMIN_PAYLOAD_KEYS);
 export const loadAdminCallbacksConfig = loaderOf(ADMIN_CALLBACKS);
+export const loadAdminPayoutsConfig = loaderOf(ADMIN_PAYOUTS);
 
 export type ApiConfig = ReturnType<typeof loadApiConfig>;
 export type WorkerConfig = ReturnType<typeof loadWorkerConfig>;

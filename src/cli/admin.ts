@@ -14,7 +14,7 @@ import { callbackSecretProblem, generateCallbackSecret } from '../adapters/callb
 import type { SecretBox } from '../adapters/secrets/secret-box';
 import { listRefundCases, resolveRefundCase, type RefundCase } from '../adapters/db/refund-cases-repo';
 import type { Db } from '../adapters/db/pool';
-import { PAYOUT_STATUSES, toPayoutResponse } from '../domain/payout';
+import { PAYOUT_STATUSES, toPayoutResponse, type SettlementNetwork } from '../domain/payout';
 import {
   ApplicationFailure,
   WorkflowNotFoundError,
@@ -64,7 +64,7 @@ interface DbCommand extends CommandInfo {
    * Checks the options (a UsageError before any database work) and returns the work itself, whose
    * result is printed as JSON.
    */
-  plan(values: Values): (db: Db, callbacks: AdminResources['callbacks']) => Promise<unknown>;
+  plan(values: Values): (db: Db, context: CommandContext) => Promise<unknown>;
 }
 
 /** The Temporal side of a command: the namespace and the worker deployment of the configuration. */
@@ -83,7 +83,7 @@ interface TemporalCommand extends CommandInfo {
 /** A command on a payout's workflow: the database finds it, Temporal carries the decision to it. */
 interface PayoutWorkflowCommand extends CommandInfo {
   uses: 'database+temporal';
-  plan(values: Values): (db: Db, temporal: Client) => Promise<unknown>;
+  plan(values: Values): (db: Db, temporal: Client, context: CommandContext) => Promise<unknown>;
 }
 
 type Command = DbCommand | TemporalCommand | PayoutWorkflowCommand;
@@ -98,7 +98,12 @@ export interface AdminResources {
   withClient(work: (client: Client) => Promise<unknown>): Promise<unknown>;
   /** The callback URL rules the worker sends by, and the box that seals callback secrets. */
   callbacks(): { policy: CallbackUrlPolicy; secrets: SecretBox };
+  /** What a COMPLETED payout names of its chain, as the api shows it. */
+  network(): SettlementNetwork;
 }
+
+/** What a command may also ask for, configured only when it does. */
+type CommandContext = Pick<AdminResources, 'callbacks' | 'network'>;
 
 const INVOCATION = 'npm run --silent admin --';
 const str: OptionSpec = { type: 'string' };
@@ -228,7 +233,7 @@ const COMMANDS: Record<string, Command> = {
         throw new UsageError('--url must be an http(s) URL');
       }
       const fromStdin = values['secret-stdin'] === true;
-      return async (db, callbacks) => {
+      return async (db, { callbacks }) => {
         const { policy, secrets } = callbacks();
         // The send-time guard, applied here too: a URL the worker would refuse is refused up front.
         // A name that does not resolve yet is accepted (the partner may still be setting up DNS):
@@ -254,7 +259,7 @@ const COMMANDS: Record<string, Command> = {
     options: { id: str },
     plan(values) {
       const id = requirePartnerId(values);
-      return async (db, callbacks) => {
+      return async (db, { callbacks }) => {
         found(await setPartnerCallback(db, id, null, callbacks().secrets), id);
         return { partner_id: id, callback_url: null };
       };
@@ -326,13 +331,14 @@ const COMMANDS: Record<string, Command> = {
         startingAfter: startingAfter === undefined ? undefined : String(startingAfter).trim().toLowerCase(),
         limit: countOption(values, 'limit', 20, 500),
       };
-      return async (db) => {
+      return async (db, { network }) => {
         const page = await listPartnerPayouts(db, query);
         if (!page) throw new Error(`no payout ${query.startingAfter} of partner ${query.partnerId}`);
+        const shown = network();
         return {
           partner_id: query.partnerId,
           payouts: page.payouts.map((p) => ({
-            ...toPayoutResponse(p),
+            ...toPayoutResponse(p, shown),
             ...(p.failureReason ? { failure_reason: p.failureReason } : {}),
           })),
           has_more: page.hasMore,
@@ -399,7 +405,7 @@ const COMMANDS: Record<string, Command> = {
         if (units <= 0n) throw new UsageError('--amount-usdt must be positive');
         Object.assign(input, { txHash: txHash as `0x${string}`, amountUsdtUnits: units.toString() });
       }
-      return async (db, temporal) => {
+      return async (db, temporal, { network }) => {
         const location = await findPayoutLocation(db, id.toLowerCase());
         if (location === null) throw new Error(`no payout ${id}`);
         try {
@@ -408,7 +414,7 @@ const COMMANDS: Record<string, Command> = {
             // The same command sent again (a retry after a timeout) is the same update, decided once.
             .executeUpdate(resolvePayoutUpdate, { args: [input], updateId: decisionUpdateId(id, input) });
           return {
-            ...toPayoutResponse(ended),
+            ...toPayoutResponse(ended, network()),
             ...(ended.failureReason ? { failure_reason: ended.failureReason } : {}),
           };
         } catch (err) {
@@ -682,16 +688,16 @@ export async function runAdmin(argv: string[], resources: AdminResources): Promi
       process.stdout.write(`${commandHelp(name)}\n`);
       return 0;
     }
-    const { withDatabase, withTemporal, withClient, callbacks } = resources;
+    const { withDatabase, withTemporal, withClient, callbacks, network } = resources;
     if (command.uses === 'temporal') {
       const work = command.plan(values);
       execute = () => withTemporal(work);
     } else if (command.uses === 'database+temporal') {
       const work = command.plan(values);
-      execute = () => withDatabase((db) => withClient((client) => work(db, client)));
+      execute = () => withDatabase((db) => withClient((client) => work(db, client, { callbacks, network })));
     } else {
       const work = command.plan(values);
-      execute = () => withDatabase((db) => work(db, callbacks));
+      execute = () => withDatabase((db) => work(db, { callbacks, network }));
     }
   } catch (err) {
     throw new UsageError(`${(err as Error).message}\n\n${commandHelp(name)}`);

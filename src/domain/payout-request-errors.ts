@@ -53,7 +53,7 @@ export class ChargeTimeoutError extends PayoutRequestError {
 }
 
 /**
- * Screening flagged the receiver (docs/decisions.md D36): the issuer's block is named to the partner,
+ * Screening flagged the receiver (docs/decisions.md D45): the issuer's block is named to the partner,
  * a sanctions list or the operators' denylist never is.
  */
 export class ReceiverRefusedError extends PayoutRequestError {

@@ -4,11 +4,16 @@ import type { PixKeyType } from './pix-key';
 export const PAYOUT_STATUSES = ['PENDING', 'PROCESSING', 'COMPLETED', 'FAILED'] as const;
 export type PayoutStatus = (typeof PAYOUT_STATUSES)[number];
 
-export const SETTLEMENT_NETWORK = {
-  name: 'Arbitrum One',
-  chainId: 42161,
-  explorerTxUrl: (txHash: string) => `https://arbiscan.io/tx/${txHash}`,
-} as const;
+/**
+ * The chain payouts settle on, as a COMPLETED payout shows it: the settings EVM_CHAIN_ID,
+ * SETTLEMENT_NETWORK_NAME and BLOCK_EXPLORER_URL of the process that answers.
+ */
+export interface SettlementNetwork {
+  name: string;
+  chainId: number;
+  /** The block explorer; a transfer is at `<explorerUrl>/tx/<hash>`. */
+  explorerUrl: string;
+}
 
 export type FailureReason =
   | 'charge_creation_failed'
@@ -86,7 +91,7 @@ export interface PayoutResponse {
  * on COMPLETED payouts (docs/decisions.md D17): a FAILED payout keeps the initial
  * empty values even when it had been paid.
  */
-export function toPayoutResponse(p: PayoutRecord): PayoutResponse {
+export function toPayoutResponse(p: PayoutRecord, network: SettlementNetwork): PayoutResponse {
   const settled = p.status === 'COMPLETED';
   const response: PayoutResponse = {
     id: p.id,
@@ -99,10 +104,10 @@ export function toPayoutResponse(p: PayoutRecord): PayoutResponse {
     pix_key_type: p.pixKeyType,
     receiver_wallet: p.receiverWallet,
     pix_copy_paste: p.pixCopyPaste,
-    blockchain_network: settled ? SETTLEMENT_NETWORK.name : '',
-    blockchain_chain_id: settled ? SETTLEMENT_NETWORK.chainId : 0,
+    blockchain_network: settled ? network.name : '',
+    blockchain_chain_id: settled ? network.chainId : 0,
     blockchain_tx_id: settled ? p.blockchainTxId : '',
-    block_explorer_url: settled ? SETTLEMENT_NETWORK.explorerTxUrl(p.blockchainTxId) : '',
+    block_explorer_url: settled ? `${network.explorerUrl.replace(/\/+$/, '')}/tx/${p.blockchainTxId}` : '',
     created_at: p.createdAt,
     updated_at: p.updatedAt,
   };

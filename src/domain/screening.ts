@@ -1,5 +1,5 @@
 /**
- * Receiver screening (docs/decisions.md D36): the wallet a payout pays is checked against the token
+ * Receiver screening (docs/decisions.md D45): the wallet a payout pays is checked against the token
  * issuer's blocklist, a sanctions oracle and the operators' denylist, at POST and again right before
  * the USDT is requested or signed. A transfer TO a wallet the issuer blocked succeeds on chain, and the
  * issuer can then burn it, so the chain itself never refuses what screening must.

@@ -7,11 +7,12 @@ import {
   loadAdminCallbacksConfig,
   loadAdminDatabaseConfig,
   loadAdminPayloadKeysConfig,
+  loadAdminPayoutsConfig,
   loadAdminTemporalConfig,
 } from '../config';
 import { connectClient, temporalConnectionOptions } from '../temporal/connection';
 import { createDataConverter } from '../temporal/data-converter';
-import { callbackUrlPolicyOf, payloadKeysOf } from './wiring';
+import { callbackUrlPolicyOf, payloadKeysOf, settlementNetworkOf } from './wiring';
 
 /**
  * The admin CLI process. Each command configures only what it uses: `partner create` reads
@@ -57,6 +58,7 @@ const resources: AdminResources = {
     const config = loadAdminCallbacksConfig();
     return { policy: callbackUrlPolicyOf(config), secrets: createSecretBox(payloadKeysOf(config)) };
   },
+  network: () => settlementNetworkOf(loadAdminPayoutsConfig()),
 };
 
 // exitCode rather than exit(): the process ends once stdout has drained.

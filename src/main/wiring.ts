@@ -4,11 +4,12 @@ import { createHttpProvider } from '../adapters/provider/http-provider';
 import type { PaymentProvider } from '../adapters/provider/types';
 import { payloadKeys, type PayloadKeys } from '../adapters/secrets/payload-keys';
 import type { ApiConfig, WorkerConfig } from '../config';
+import type { SettlementNetwork } from '../domain/payout';
 import type { Metrics } from '../observability/metrics';
 import type { Db } from '../adapters/db/pool';
 import { createChainAndDenylistScreening } from '../adapters/screening/receiver-screening';
 
-/** Settings turned into the adapters' own options the same way by every process that needs them. */
+// Settings turned into the adapters' own options the same way by every process that needs them.
 
 /** The provider client as the api and the worker run it: configured, with its calls measured. */
 export function measuredProvider(
@@ -49,6 +50,19 @@ export function callbackSenderOptionsOf(
   config: Pick<WorkerConfig, 'NODE_ENV' | 'CALLBACK_ALLOW_PRIVATE_NETWORKS' | 'CALLBACK_TIMEOUT_MS'>,
 ): CallbackSenderOptions {
   return { ...callbackUrlPolicyOf(config), timeoutMs: config.CALLBACK_TIMEOUT_MS };
+}
+
+/** What a COMPLETED payout names of its chain, in answers, callbacks and the admin CLI alike. */
+export function settlementNetworkOf(config: {
+  EVM_CHAIN_ID: number;
+  SETTLEMENT_NETWORK_NAME: string;
+  BLOCK_EXPLORER_URL: string;
+}): SettlementNetwork {
+  return {
+    name: config.SETTLEMENT_NETWORK_NAME,
+    chainId: config.EVM_CHAIN_ID,
+    explorerUrl: config.BLOCK_EXPLORER_URL,
+  };
 }
 
 /** Runs a process's main: a failure to start or to stop is one line on stderr and exit code 1. */

@@ -1,13 +1,14 @@
 import type { DataConverter } from '@temporalio/common';
 import { Worker, type NativeConnection, type WorkerOptions } from '@temporalio/worker';
 import { createActivities, type ActivityDeps } from '../activities';
-import { createCallbackActivities } from '../activities/callback-activities';
+import { createCallbackActivities } from '../activities/callback.activities';
 import { DEFAULT_CALLBACK_SENDER, type CallbackSenderOptions } from '../adapters/callbacks/http-sender';
 import { createUsdtLedger } from '../adapters/chain/usdt-ledger';
 import { assertSchemaCurrent } from '../adapters/db/migrate';
 import { createPool } from '../adapters/db/pool';
 import { createSecretBox, type SecretBox } from '../adapters/secrets/secret-box';
 import { loadWorkerConfig } from '../config';
+import type { SettlementNetwork } from '../domain/payout';
 import { activityMetricsInterceptor } from '../observability/activity-metrics';
 import { createLogger } from '../observability/logger';
 import { createMetrics } from '../observability/metrics';
@@ -24,7 +25,13 @@ import {
   type WorkerVersion,
 } from '../temporal/worker-versioning';
 import { workflowSource } from '../workflow-bundle';
-import { callbackSenderOptionsOf, measuredProvider, payloadKeysOf, screeningOf } from './wiring';
+import {
+  callbackSenderOptionsOf,
+  measuredProvider,
+  payloadKeysOf,
+  screeningOf,
+  settlementNetworkOf,
+} from './wiring';
 import { reportScreeningSources } from '../adapters/screening/receiver-screening';
 
 export interface PayoutWorkerOptions {
@@ -38,6 +45,8 @@ export interface PayoutWorkerOptions {
   workflowBundle?: WorkerOptions['workflowBundle'];
   /** Opens partners' callback secrets: the payload keys (src/adapters/secrets/secret-box.ts). */
   secrets: SecretBox;
+  /** What a COMPLETED payout's callback names of its chain. */
+  network: SettlementNetwork;
   /** Must match the clients' (payload encryption, see src/temporal/data-converter.ts). */
   dataConverter?: DataConverter;
   /** Sticky cache size (WORKER_MAX_CACHED_WORKFLOWS); the SDK's heap-based default when omitted. */
@@ -64,6 +73,7 @@ export function createPayoutWorker(opts: PayoutWorkerOptions): Promise<Worker> {
         logger: opts.deps.logger,
         sender: opts.callbacks ?? DEFAULT_CALLBACK_SENDER,
         secrets: opts.secrets,
+        network: opts.network,
       }),
     },
   });
@@ -120,6 +130,7 @@ export async function main(): Promise<void> {
     },
     callbacks: callbackSenderOptionsOf(config),
     secrets: createSecretBox(keys),
+    network: settlementNetworkOf(config),
     dataConverter: createDataConverter(keys),
     maxCachedWorkflows: config.WORKER_MAX_CACHED_WORKFLOWS,
     ...(version ? { version } : {}),

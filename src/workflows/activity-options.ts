@@ -7,6 +7,7 @@ import {
   type ActivityOptions,
   type LocalActivityOptions,
 } from '@temporalio/workflow';
+import { CHAIN_REJECTED, PROVIDER_REJECTED } from '../activities/failure-types';
 
 /**
  * An operator's decision cancels the step that waits for proof; a running attempt is then waited for,
@@ -28,7 +29,7 @@ export const CHARGE_CREATION: ActivityOptions = {
   retry: {
     initialInterval: '1 second',
     maximumInterval: '10 seconds',
-    nonRetryableErrorTypes: ['ProviderRejected'],
+    nonRetryableErrorTypes: [PROVIDER_REJECTED],
   },
 };
 
@@ -42,7 +43,7 @@ export const CHARGE_RECONCILIATION: ActivityOptions = {
   retry: {
     initialInterval: '2 seconds',
     maximumInterval: '1 minute',
-    nonRetryableErrorTypes: ['ProviderRejected'],
+    nonRetryableErrorTypes: [PROVIDER_REJECTED],
   },
 };
 
@@ -64,7 +65,7 @@ export const NOTIFICATION_FETCH: ActivityOptions = {
   retry: {
     initialInterval: '1 second',
     maximumInterval: '5 minutes',
-    nonRetryableErrorTypes: ['ProviderRejected'],
+    nonRetryableErrorTypes: [PROVIDER_REJECTED],
   },
 };
 
@@ -82,7 +83,7 @@ export const TREASURY_TRANSFER: ActivityOptions = {
     initialInterval: '2 seconds',
     backoffCoefficient: 1.5,
     maximumInterval: '1 minute',
-    nonRetryableErrorTypes: ['ChainRejected'],
+    nonRetryableErrorTypes: [CHAIN_REJECTED],
   },
 };
 
@@ -107,7 +108,7 @@ export const PROOF_ROUND: ActivityOptions = {
     initialInterval: '2 seconds',
     backoffCoefficient: 1.5,
     maximumInterval: '1 minute',
-    nonRetryableErrorTypes: ['ProviderRejected', 'ChainRejected'],
+    nonRetryableErrorTypes: [PROVIDER_REJECTED, CHAIN_REJECTED],
   },
 };
 

@@ -2,7 +2,7 @@ import { generateCallbackSecret } from '../../src/adapters/callbacks/signature';
 import { randomUUID } from 'node:crypto';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Worker } from '@temporalio/worker';
-import { createCallbackActivities } from '../../src/activities/callback-activities';
+import { createCallbackActivities } from '../../src/activities/callback.activities';
 import { listCallbackEvents } from '../../src/adapters/db/callbacks-repo';
 import { createPool, type Db } from '../../src/adapters/db/pool';
 import {
@@ -17,6 +17,7 @@ import { workflowBundle } from '../support/stack';
 import { createTimeSkippingEnv } from '../support/temporal';
 import { completedPayout, partnerWithCallback, testSecrets } from './fixtures';
 import { startReceiver, type Receiver } from './receiver';
+import { DEFAULT_NETWORK } from '../support/network';
 
 // The 24 h give-up with the production retry policy, on the Java test server: durable timers are
 // skipped, every attempt is still a real POST to a real receiver and a real row in PostgreSQL.
@@ -47,6 +48,7 @@ describe('callback delivery gives up after 24 h (time skipping)', () => {
       taskQueue,
       workflowBundle: await workflowBundle(),
       activities: createCallbackActivities({
+        network: DEFAULT_NETWORK,
         secrets: testSecrets,
         db,
         logger: createLogger({ level: 'silent', name: 'test' }),

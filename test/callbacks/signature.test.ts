@@ -15,6 +15,7 @@ import {
   resolveCallbackRetry,
 } from '../../src/domain/callback-event';
 import { toPayoutResponse, type PayoutRecord } from '../../src/domain/payout';
+import { DEFAULT_NETWORK } from '../support/network';
 
 const secret = generateCallbackSecret();
 const body = JSON.stringify({ event: 'payout.completed', payout: { id: 'p1', pix_key: 'joão@example.com' } });
@@ -127,8 +128,11 @@ describe('callback event', () => {
   });
 
   it('carries the payout in the one partner-facing shape, without internal fields', () => {
-    const parsed = JSON.parse(callbackBody('payout.completed', record)) as Record<string, unknown>;
-    expect(parsed).toEqual({ event: 'payout.completed', payout: toPayoutResponse(record) });
+    const parsed = JSON.parse(callbackBody('payout.completed', record, DEFAULT_NETWORK)) as Record<
+      string,
+      unknown
+    >;
+    expect(parsed).toEqual({ event: 'payout.completed', payout: toPayoutResponse(record, DEFAULT_NETWORK) });
     expect(JSON.stringify(parsed)).not.toMatch(/providerChargeId|chg_1|version/);
   });
 

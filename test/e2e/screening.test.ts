@@ -17,7 +17,7 @@ const SCREENING_FAILED = 'receiver_wallet failed compliance screening';
 
 const freshWallet = () => privateKeyToAddress(generatePrivateKey());
 
-// Receiver screening on real servers (docs/decisions.md D36): the test token's issuer blocklist and
+// Receiver screening on real servers (docs/decisions.md D45): the test token's issuer blocklist and
 // the test sanctions oracle on anvil, the operators' denylist in PostgreSQL.
 describe('receiver screening (dev server, PostgreSQL, anvil, sandbox, worker, api)', () => {
   for (const mode of ['provider', 'treasury'] as const) {

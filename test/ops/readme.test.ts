@@ -1,6 +1,7 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { parse } from 'yaml';
+import { API_ERRORS, type HttpError } from '../../src/api/errors';
 import {
   CONFIG_KEYS,
   loadAdminCallbacksConfig,
@@ -106,6 +107,68 @@ describe('docs/configuration.md', () => {
     const sandboxRows = variableRows(section(configuration, 'Provider sandbox'));
     for (const key of SANDBOX_ENV_KEYS)
       expect({ key, listed: sandboxRows.has(key) }).toEqual({ key, listed: true });
+  });
+});
+
+describe('docs/decisions.md', () => {
+  const entries = [...read('docs/decisions.md').matchAll(/^### (D\d+)\. .+\n\n((?:.+\n)+)/gm)];
+
+  it('is a record: every decision has the date it was written and its status', () => {
+    expect(entries.length).toBeGreaterThan(30);
+    for (const [, id, meta] of entries) {
+      const lines = meta!.trimEnd().split('\n');
+      expect({ id, date: lines[0] }).toEqual({
+        id,
+        date: expect.stringMatching(/^Date: \d{4}-\d\d-\d\d\\$/),
+      });
+      expect({ id, status: lines[1] }).toEqual({
+        id,
+        status: expect.stringMatching(
+          /^Status: (active|superseded by \[D\d+\]\(#[\w-]+\).* on \d{4}-\d\d-\d\d)\\?$/,
+        ),
+      });
+      if (lines[2] !== undefined)
+        expect({ id, revised: lines[2] }).toEqual({
+          id,
+          revised: expect.stringMatching(/^Revised: \d{4}-\d\d-\d\d /),
+        });
+    }
+  });
+
+  it('never reuses a number', () => {
+    const ids = entries.map(([, id]) => id);
+    expect(new Set(ids).size).toBe(ids.length);
+  });
+});
+
+describe('partner-facing messages', () => {
+  // The messages of the api's one table of errors that take no argument.
+  const messages = Object.values(API_ERRORS)
+    .filter((make) => make.length === 0)
+    .map((make) => (make as () => HttpError)().message);
+
+  it('docs/api.md quotes every one', () => {
+    const api = read('docs/api.md');
+    for (const message of messages)
+      expect({ message, quoted: api.includes(`\`${message}\``) }).toEqual({ message, quoted: true });
+  });
+
+  it('no other page quotes one: they link to docs/api.md', () => {
+    const pages = [
+      'README.md',
+      ...readdirSync(path.join(ROOT, 'docs'))
+        .filter((f) => f.endsWith('.md'))
+        .map((f) => `docs/${f}`),
+    ];
+    for (const page of pages.filter((p) => p !== 'docs/api.md')) {
+      const text = read(page);
+      for (const message of messages)
+        expect({ page, message, quoted: text.includes(`\`${message}\``) }).toEqual({
+          page,
+          message,
+          quoted: false,
+        });
+    }
   });
 });
 

@@ -25,6 +25,7 @@ import { SERVICE_ENTRIES, serviceEnv } from '../../dev/local/stack-env';
 import { createLogger } from '../../src/observability/logger';
 import { createMetrics } from '../../src/observability/metrics';
 import { createPayoutWorker } from '../../src/main/worker';
+import { settlementNetworkOf } from '../../src/main/wiring';
 import { createDataConverter } from '../../src/temporal/data-converter';
 import { PAYOUT_SEARCH_ATTRIBUTES } from '../../src/workflows/search-attributes';
 import { startApi, type RunningApi } from './api';
@@ -299,6 +300,7 @@ export async function startStack(opts: StackOptions = {}): Promise<TestStack> {
         },
         callbacks: callbackSenderOptionsOf(config),
         secrets: createSecretBox(payloadKeysOf(config)),
+        network: settlementNetworkOf(config),
       });
       running = worker.run();
     };

@@ -21,7 +21,7 @@ import {
 } from './harness';
 
 // The receiver is screened again right before the USDT is requested or signed (docs/decisions.md
-// D36): a wallet flagged since POST is never paid by itself, an unreadable source is never a clear.
+// D45): a wallet flagged since POST is never paid by itself, an unreadable source is never a clear.
 describe('payoutWorkflow: screening before money moves (time-skipping)', () => {
   let env: TestWorkflowEnvironment;
 

@@ -60,7 +60,7 @@ const MAX_CACHED_WALLETS = 10_000;
 type Flag = Extract<ScreeningVerdict, { kind: 'flagged' }>;
 
 /**
- * Screening through the three sources of docs/decisions.md D36, read together. A flag from any source
+ * Screening through the three sources of docs/decisions.md D45, read together. A flag from any source
  * is the verdict, even when another source could not be read; otherwise an unreadable source makes
  * the whole screening an unknown (ScreeningUnavailableError), never a clear.
  */

@@ -39,7 +39,7 @@ import {
 import { payoutWorkflow } from '../../workflows/payout.workflow';
 import { payoutSearchAttributes, payoutSummary } from '../../workflows/search-attributes';
 import { quoteMinAmount, type MinAmountDeps } from '../quotes/min-amount';
-import type { CreatePayoutBody } from './schemas';
+import type { CreatePayoutBody } from './payout.schemas';
 
 export interface CreatePayoutDeps extends MinAmountDeps {
   db: Db;
@@ -50,7 +50,7 @@ export interface CreatePayoutDeps extends MinAmountDeps {
   aboveQuoteTolerance: string;
   /** How long POST waits for the PIX charge before answering 503 (the workflow keeps going). */
   chargeWaitMs: number;
-  /** The receiver's screening, before anything is created (docs/decisions.md D36). */
+  /** The receiver's screening, before anything is created (docs/decisions.md D45). */
   screening: ReceiverScreening;
   screeningCounters: { refused(source: ScreeningSource): void; unavailable(): void };
 }

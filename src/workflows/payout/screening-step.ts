@@ -9,7 +9,7 @@ import { ATTENTION_AFTER_MS } from './settlement-steps';
 const screening = proxyActivities<Pick<ScreeningActivities, 'screenReceiver'>>(SCREENING);
 
 /**
- * The receiver screened again right before the USDT is requested or signed (docs/decisions.md D36):
+ * The receiver screened again right before the USDT is requested or signed (docs/decisions.md D45):
  * a wallet listed since POST is not paid. The payout then waits, neither sent nor failed, until an
  * operator refunds the payer or releases it; a source that cannot be read keeps it retrying, with an
  * attention item raised, never taken as clear.

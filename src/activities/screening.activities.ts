@@ -11,7 +11,7 @@ export interface ScreeningActivityDeps {
   logger: Logger;
 }
 
-/** The receiver's screening right before money moves (docs/decisions.md D36). */
+/** The receiver's screening right before money moves (docs/decisions.md D45). */
 export function createScreeningActivities(deps: ScreeningActivityDeps) {
   const { screening, logger } = deps;
   return {

@@ -3,11 +3,11 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { Db } from '../../adapters/db/pool';
 import { partnerOf, type Authenticate } from '../auth';
-import { HttpError } from '../errors';
+import { API_ERRORS } from '../errors';
 import { READ_BUCKET } from '../rate-limit';
 import { loadPartnerPayout } from './load-payout';
 import { cachedQrRenderer, QR_FORMATS, qrCodeEtag, type QrFormat } from './qr-code';
-import { errorBodySchema, payoutIdParamsSchema } from './schemas';
+import { errorBodySchema, payoutIdParamsSchema } from './payout.schemas';
 
 export interface PayoutQrRoutesOptions {
   db: Db;
@@ -70,9 +70,9 @@ export const payoutQrRoutes: FastifyPluginAsyncZod<PayoutQrRoutesOptions> = asyn
     format: QrFormat,
   ) {
     const payout = await loadPartnerPayout(opts, partnerOf(request).id, payoutId);
-    if (!payout) throw new HttpError(404, 'payout not found');
+    if (!payout) throw API_ERRORS.payoutNotFound();
     if (payout.status !== 'PENDING') {
-      throw new HttpError(410, `payout is ${payout.status}: its PIX charge can no longer be paid`);
+      throw API_ERRORS.chargeNoLongerPayable(payout.status);
     }
     // A PENDING payout always holds its charge (POST answers only once it exists).
     if (!payout.pixCopyPaste) throw new Error(`PENDING payout ${payout.id} has no pix_copy_paste`);

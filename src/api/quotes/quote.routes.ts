@@ -1,10 +1,10 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { centavosToNumber, usdtUnitsToNumber } from '../../domain/money';
 import type { Authenticate } from '../auth';
-import { errorBodySchema } from '../payouts/schemas';
+import { errorBodySchema } from '../payouts/payout.schemas';
 import { READ_BUCKET } from '../rate-limit';
 import { quoteMinAmount, type MinAmountDeps } from './min-amount';
-import { quoteQuerySchema, quoteResponseSchema } from './schemas';
+import { quoteQuerySchema, quoteResponseSchema } from './quote.schemas';
 
 export interface QuoteRoutesOptions extends MinAmountDeps {
   maxAmountCentavos: bigint;

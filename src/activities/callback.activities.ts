@@ -7,6 +7,8 @@ import {
 import { findPartnerCallback } from '../adapters/db/partners-repo';
 import type { Db } from '../adapters/db/pool';
 import type { SecretBox } from '../adapters/secrets/secret-box';
+import { callbackBody } from '../domain/callback-event';
+import type { PayoutRecord, SettlementNetwork } from '../domain/payout';
 import type { Logger } from '../observability/logger';
 
 export interface CallbackActivityDeps {
@@ -15,18 +17,29 @@ export interface CallbackActivityDeps {
   sender: CallbackSenderOptions;
   /** Opens the partners' stored signing secrets (PAYLOAD_ENCRYPTION_KEY). */
   secrets: SecretBox;
+  /** The network a completed payout names in its body. */
+  network: SettlementNetwork;
 }
 
 export interface CallbackAttemptRequest extends CallbackEventRef {
   /** 1-based, counted by the delivery workflow. */
   attempt: number;
-  body: string;
+  /** The payout as it ended; the body is its partner-facing shape. */
+  payout?: PayoutRecord;
+  /** The body itself, as attempts scheduled by earlier workflow code carry it. */
+  body?: string;
 }
 
 export type CallbackAttemptOutcome =
   | { kind: 'delivered'; statusCode: number }
   | { kind: 'failed'; statusCode?: number; error?: string }
   | { kind: 'not_configured' };
+
+function bodyOf(req: CallbackAttemptRequest, network: SettlementNetwork): string {
+  if (req.payout) return callbackBody(req.event, req.payout, network);
+  if (req.body !== undefined) return req.body;
+  throw new Error(`callback attempt ${req.eventId} carries neither its payout nor its body`);
+}
 
 /** Keeps a partner's own tokens in the query string out of the operator's tables and logs. */
 function withoutQuery(url: string): string {
@@ -40,7 +53,7 @@ function withoutQuery(url: string): string {
  * in workflow history: a URL set or corrected after the payout started is used, a cleared one stops
  * the deliveries, and the secret stays out of Temporal.
  */
-export function createCallbackActivities({ db, logger, sender, secrets }: CallbackActivityDeps) {
+export function createCallbackActivities({ db, logger, sender, secrets, network }: CallbackActivityDeps) {
   return {
     async sendPartnerCallback(req: CallbackAttemptRequest): Promise<CallbackAttemptOutcome> {
       const ref: CallbackEventRef = {
@@ -57,7 +70,7 @@ export function createCallbackActivities({ db, logger, sender, secrets }: Callba
       }
       const startedAt = new Date();
       const result = await sendCallback(
-        { url: target.url, secret: target.secret, eventId: req.eventId, body: req.body },
+        { url: target.url, secret: target.secret, eventId: req.eventId, body: bodyOf(req, network) },
         sender,
       );
       await recordCallbackAttempt(db, {

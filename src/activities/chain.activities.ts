@@ -11,6 +11,7 @@ import {
 } from '../adapters/db/treasury-transfers-repo';
 import type { Logger } from '../observability/logger';
 import type { Metrics } from '../observability/metrics';
+import { CHAIN_REJECTED } from './failure-types';
 
 export interface ChainActivityDeps {
   db: Db;
@@ -52,7 +53,7 @@ export function createChainActivities({
    */
   const fromChainError = (err: unknown): never => {
     if (err instanceof ChainError && !err.retryable) {
-      throw ApplicationFailure.nonRetryable(err.message, 'ChainRejected');
+      throw ApplicationFailure.nonRetryable(err.message, CHAIN_REJECTED);
     }
     throw err;
   };
@@ -105,7 +106,7 @@ export function createChainActivities({
           },
           'treasury nonce used by another transaction: this transfer can never be mined',
         );
-        throw ApplicationFailure.nonRetryable(err.message, 'ChainRejected');
+        throw ApplicationFailure.nonRetryable(err.message, CHAIN_REJECTED);
       }
       throw ApplicationFailure.retryable(err instanceof Error ? err.message : String(err), 'BroadcastFailed');
     }
@@ -410,7 +411,7 @@ export function createChainActivities({
 function treasuryAddressOf(ledger: UsdtLedger): string {
   const address = ledger.treasuryAddress();
   if (!address) {
-    throw ApplicationFailure.nonRetryable('treasury mode needs TREASURY_PRIVATE_KEY', 'ChainRejected');
+    throw ApplicationFailure.nonRetryable('treasury mode needs TREASURY_PRIVATE_KEY', CHAIN_REJECTED);
   }
   return address;
 }

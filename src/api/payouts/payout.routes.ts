@@ -1,23 +1,24 @@
-import type { FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { Db } from '../../adapters/db/pool';
 import { findRecordedKey } from '../../adapters/db/idempotency-repo';
-import { toPayoutResponse } from '../../domain/payout';
+import { toPayoutResponse, type SettlementNetwork } from '../../domain/payout';
 import { partnerOf, type Authenticate } from '../auth';
-import { HttpError } from '../errors';
+import { API_ERRORS } from '../errors';
 import { CREATE_BUCKET, READ_BUCKET } from '../rate-limit';
 import { createPayout, replayedRefusal, type CreatePayoutDeps } from './create-payout';
 import { parseJsonWithExactAmount } from './exact-json-body';
+import { idempotencyKeyOf } from './idempotency-key';
 import { loadPartnerPayout } from './load-payout';
 import {
   createPayoutBodySchema,
   errorBodySchema,
-  idempotencyKeySchema,
   payoutIdParamsSchema,
   payoutResponseSchema,
-} from './schemas';
+} from './payout.schemas';
 
 export interface PayoutRoutesOptions extends CreatePayoutDeps {
+  /** What a COMPLETED payout names of its chain. */
+  network: SettlementNetwork;
   db: Db;
   maxAmountCentavos: bigint;
   postRateLimitPerMinute: number;
@@ -36,15 +37,6 @@ const errorResponses = {
   503: errorBodySchema,
 };
 
-/** The Idempotency-Key header, if any; 400 when it is not 1-255 printable ASCII characters. */
-function idempotencyKeyOf(request: FastifyRequest): string | undefined {
-  const raw = request.headers['idempotency-key'];
-  if (raw === undefined) return undefined;
-  const key = idempotencyKeySchema.safeParse(Array.isArray(raw) ? raw[0] : raw);
-  if (!key.success) throw new HttpError(400, key.error.issues[0]!.message);
-  return key.data;
-}
-
 /** POST /v1/payouts and GET /v1/payouts/{id} (docs/api.md). */
 export const payoutRoutes: FastifyPluginAsyncZod<PayoutRoutesOptions> = async (app, opts) => {
   const loadDeps = { db: opts.db, temporal: opts.temporal };
@@ -54,7 +46,7 @@ export const payoutRoutes: FastifyPluginAsyncZod<PayoutRoutesOptions> = async (a
     const payout = await loadPartnerPayout(loadDeps, partnerId, payoutId);
     if (!payout)
       throw new Error(`idempotency key maps to payout ${payoutId}, which is not in the read model`);
-    return toPayoutResponse(payout);
+    return toPayoutResponse(payout, opts.network);
   };
 
   app.post(
@@ -94,7 +86,7 @@ export const payoutRoutes: FastifyPluginAsyncZod<PayoutRoutesOptions> = async (a
           .header('idempotent-replayed', 'true')
           .send(await replay(partner.id, result.payoutId));
       }
-      return reply.code(201).send(toPayoutResponse(result.payout));
+      return reply.code(201).send(toPayoutResponse(result.payout, opts.network));
     },
   );
 
@@ -115,8 +107,8 @@ export const payoutRoutes: FastifyPluginAsyncZod<PayoutRoutesOptions> = async (a
     },
     async (request) => {
       const payout = await loadPartnerPayout(loadDeps, partnerOf(request).id, request.params.id);
-      if (!payout) throw new HttpError(404, 'payout not found');
-      return toPayoutResponse(payout);
+      if (!payout) throw API_ERRORS.payoutNotFound();
+      return toPayoutResponse(payout, opts.network);
     },
   );
 };

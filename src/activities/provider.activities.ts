@@ -8,6 +8,7 @@ import {
 import { sameExternalId } from '../domain/ids';
 import type { ProviderEvent } from '../domain/provider-event';
 import type { Logger } from '../observability/logger';
+import { PROVIDER_REJECTED } from './failure-types';
 
 /**
  * The charge as the provider reports it, each payment shaped as the pix.received event it stands for.
@@ -58,7 +59,7 @@ export function createProviderActivities({
   /** A provider refusal that retrying cannot fix becomes a non-retryable failure. */
   const fromProviderError = (err: unknown): never => {
     if (err instanceof ProviderError && !err.retryable) {
-      throw ApplicationFailure.nonRetryable(err.message, 'ProviderRejected');
+      throw ApplicationFailure.nonRetryable(err.message, PROVIDER_REJECTED);
     }
     throw err;
   };
@@ -125,7 +126,7 @@ export function createProviderActivities({
         }
         if (err.httpStatus === 400) {
           logger.error(log, 'provider refused the settlement request');
-          throw ApplicationFailure.nonRetryable(err.message, 'ProviderRejected');
+          throw ApplicationFailure.nonRetryable(err.message, PROVIDER_REJECTED);
         }
         if (err.code === 'conflict') {
           logger.error(log, 'provider holds a conflicting settlement for this payout or charge');
@@ -161,7 +162,7 @@ export function createProviderActivities({
           { payoutId: req.payoutId, settlementId: req.settlementId, externalId: status.externalId },
           'settlement status names another payout',
         );
-        throw ApplicationFailure.nonRetryable('settlement status names another payout', 'ProviderRejected');
+        throw ApplicationFailure.nonRetryable('settlement status names another payout', PROVIDER_REJECTED);
       }
       return {
         status: status.status,
@@ -187,7 +188,7 @@ export function createProviderActivities({
           return null;
         }
         if (err.code === 'invalid_response') {
-          throw ApplicationFailure.nonRetryable(err.message, 'ProviderRejected');
+          throw ApplicationFailure.nonRetryable(err.message, PROVIDER_REJECTED);
         }
         throw ApplicationFailure.retryable(err.message, 'ProviderUnavailable');
       }

@@ -4,13 +4,17 @@ import fastifySwaggerUi from '@fastify/swagger-ui';
 import fp from 'fastify-plugin';
 import { createJsonSchemaTransform, createJsonSchemaTransformObject } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { errorBodySchema, payoutResponseSchema } from '../payouts/schemas';
+import type { SettlementNetwork } from '../../domain/payout';
+import { API_ERRORS } from '../errors';
+import { errorBodySchema, payoutResponseSchema } from '../payouts/payout.schemas';
 import { describeCallbackWebhooks } from './callbacks';
 import { describeOperations } from './describe';
 
 export interface ApiDocsOptions {
   /** Where partners reach the api (PUBLIC_BASE_URL); listed as the document's server when set. */
   publicBaseUrl?: string;
+  /** The chain payouts settle on, named in the document's introduction. */
+  network: SettlementNetwork;
 }
 
 // zod's global registry holds the `.meta()` of every schema (descriptions, formats, bounds,
@@ -30,13 +34,15 @@ const LOGO_SVG =
 export const OPENAPI_JSON_PATH = '/openapi.json';
 export const DOCS_PATH = '/docs';
 
-const DESCRIPTION = `Partners create BRL payouts collected by PIX and settled in USDT on Arbitrum One (chain id 42161).
+const description = (
+  network: SettlementNetwork,
+) => `Partners create BRL payouts collected by PIX and settled in USDT on ${network.name} (chain id ${network.chainId}).
 
 1. \`POST /v1/payouts\` returns \`pix_copy_paste\`, the EMV PIX charge the payer pays from a banking app.
 2. The payment provider notifies the service; the payout moves PENDING → PROCESSING → COMPLETED (or FAILED).
 3. Poll \`GET /v1/payouts/{id}\` (every 10 seconds) until \`status\` is COMPLETED or FAILED.
 
-Every error body is exactly \`{"error": string}\`. An unknown path answers 404 \`not found\`; a method a path does not declare answers 405 \`method not allowed\` with an \`Allow\` header. Every response carries \`X-Request-Id\` (send your own to correlate).`;
+Every error body is exactly \`{"error": string}\`. An unknown path answers 404 \`${API_ERRORS.notFound().message}\`; a method a path does not declare answers 405 \`${API_ERRORS.methodNotAllowed([]).message}\` with an \`Allow\` header. Every response carries \`X-Request-Id\` (send your own to correlate).`;
 
 /**
  * The OpenAPI 3.1 document, generated from the route schemas: the zod schemas that validate
@@ -52,7 +58,7 @@ export const apiDocs = fp<ApiDocsOptions>(
     await app.register(fastifySwagger, {
       openapi: {
         openapi: '3.1.0',
-        info: { title: 'PIX → USDT Payout API', version: '1.0.0', description: DESCRIPTION },
+        info: { title: 'PIX → USDT Payout API', version: '1.0.0', description: description(opts.network) },
         servers: opts.publicBaseUrl ? [{ url: opts.publicBaseUrl }] : [],
         tags: [
           { name: 'payouts', description: 'Partner API: create and read payouts' },

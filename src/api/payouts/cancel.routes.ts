@@ -1,18 +1,20 @@
 import { WorkflowNotFoundError, WorkflowUpdateFailedError, type Client } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
-import type { FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { findPartnerPayout } from '../../adapters/db/payouts-repo';
 import type { Db } from '../../adapters/db/pool';
-import { isTerminal, toPayoutResponse, type PayoutRecord } from '../../domain/payout';
+import { isTerminal, toPayoutResponse, type PayoutRecord, type SettlementNetwork } from '../../domain/payout';
 import { cancelPayoutUpdate, PAYOUT_NOT_CANCELLABLE } from '../../workflows/payout.contract';
 import { partnerOf, type Authenticate } from '../auth';
-import { HttpError } from '../errors';
+import { API_ERRORS } from '../errors';
 import { CREATE_BUCKET } from '../rate-limit';
-import { cancelPayoutParamsSchema } from './cancel-schemas';
-import { errorBodySchema, idempotencyKeySchema, payoutResponseSchema } from './schemas';
+import { cancelPayoutParamsSchema } from './cancel.schemas';
+import { idempotencyKeyOf } from './idempotency-key';
+import { errorBodySchema, payoutResponseSchema } from './payout.schemas';
 
 export interface PayoutCancelRoutesOptions {
+  /** What a COMPLETED payout names of its chain. */
+  network: SettlementNetwork;
   db: Db;
   temporal: Client;
   postRateLimitPerMinute: number;
@@ -23,15 +25,6 @@ export interface PayoutCancelRoutesOptions {
 }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-const PROVIDER_UNAVAILABLE = 'payment provider unavailable, retry later';
-
-function idempotencyKeyOf(request: FastifyRequest): string | undefined {
-  const raw = request.headers['idempotency-key'];
-  if (raw === undefined) return undefined;
-  const key = idempotencyKeySchema.safeParse(Array.isArray(raw) ? raw[0] : raw);
-  if (!key.success) throw new HttpError(400, key.error.issues[0]!.message);
-  return key.data;
-}
 
 /**
  * POST /v1/payouts/{id}/cancel (docs/api.md "Cancel a payout"). The payout's workflow decides between
@@ -40,7 +33,7 @@ function idempotencyKeyOf(request: FastifyRequest): string | undefined {
  * Idempotency: a successful cancel leaves its own record, the payout FAILED `cancelled`, which never
  * changes again. A request with an Idempotency-Key that finds its payout so answers that payout again
  * (200, `Idempotent-Replayed: true`) instead of 409; a refused cancel changed nothing, so asking again
- * is safe with or without a key (docs/decisions.md D12).
+ * is safe with or without a key (docs/decisions.md D38).
  */
 export const payoutCancelRoutes: FastifyPluginAsyncZod<PayoutCancelRoutesOptions> = async (app, opts) => {
   const decisionWaitMs = opts.decisionWaitMs ?? 20_000;
@@ -70,14 +63,17 @@ export const payoutCancelRoutes: FastifyPluginAsyncZod<PayoutCancelRoutesOptions
       const stored = UUID.test(payoutId)
         ? await findPartnerPayout(opts.db, partnerId, payoutId.toLowerCase())
         : null;
-      if (!stored) throw new HttpError(404, 'payout not found');
+      if (!stored) throw API_ERRORS.payoutNotFound();
       const { workflowId, runId: _storedRun, ...readModel } = stored;
 
       const answer = (payout: PayoutRecord) => {
         if (key !== undefined && wasCancelled(payout)) {
-          return reply.code(200).header('idempotent-replayed', 'true').send(toPayoutResponse(payout));
+          return reply
+            .code(200)
+            .header('idempotent-replayed', 'true')
+            .send(toPayoutResponse(payout, opts.network));
         }
-        throw new HttpError(409, `payout is already ${payout.status}`);
+        throw API_ERRORS.payoutFinal(payout.status);
       };
       if (isTerminal(readModel.status)) return answer(readModel);
 
@@ -91,12 +87,12 @@ export const payoutCancelRoutes: FastifyPluginAsyncZod<PayoutCancelRoutesOptions
       } catch (err) {
         const refusal = err instanceof WorkflowUpdateFailedError ? err.cause : undefined;
         if (refusal instanceof ApplicationFailure && refusal.type === PAYOUT_NOT_CANCELLABLE) {
-          // A second cancel that waited on a first one finds the payout cancelled: same answer.
-          if (refusal.message === 'payout is already FAILED') {
-            const now = await findPartnerPayout(opts.db, partnerId, readModel.id);
-            if (now && isTerminal(now.status)) return answer(now);
-          }
-          throw new HttpError(409, refusal.message);
+          // Final by now (a second cancel that waited on a first one finds it cancelled: the same
+          // answer as the first), or a payment is being applied. The workflow's own wording is for
+          // its log: the partner's words are the api's.
+          const now = await findPartnerPayout(opts.db, partnerId, readModel.id);
+          if (now && isTerminal(now.status)) return answer(now);
+          throw API_ERRORS.payoutBeingProcessed();
         }
         if (err instanceof WorkflowNotFoundError) {
           // The workflow closed since the read: it is final, and the read model says how.
@@ -104,9 +100,9 @@ export const payoutCancelRoutes: FastifyPluginAsyncZod<PayoutCancelRoutesOptions
           if (now && isTerminal(now.status)) return answer(now);
         }
         request.log.warn({ err, payoutId: readModel.id }, 'cancel not decided in time');
-        throw new HttpError(503, PROVIDER_UNAVAILABLE);
+        throw API_ERRORS.providerUnavailable();
       }
-      return reply.code(200).send(toPayoutResponse(cancelled));
+      return reply.code(200).send(toPayoutResponse(cancelled, opts.network));
     },
   );
 };

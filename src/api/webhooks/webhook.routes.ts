@@ -7,8 +7,8 @@ import { isWebhookTokenRecorded, recordWebhookToken } from '../../adapters/db/we
 import type { Metrics } from '../../observability/metrics';
 import { providerEventWorkflowId } from '../../workflows/provider-event.contract';
 import { providerEventWorkflow } from '../../workflows/provider-event.workflow';
-import { errorBodySchema } from '../payouts/schemas';
-import { HttpError } from '../errors';
+import { errorBodySchema } from '../payouts/payout.schemas';
+import { API_ERRORS } from '../errors';
 import { spendRateLimitToken } from '../throttle';
 
 export interface WebhookRoutesOptions {
@@ -81,7 +81,7 @@ export const webhookRoutes: FastifyPluginAsyncZod<WebhookRoutesOptions> = async 
         const { provider } = request.params as { provider: string };
         if (provider !== opts.providerName) {
           opts.metrics.webhooks.inc({ provider: 'unknown', outcome: 'rejected' });
-          throw new HttpError(404, 'unknown provider');
+          throw API_ERRORS.unknownProvider();
         }
       },
     },

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { PAYOUT_STATUSES } from '../../domain/payout';
-import { anyCase, payoutResponseSchema } from './schemas';
+import { anyCase, payoutResponseSchema } from './payout.schemas';
 import { UUID_PATTERN } from '../../domain/ids';
 
 export const LIST_LIMIT_DEFAULT = 20;

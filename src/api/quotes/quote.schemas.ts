@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { centavosFromJsonNumberText, MoneyFormatError } from '../../domain/money';
-import { amountBrlSchema } from '../payouts/schemas';
+import { amountBrlSchema } from '../payouts/payout.schemas';
 
 // The grammar of a JSON number: the query value is read exactly as POST's body would read it.
 const JSON_NUMBER = /^-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?$/;

@@ -1,19 +1,16 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { listPartnerPayouts } from '../../adapters/db/payouts-repo';
 import type { Db } from '../../adapters/db/pool';
-import { toPayoutResponse } from '../../domain/payout';
+import { toPayoutResponse, type SettlementNetwork } from '../../domain/payout';
 import { partnerOf, type Authenticate } from '../auth';
-import { HttpError } from '../errors';
+import { API_ERRORS } from '../errors';
 import { READ_BUCKET } from '../rate-limit';
-import {
-  LIST_LIMIT_DEFAULT,
-  listPayoutsQuerySchema,
-  payoutListResponseSchema,
-  STARTING_AFTER_UNKNOWN,
-} from './list-schemas';
-import { errorBodySchema } from './schemas';
+import { LIST_LIMIT_DEFAULT, listPayoutsQuerySchema, payoutListResponseSchema } from './list.schemas';
+import { errorBodySchema } from './payout.schemas';
 
 export interface PayoutListRoutesOptions {
+  /** What a COMPLETED payout names of its chain. */
+  network: SettlementNetwork;
   db: Db;
   readRateLimitPerMinute: number;
   /** The one X-Api-Key check of the api (built once in app.ts). */
@@ -51,8 +48,8 @@ export const payoutListRoutes: FastifyPluginAsyncZod<PayoutListRoutesOptions> = 
         startingAfter: query.starting_after,
         limit: query.limit ?? LIST_LIMIT_DEFAULT,
       });
-      if (!page) throw new HttpError(400, STARTING_AFTER_UNKNOWN);
-      return { data: page.payouts.map(toPayoutResponse), has_more: page.hasMore };
+      if (!page) throw API_ERRORS.startingAfterUnknown();
+      return { data: page.payouts.map((p) => toPayoutResponse(p, opts.network)), has_more: page.hasMore };
     },
   );
 };

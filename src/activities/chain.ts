@@ -127,7 +127,7 @@ export function createChainActivities({
    * re-priced one: whichever was mined took the nonce, and then it is ours).
    */
   const nonceProvenTaken = async (transfer: TreasuryTransfer): Promise<boolean> => {
-    if ((await ledger.finalizedNonce()) <= transfer.nonce) return false;
+    if ((await ledger.finalizedNonce(transfer.fromAddress as Address)) <= transfer.nonce) return false;
     for (let lookup = 0; lookup < nonceConflictProof.receiptLookups; lookup++) {
       if (lookup > 0) await new Promise((r) => setTimeout(r, nonceConflictProof.spacingMs));
       for (const { txHash } of transfer.attempts) if (await ledger.hasReceipt(txHash)) return false;
@@ -474,10 +474,11 @@ export function createChainActivities({
 
       // None mined. A nonce the chain is already past (with none of our receipts) was taken by another
       // transaction or the node lags: a replacement cannot land either, so only the broadcast below
-      // runs, which proves the conflict or retries.
+      // runs, which proves the conflict or retries. A transfer signed by a treasury key rotated out
+      // since is never re-priced: only that key could sign its replacement.
       const minedNonce = await ledger.minedNonce(transfer.fromAddress as Address);
       const repriced =
-        minedNonce > transfer.nonce
+        minedNonce > transfer.nonce || transfer.fromAddress !== ledger.treasuryAddress()?.toLowerCase()
           ? null
           : await addTreasuryTransferAttempt(
               db,

@@ -137,7 +137,7 @@ async function setBlocked(account: Address, blocked: boolean): Promise<Hex> {
 }
 
 /** A treasury of its own (ETH for gas, optionally USDT), the activities bound to it, and their log. */
-async function treasuryWorld(usdtUnits: bigint) {
+async function treasuryWorld(usdtUnits: bigint, opts: { repriceAfterSeconds?: number } = {}) {
   const key = generatePrivateKey();
   const address = privateKeyToAddress(key);
   await anvilRpc('anvil_setBalance', [address, '0x56BC75E2D63100000']);
@@ -162,6 +162,7 @@ async function treasuryWorld(usdtUnits: bigint) {
     }),
     metrics,
     nonceConflictProof: { receiptLookups: 3, spacingMs: 20 },
+    treasuryRepriceAfterSeconds: opts.repriceAfterSeconds ?? 120,
     screening: createChainAndDenylistScreening({
       rpcUrl: anvil.rpcUrl,
       db,
@@ -525,5 +526,51 @@ describe('a treasury transfer queued behind a nonce gap', () => {
       });
       expect(await attempts(r.payoutId)).toBe(1);
     }
+  });
+});
+
+describe('a treasury key rotated out', () => {
+  const baseFee = async (gwei: bigint | 'x100') => {
+    const block = await rpc.getBlock({ blockTag: 'latest' });
+    const fee = gwei === 'x100' ? block.baseFeePerGas! * 100n : gwei * 1_000_000_000n;
+    await anvilRpc('anvil_setNextBlockBaseFeePerGas', [`0x${fee.toString(16)}`]);
+    await anvilRpc('evm_mine');
+  };
+  afterEach(() => baseFee(1n));
+
+  it('leaves what it signed as signed: sent again by the new key’s worker, never re-priced by it', async () => {
+    const old = await treasuryWorld(10_000_000n);
+    const current = await treasuryWorld(0n, { repriceAfterSeconds: 0 });
+    const req = old.request('1500000');
+    await baseFee(1n);
+    await anvilRpc('evm_setAutomine', [false]);
+    await old.activities.sendTreasuryTransfer(req);
+    const { rows } = await db.query<{ raw_transaction: Hex; tx_hash: Hex }>(
+      'SELECT raw_transaction, tx_hash FROM treasury_transfers WHERE payout_id = $1',
+      [req.payoutId],
+    );
+    const { raw_transaction: raw, tx_hash: txHash } = rows[0]!;
+
+    // The network asks far more than the transfer offers; only the old key could sign its replacement.
+    await baseFee('x100');
+    await expect(current.ledger.signReplacement(raw)).rejects.toMatchObject({ kind: 'invalid' });
+    const waiting = await failureOf(current.activities.confirmTreasuryTransfer(req));
+    expect(['NotYetConfirmed', 'BroadcastFailed']).toContain(waiting.type);
+    const attempts = async () =>
+      (await db.query('SELECT 1 FROM treasury_transfer_attempts WHERE payout_id = $1', [req.payoutId]))
+        .rowCount;
+    expect(await attempts()).toBe(1);
+
+    // Fees fall back: the transfer lands as the old key signed it.
+    await baseFee(1n);
+    await anvilRpc('evm_setAutomine', [true]);
+    await current.activities.confirmTreasuryTransfer(req).catch(() => undefined);
+    await mined(txHash);
+    await expect(current.activities.confirmTreasuryTransfer(req)).resolves.toEqual({
+      status: 'confirmed',
+      txHash,
+    });
+    expect(await attempts()).toBe(1);
+    expect((await countTransfersTo({ rpcUrl: anvil.rpcUrl, usdtAddress: usdt, to: req.to })).count).toBe(1);
   });
 });

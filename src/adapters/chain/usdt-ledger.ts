@@ -9,11 +9,13 @@ import {
   keccak256,
   parseEventLogs,
   parseTransaction,
+  recoverTransactionAddress,
   TransactionNotFoundError,
   TransactionReceiptNotFoundError,
   type Address,
   type Hex,
   type PublicClient,
+  type TransactionSerialized,
 } from 'viem';
 import { privateKeyToAccount, type PrivateKeyAccount } from 'viem/accounts';
 import { IS_BLOCKED_ABI, TRANSFER_EVENT, USDT_ABI } from './usdt-abi';
@@ -68,7 +70,7 @@ export interface UsdtLedger {
    */
   nextNonce(account?: Address): Promise<number>;
   /** The treasury's nonce as of the finalized block: transactions below it can never be replaced. */
-  finalizedNonce(): Promise<number>;
+  finalizedNonce(account?: Address): Promise<number>;
   /** The treasury's nonce as of the latest block: its transactions below it are mined (and paid for). */
   minedNonce(account?: Address): Promise<number>;
   /** Whether the node has a receipt for this transaction (it was mined). */
@@ -270,11 +272,11 @@ export function createUsdtLedger(opts: UsdtLedgerOptions): UsdtLedger {
       return call('eth_getTransactionCount', () => rpc.getTransactionCount({ address, blockTag: 'pending' }));
     },
 
-    async finalizedNonce() {
-      const account = requireTreasury();
+    async finalizedNonce(account) {
+      const address = account ?? requireTreasury().address;
       await ensureReady();
       return call('eth_getTransactionCount', () =>
-        rpc.getTransactionCount({ address: account.address, blockTag: 'finalized' }),
+        rpc.getTransactionCount({ address, blockTag: 'finalized' }),
       );
     },
 
@@ -437,7 +439,13 @@ export function createUsdtLedger(opts: UsdtLedgerOptions): UsdtLedger {
         old.to === null ||
         !sameAddress(old.to, usdt) ||
         old.chainId !== opts.chainId ||
-        old.nonce === undefined
+        old.nonce === undefined ||
+        // Signed by another key (one rotated out): a "replacement" from this key would be a second
+        // transfer, from another account, that could land beside the first.
+        !sameAddress(
+          await recoverTransactionAddress({ serializedTransaction: oldRaw as TransactionSerialized }),
+          account.address,
+        )
       ) {
         throw new ChainError('not a treasury USDT transfer signed by this service', { kind: 'invalid' });
       }

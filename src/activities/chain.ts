@@ -331,11 +331,11 @@ export function createChainActivities({
      * transfer that would revert) is final and nothing can land, unless the treasury is why
      * (TreasuryCannotSend: blocked by the token's issuer, or unable to send at all); that, and a
      * treasury short of USDT or gas for this transfer plus every one signed and not yet mined, fail
-     * retryably with their alert. After the payout's round was closed (see confirmTreasuryTransfer),
-     * a new round is signed at a new nonce. After
-     * signing, only the proof that the nonce went to another transaction is final: anything else is
-     * retried, since abandoning a signed transaction would leave a nonce gap that stalls every later
-     * treasury transfer. Returns the hash of the transaction broadcast.
+     * retryably with their alert. After signing, only the proof that the nonce went to another
+     * transaction is final: anything else is retried, since abandoning a signed transaction would leave
+     * a nonce gap that stalls every later treasury transfer. Once the payout's round was closed (see
+     * confirmTreasuryTransfer), a new round is signed at a new nonce. Returns the hash of the
+     * transaction broadcast.
      */
     async sendTreasuryTransfer(req: {
       payoutId: string;

@@ -1,9 +1,17 @@
 import { ApplicationFailure } from '@temporalio/activity';
-import { ChainError, maxGasCostOf, type UsdtLedger } from '../adapters/chain/usdt-ledger';
+import type { Address } from 'viem';
+import {
+  ChainError,
+  maxGasCostOf,
+  SENDER_PROBLEMS,
+  type SenderProblem,
+  type UsdtLedger,
+} from '../adapters/chain/usdt-ledger';
 import type { Db } from '../adapters/db/pool';
 import { claimOneOf, recordTransferMismatch, type MismatchReason } from '../adapters/db/transfer-claims-repo';
 import {
   addTreasuryTransferAttempt,
+  closeTreasuryRound,
   findTreasuryTransfer,
   getOrCreateTreasuryTransfer,
   recordMinedTreasuryTransfer,
@@ -12,6 +20,7 @@ import {
 import type { Logger } from '../observability/logger';
 import type { Metrics } from '../observability/metrics';
 import { CHAIN_REJECTED } from './failure-types';
+import { createNonceGapCheck } from './treasury-nonce-gap';
 
 export interface ChainActivityDeps {
   db: Db;
@@ -46,6 +55,8 @@ export function createChainActivities({
 }: ChainActivityDeps) {
   // Alerted on with increase(): every reason's series exists from the start, at 0.
   for (const reason of MISMATCH_REASONS) metrics.transferMismatches.inc({ reason }, 0);
+  for (const reason of SENDER_PROBLEMS) metrics.treasuryCannotSend.inc({ reason }, 0);
+  const reportNonceGap = createNonceGapCheck({ db, ledger, logger, metrics });
 
   /**
    * Likewise for the chain, used before anything is signed: no USDT in the treasury, a transfer that
@@ -72,13 +83,52 @@ export function createChainActivities({
   };
 
   /**
+   * A treasury the token's issuer blocked (or that cannot send at all) is the operator's problem, as
+   * an empty one is: the payout waits, retrying, with the alert TreasuryBlocked, and goes on by itself
+   * once the block is lifted or the treasury key is rotated. Never FAILED, never a refund case.
+   */
+  const cannotSend = (payoutId: string, problem: { reason: SenderProblem; detail: string }): never => {
+    metrics.treasuryCannotSend.inc({ reason: problem.reason });
+    logger.error(
+      { event: 'treasury_cannot_send', payoutId, reason: problem.reason, detail: problem.detail },
+      'treasury cannot send USDT: the payout waits until it can (block lifted or key rotated)',
+    );
+    throw ApplicationFailure.retryable(
+      `treasury cannot send (${problem.reason}): ${problem.detail}`,
+      'TreasuryCannotSend',
+      { reason: problem.reason },
+    );
+  };
+
+  /**
+   * Whether `from`, and not the transfer's receiver or amount, is why a transfer of `amountUnits`
+   * reverts: the issuer blocked it, every transfer from it reverts, or it now holds less than the
+   * amount (an empty treasury). Undefined when it could send that transfer now.
+   */
+  const senderProblem = async (
+    from: Address,
+    amountUnits: bigint,
+  ): Promise<{ reason: SenderProblem | 'insufficient_funds'; detail: string } | undefined> => {
+    const health = await ledger.senderHealth(from);
+    if (!health.ok) return health;
+    const balance = await ledger.balanceOf(from);
+    if (balance < amountUnits) {
+      return {
+        reason: 'insufficient_funds',
+        detail: `${from} holds ${balance} USDT units, less than the ${amountUnits} sent`,
+      };
+    }
+    return undefined;
+  };
+
+  /**
    * A node answering "nonce too low" is not proof that our transaction can never land: a lagging or
    * load-balanced RPC may not know it yet. Proof is the finalized nonce past ours while repeated
    * receipt lookups find nothing for any of the transactions signed for that nonce (the first or a
    * re-priced one: whichever was mined took the nonce, and then it is ours).
    */
   const nonceProvenTaken = async (transfer: TreasuryTransfer): Promise<boolean> => {
-    if ((await ledger.finalizedNonce()) <= transfer.nonce) return false;
+    if ((await ledger.finalizedNonce(transfer.fromAddress as Address)) <= transfer.nonce) return false;
     for (let lookup = 0; lookup < nonceConflictProof.receiptLookups; lookup++) {
       if (lookup > 0) await new Promise((r) => setTimeout(r, nonceConflictProof.spacingMs));
       for (const { txHash } of transfer.attempts) if (await ledger.hasReceipt(txHash)) return false;
@@ -193,6 +243,39 @@ export function createChainActivities({
     });
   };
 
+  /**
+   * The round's transaction was mined and reverted, and the treasury is why: no USDT moved and the
+   * nonce is used up, so nothing of this round can land any more. Once the revert is as deep as a
+   * success would have to be, the round is closed: the payout sends again, at a new nonce, when the
+   * treasury can (until then its send waits, alerted).
+   */
+  const revertedBySender = async (
+    transfer: TreasuryTransfer,
+    txHash: `0x${string}`,
+    confirmations: number,
+    minConfirmations: number,
+    problem: { reason: SenderProblem | 'insufficient_funds'; detail: string },
+  ): Promise<{ status: 'reverted_by_sender'; txHash: `0x${string}` }> => {
+    if (confirmations < minConfirmations) throw notYetConfirmed(confirmations);
+    if (await closeTreasuryRound(db, transfer.payoutId, transfer.round, txHash)) {
+      if (problem.reason === 'insufficient_funds') metrics.treasuryInsufficientFunds.inc();
+      else metrics.treasuryCannotSend.inc({ reason: problem.reason });
+      logger.error(
+        {
+          event: 'treasury_transfer_reverted_by_sender',
+          payoutId: transfer.payoutId,
+          txHash,
+          nonce: transfer.nonce,
+          round: transfer.round,
+          reason: problem.reason,
+          detail: problem.detail,
+        },
+        'treasury transfer mined and reverted, the treasury unable to send: the payout sends again once it can',
+      );
+    }
+    return { status: 'reverted_by_sender', txHash };
+  };
+
   /** Mined but short of its confirmations: Temporal retries the check. */
   const notYetConfirmed = (confirmations: number) =>
     ApplicationFailure.retryable(`transfer has ${confirmations} confirmation(s)`, 'NotYetConfirmed');
@@ -246,25 +329,29 @@ export function createChainActivities({
     /**
      * Treasury mode: sign once (persisted before broadcast), then (re)broadcast that same transaction
      * (or its latest re-priced replacement, see confirmTreasuryTransfer). A refusal before signing (a
-     * transfer that would revert) is final and nothing can land; a treasury short of USDT or gas for
-     * this transfer plus every one signed and not yet mined fails retryably with the alert. After
-     * signing, only the proof that the nonce went to another transaction is final: anything else is
-     * retried, since abandoning a signed transaction would leave a nonce gap that stalls every later
-     * treasury transfer. Returns the hash of the transaction broadcast.
+     * transfer that would revert) is final and nothing can land, unless the treasury is why
+     * (TreasuryCannotSend: blocked by the token's issuer, or unable to send at all); that, and a
+     * treasury short of USDT or gas for this transfer plus every one signed and not yet mined, fail
+     * retryably with their alert. After signing, only the proof that the nonce went to another
+     * transaction is final: anything else is retried, since abandoning a signed transaction would leave
+     * a nonce gap that stalls every later treasury transfer. Once the payout's round was closed (see
+     * confirmTreasuryTransfer), a new round is signed at a new nonce. Returns the hash of the
+     * transaction broadcast.
      */
     async sendTreasuryTransfer(req: {
       payoutId: string;
       to: string;
       amountUnits: string;
     }): Promise<{ txHash: `0x${string}` }> {
-      // A transfer already signed for the payout is only re-sent: nothing about this worker (its
-      // treasury key, its balance) may refuse it then, since a refusal is taken as proof that nothing
-      // was signed.
+      // A transfer already signed for the payout (its open round) is only re-sent: nothing about this
+      // worker (its treasury key, its balance) may refuse it then, since a refusal is taken as proof
+      // that nothing was signed. A closed round (mined, reverted) is followed by a new one.
       const signedBefore = await findTreasuryTransfer(db, req.payoutId);
-      if (signedBefore !== null) {
+      if (signedBefore !== null && signedBefore.revertedAt === null) {
         await broadcastTreasuryTransfer(signedBefore);
         return { txHash: latestAttempt(signedBefore).txHash };
       }
+      const treasury = treasuryAddressOf(ledger);
       const transfer = await getOrCreateTreasuryTransfer(
         db,
         {
@@ -272,7 +359,7 @@ export function createChainActivities({
           toAddress: req.to,
           amountUnits: BigInt(req.amountUnits),
           chainId: ledger.chainId,
-          fromAddress: treasuryAddressOf(ledger),
+          fromAddress: treasury,
         },
         () => ledger.nextNonce(),
         async (nonce, signed) => {
@@ -294,9 +381,14 @@ export function createChainActivities({
             reserved,
           });
         },
-      ).catch((err: unknown) => {
+      ).catch(async (err: unknown) => {
         if (err instanceof ChainError && err.kind === 'insufficient_funds')
           insufficientFunds(req.payoutId, err);
+        if (err instanceof ChainError && err.kind === 'reverted') {
+          // The simulation refused: the treasury's fault waits, a refusal of this transfer is final.
+          const health = await ledger.senderHealth(treasury);
+          if (!health.ok) cannotSend(req.payoutId, health);
+        }
         return fromChainError(err);
       });
       await broadcastTreasuryTransfer(transfer);
@@ -304,10 +396,13 @@ export function createChainActivities({
     },
     /**
      * Confirmed or reverted for the payout's stored treasury transfer, whichever of its transactions
-     * (the first or a re-priced replacement, same nonce) was mined. Not mined yet: once the latest has
+     * (the first or a re-priced replacement, same nonce) was mined. A revert the treasury caused (see
+     * senderProblem) is no end: once as deep as a success must be, the round is closed and the answer
+     * is reverted_by_sender, for the payout to send again. Not mined yet: once the latest has
      * waited TREASURY_REPRICE_AFTER_SECONDS and the network asks more than it offers, a replacement is
      * signed, stored, then broadcast; a transaction the node no longer knows (dropped from the pool, a
-     * node restart) is broadcast again; either way it throws, so Temporal retries until one lands. A
+     * node restart) is broadcast again; one waiting behind a nonce gap throws TreasuryNonceGap
+     * (alerted, naming the nonces); either way it throws, so Temporal retries until one lands. A
      * mined transaction that does not pay the payout throws TransferMismatch (retryable, alerted).
      */
     async confirmTreasuryTransfer(req: {
@@ -315,7 +410,7 @@ export function createChainActivities({
       to: string;
       amountUnits: string;
       minConfirmations: number;
-    }): Promise<{ status: 'confirmed' | 'reverted'; txHash: `0x${string}` }> {
+    }): Promise<{ status: 'confirmed' | 'reverted' | 'reverted_by_sender'; txHash: `0x${string}` }> {
       const transfer = await findTreasuryTransfer(db, req.payoutId);
       if (transfer === null) {
         // sendTreasuryTransfer returned its hash, so the row existed: a database that lost it (a
@@ -325,6 +420,10 @@ export function createChainActivities({
           `no treasury transfer stored for payout ${req.payoutId}`,
           'TreasuryTransferMissing',
         );
+      }
+      if (transfer.revertedAt !== null) {
+        // Closed by an earlier attempt whose answer was lost: the same answer.
+        return { status: 'reverted_by_sender', txHash: transfer.minedTxHash! };
       }
       let latestKnown = false;
       // Newest first: a replacement is the likelier one to be mined. At most one of them can be.
@@ -348,8 +447,19 @@ export function createChainActivities({
               status: await claimedFor(req.payoutId, 'treasury', attempt.txHash, check.logIndexes),
               txHash: attempt.txHash,
             };
-          case 'reverted':
-            return { status: check.status, txHash: attempt.txHash };
+          case 'reverted': {
+            const amountUnits = BigInt(req.amountUnits);
+            const problem = await senderProblem(transfer.fromAddress as Address, amountUnits);
+            // Not the treasury's doing: proof that no USDT moved, and none will (FAILED).
+            if (!problem) return { status: 'reverted', txHash: attempt.txHash };
+            return revertedBySender(
+              transfer,
+              attempt.txHash,
+              check.confirmations,
+              req.minConfirmations,
+              problem,
+            );
+          }
           case 'mismatch':
             return transferMismatch({
               payoutId: req.payoutId,
@@ -365,9 +475,11 @@ export function createChainActivities({
 
       // None mined. A nonce the chain is already past (with none of our receipts) was taken by another
       // transaction or the node lags: a replacement cannot land either, so only the broadcast below
-      // runs, which proves the conflict or retries.
+      // runs, which proves the conflict or retries. A transfer signed by a treasury key rotated out
+      // since is never re-priced: only that key could sign its replacement.
+      const minedNonce = await ledger.minedNonce(transfer.fromAddress as Address);
       const repriced =
-        (await ledger.minedNonce()) > transfer.nonce
+        minedNonce > transfer.nonce || transfer.fromAddress !== ledger.treasuryAddress()?.toLowerCase()
           ? null
           : await addTreasuryTransferAttempt(
               db,
@@ -403,12 +515,13 @@ export function createChainActivities({
         await broadcastTreasuryTransfer(transfer);
         throw ApplicationFailure.retryable('treasury transfer broadcast again', 'NotYetConfirmed');
       }
+      await reportNonceGap(transfer, minedNonce);
       throw notYetConfirmed(0);
     },
   };
 }
 
-function treasuryAddressOf(ledger: UsdtLedger): string {
+function treasuryAddressOf(ledger: UsdtLedger): Address {
   const address = ledger.treasuryAddress();
   if (!address) {
     throw ApplicationFailure.nonRetryable('treasury mode needs TREASURY_PRIVATE_KEY', CHAIN_REJECTED);

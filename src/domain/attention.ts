@@ -11,6 +11,10 @@ export const ATTENTION_KINDS = [
   'settlement_status_unknown',
   /** Our treasury transfer is not confirmed minutes after it was sent (unmined, a nonce gap, a mismatch). */
   'transfer_unconfirmed',
+  /** The treasury cannot send (blocked by the token's issuer): nothing is signed until it can. */
+  'treasury_cannot_send',
+  /** Our treasury transfer waits behind a nonce gap: nonces below it that no transaction fills. */
+  'treasury_nonce_gap',
   /** A reported transfer that does not match the payout (another chain, wallet or amount). */
   'transfer_mismatch',
   /** The charge's status cannot be read at expiry: unpaid is not assumed. */

@@ -17,3 +17,14 @@ export function isRefusal(err: unknown): boolean {
     (cause.nonRetryable || cause.type === PROVIDER_REJECTED || cause.type === CHAIN_REJECTED)
   );
 }
+
+/**
+ * The last application failure in the chain: what the activity itself last said, also when its
+ * retries ran out of time (the timeout wraps it).
+ */
+export function lastApplicationFailure(err: unknown): ApplicationFailure | undefined {
+  for (let e: unknown = err; e instanceof Error; e = (e as { cause?: unknown }).cause) {
+    if (e instanceof ApplicationFailure) return e;
+  }
+  return undefined;
+}

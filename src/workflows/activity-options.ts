@@ -70,14 +70,16 @@ export const NOTIFICATION_FETCH: ActivityOptions = {
 };
 
 /**
- * Treasury sends and confirmations retry until they succeed or are refused for good, with no time
- * limit: once a transaction is signed it may be in a mempool, so giving up on a timeout could fail a
- * payout whose USDT still arrives (an overdue transfer raises an alert instead). An empty treasury is
- * retried too, until topped up. Each attempt is a few RPC calls; a short start-to-close gets a crashed
- * worker's attempt retried soon.
+ * One round of a treasury send or confirmation: retried for a few minutes, then the workflow reads
+ * what the round last failed with (a treasury that cannot send, a nonce gap), raises the matching
+ * attention item, and starts another round. Rounds never end the payout: once a transaction is signed
+ * it may be in a mempool, so giving up on a timeout could fail a payout whose USDT still arrives. Only
+ * a refusal for good does. An empty or blocked treasury is retried until it can send again. Each
+ * attempt is a few RPC calls; a short start-to-close gets a crashed worker's attempt retried soon.
  */
-export const TREASURY_TRANSFER: ActivityOptions = {
+export const TREASURY_ROUND: ActivityOptions = {
   startToCloseTimeout: '30 seconds',
+  scheduleToCloseTimeout: '5 minutes',
   cancellationType: SEE_THE_ANSWER,
   retry: {
     initialInterval: '2 seconds',

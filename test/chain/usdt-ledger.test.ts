@@ -254,7 +254,7 @@ describe('verifyTransfer', () => {
       minConfirmations: 1,
     });
     const receipt = await rpc.getTransactionReceipt({ hash });
-    expect(check).toEqual({ status: 'reverted', blockNumber: receipt.blockNumber });
+    expect(check).toEqual({ status: 'reverted', blockNumber: receipt.blockNumber, confirmations: 1 });
   });
 });
 

@@ -38,8 +38,16 @@ ALTER TABLE operator_decisions ADD CONSTRAINT operator_decisions_payout_decision
 
 -- Down Migration
 
+-- The decisions and the denylist's history are compliance records: never dropped by a rollback.
+DO $$
+BEGIN
+  IF EXISTS (SELECT 1 FROM operator_decisions WHERE decision IN ('refund', 'release'))
+     OR EXISTS (SELECT 1 FROM screening_denylist_changes) THEN
+    RAISE EXCEPTION 'screening records exist (refund/release decisions, denylist changes): archive them before migrating down';
+  END IF;
+END $$;
+
 ALTER TABLE operator_decisions DROP CONSTRAINT operator_decisions_payout_decision;
-DELETE FROM operator_decisions WHERE decision IN ('refund', 'release');
 ALTER TABLE operator_decisions ADD CONSTRAINT operator_decisions_payout_id_key UNIQUE (payout_id);
 ALTER TABLE operator_decisions DROP CONSTRAINT operator_decisions_decision_check;
 ALTER TABLE operator_decisions ADD CONSTRAINT operator_decisions_decision_check

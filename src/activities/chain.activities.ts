@@ -18,6 +18,11 @@ import {
   type TreasuryTransfer,
 } from '../adapters/db/treasury-transfers-repo';
 import type { Logger } from '../observability/logger';
+import {
+  ScreeningUnavailableError,
+  type ReceiverScreening,
+  type ScreeningVerdict,
+} from '../domain/screening';
 import type { Metrics } from '../observability/metrics';
 import { CHAIN_REJECTED } from './failure-types';
 import { createNonceGapCheck } from './treasury-nonce-gap';
@@ -27,6 +32,8 @@ export interface ChainActivityDeps {
   ledger: UsdtLedger;
   logger: Logger;
   metrics: Metrics;
+  /** The receiver screened right before a treasury transfer is signed (docs/decisions.md D45). */
+  screening: ReceiverScreening;
   /**
    * How a treasury nonce conflict is proven: this many receipt lookups by hash, this far apart, must
    * all find nothing (a load-balanced RPC may answer from a node that lags). Default 3, 2 s apart.
@@ -50,6 +57,7 @@ export function createChainActivities({
   ledger,
   logger,
   metrics,
+  screening,
   nonceConflictProof = { receiptLookups: 3, spacingMs: 2_000 },
   treasuryRepriceAfterSeconds = 120,
 }: ChainActivityDeps) {
@@ -338,11 +346,18 @@ export function createChainActivities({
      * confirmTreasuryTransfer), a new round is signed at a new nonce. Returns the hash of the
      * transaction broadcast.
      */
+    /** Whether a treasury transfer is signed for the payout and not proven reverted: it may still land. */
+    async hasOpenTreasuryTransfer(req: { payoutId: string }): Promise<boolean> {
+      const transfer = await findTreasuryTransfer(db, req.payoutId);
+      return transfer !== null && transfer.revertedAt === null;
+    },
     async sendTreasuryTransfer(req: {
       payoutId: string;
       to: string;
       amountUnits: string;
-    }): Promise<{ txHash: `0x${string}` }> {
+      /** An operator released the payout after screening flagged its receiver: sign without screening. */
+      released?: boolean;
+    }): Promise<{ txHash: `0x${string}` } | { flagged: Extract<ScreeningVerdict, { kind: 'flagged' }> }> {
       // A transfer already signed for the payout (its open round) is only re-sent: nothing about this
       // worker (its treasury key, its balance) may refuse it then, since a refusal is taken as proof
       // that nothing was signed. A closed round (mined, reverted) is followed by a new one.
@@ -350,6 +365,30 @@ export function createChainActivities({
       if (signedBefore !== null && signedBefore.revertedAt === null) {
         await broadcastTreasuryTransfer(signedBefore);
         return { txHash: latestAttempt(signedBefore).txHash };
+      }
+      // Right before signing, however long this payout waited for the treasury: a receiver listed
+      // meanwhile is not paid (the payout waits for an operator), an unreadable source is retried.
+      if (!req.released) {
+        const verdict = await screening.screen(req.to).catch((err: unknown) => {
+          if (!(err instanceof ScreeningUnavailableError)) throw err;
+          logger.warn(
+            { event: 'screening_unreadable', payoutId: req.payoutId, sources: err.sources },
+            err.message,
+          );
+          throw ApplicationFailure.retryable(err.message, 'ScreeningUnavailable');
+        });
+        if (verdict.kind === 'flagged') {
+          logger.error(
+            {
+              event: 'receiver_flagged',
+              payoutId: req.payoutId,
+              source: verdict.source,
+              detail: verdict.detail,
+            },
+            'receiver flagged by screening right before the treasury transfer was signed: nothing signed',
+          );
+          return { flagged: verdict };
+        }
       }
       const treasury = treasuryAddressOf(ledger);
       const transfer = await getOrCreateTreasuryTransfer(

@@ -449,8 +449,9 @@ const COMMANDS: Record<string, Command> = {
     args: '--wallet <0x..> --by <who> --reason <why>',
     summary: "add a receiver wallet to the operators' denylist",
     details:
-      'From the next screening on (within SCREENING_CACHE_SECONDS), POSTs for it answer 422 and open payouts\n' +
-      'paying it wait for a decision before anything is sent. Who, when and why are kept with every change.',
+      'From the next screening on (POST may reuse a verdict for SCREENING_CACHE_SECONDS), POSTs for it answer\n' +
+      '422, and payouts paying it that have not yet requested or signed their USDT wait for a decision\n' +
+      '(payouts resolve). Who, when and why are kept with every change.',
     options: { wallet: str, by: str, reason: str },
     plan(values) {
       const change = denylistChange(values);

@@ -97,7 +97,8 @@ export async function main(): Promise<void> {
     usdtAddress: config.USDT_CONTRACT_ADDRESS as `0x${string}`,
     treasuryPrivateKey: config.TREASURY_PRIVATE_KEY as `0x${string}` | undefined,
   });
-  const screening = screeningOf(config, db);
+  // Never a reused verdict before money moves: a wallet listed a second ago is not paid (POST may reuse).
+  const screening = screeningOf({ ...config, SCREENING_CACHE_SECONDS: 0 }, db);
   await reportScreeningSources(screening, logger);
   // Before the first connection: SDK logs into pino, and the native worker metrics.
   const runtime = await installWorkerRuntime(logger);

@@ -24,7 +24,8 @@ import { isDecided, OperatorDesk, type Decided } from './payout/operator-desk';
 import { PaymentInbox } from './payout/payment-inbox';
 import { settleThroughProvider } from './payout/provider-settlement';
 import { RefundsAndLateReports } from './payout/refunds-and-late-reports';
-import { screenBeforeSending } from './payout/screening-step';
+import { decideFlaggedReceiver, screenBeforeSending } from './payout/screening-step';
+import type { ScreeningVerdict } from '../domain/screening';
 import { type SettlementOutcome } from './payout/settlement-steps';
 import { settleFromTreasury } from './payout/treasury-settlement';
 import { upsertPayoutSearchAttributes } from './search-attributes';
@@ -180,8 +181,8 @@ class PayoutProcess {
   async settle(): Promise<void> {
     const screened = await screenBeforeSending(this.record, this.attention, this.desk);
     if (screened !== 'clear') {
-      await this.recordDecision(screened);
-      if (screened.decision.decision !== 'release') return this.fail('receiver_flagged');
+      await this.recordDecision(screened.decided);
+      if (screened.decided.decision.decision !== 'release') return this.fail(screened.refundReason);
     }
     const { record, settings, inbox, attention } = this;
     const outcome = await attention.whenLate(
@@ -191,7 +192,7 @@ class PayoutProcess {
         this.desk.untilDecided('fail_or_complete', () =>
           settings.settlementMode === 'provider'
             ? settleThroughProvider(record, settings, inbox, attention)
-            : settleFromTreasury(record, settings, attention),
+            : settleFromTreasury(record, settings, attention, (flag) => this.decideFlagged(flag)),
         ),
     );
     if (isDecided(outcome)) return this.applyDecision(outcome);
@@ -201,6 +202,15 @@ class PayoutProcess {
   /** After COMPLETED or FAILED: refund cases for what was received and not settled, late reports alerted. */
   async refundWhatWasNotSettled(): Promise<void> {
     await this.refunds.finish();
+  }
+
+  /** A receiver flagged right before the treasury signs: the operator's decision, recorded. */
+  private async decideFlagged(
+    flag: Extract<ScreeningVerdict, { kind: 'flagged' }>,
+  ): Promise<'refund' | 'release'> {
+    const decided = await decideFlaggedReceiver(this.record, this.attention, this.desk, flag);
+    await this.recordDecision(decided);
+    return decided.decision.decision === 'release' ? 'release' : 'refund';
   }
 
   /** An operator's decision on an unknown: the payout ends on it. */

@@ -1,3 +1,4 @@
+import { sentHash } from '../support/chain';
 import { randomUUID } from 'node:crypto';
 import { ApplicationFailure } from '@temporalio/common';
 import {
@@ -272,7 +273,7 @@ describe('a treasury the issuer blocked', () => {
     );
 
     await mined(await setBlocked(world.address, false));
-    const { txHash } = await world.activities.sendTreasuryTransfer(req);
+    const txHash = sentHash(await world.activities.sendTreasuryTransfer(req));
     await mined(txHash);
     await expect(world.activities.confirmTreasuryTransfer(req)).resolves.toEqual({
       status: 'confirmed',
@@ -284,7 +285,7 @@ describe('a treasury the issuer blocked', () => {
     const world = await treasuryWorld(10_000_000n);
     const req = world.request('4000000');
     await anvilRpc('evm_setAutomine', [false]);
-    const { txHash: first } = await world.activities.sendTreasuryTransfer(req);
+    const first = sentHash(await world.activities.sendTreasuryTransfer(req));
     // The block lands in the same block as our transfer, ahead of it (a higher tip).
     await setBlocked(world.address, true);
     await anvilRpc('evm_mine');
@@ -313,7 +314,7 @@ describe('a treasury the issuer blocked', () => {
     expect(await rounds(req.payoutId)).toHaveLength(1);
 
     await mined(await setBlocked(world.address, false));
-    const { txHash: second } = await world.activities.sendTreasuryTransfer(req);
+    const second = sentHash(await world.activities.sendTreasuryTransfer(req));
     expect(second).not.toBe(first);
     await mined(second);
     await expect(world.activities.confirmTreasuryTransfer(req)).resolves.toEqual({
@@ -350,7 +351,7 @@ describe('a mined treasury transfer that reverted', () => {
       }),
     );
     await anvilRpc('evm_setAutomine', [false]);
-    const { txHash: first } = await world.activities.sendTreasuryTransfer(req);
+    const first = sentHash(await world.activities.sendTreasuryTransfer(req));
     const drain = await wallet(spender.privateKey).writeContract({
       address: usdt,
       abi: APPROVE_ABI,
@@ -377,7 +378,7 @@ describe('a mined treasury transfer that reverted', () => {
     });
 
     await fund(world.address, 3_000_000n);
-    const { txHash: second } = await world.activities.sendTreasuryTransfer(req);
+    const second = sentHash(await world.activities.sendTreasuryTransfer(req));
     await mined(second);
     await expect(world.activities.confirmTreasuryTransfer(req)).resolves.toEqual({
       status: 'confirmed',
@@ -416,7 +417,7 @@ describe('a mined treasury transfer that reverted', () => {
         return { rawTransaction, txHash: keccak256(rawTransaction) };
       },
     );
-    const { txHash } = await world.activities.sendTreasuryTransfer(req);
+    const txHash = sentHash(await world.activities.sendTreasuryTransfer(req));
     expect((await mined(txHash)).status).toBe('reverted');
 
     await expect(world.activities.confirmTreasuryTransfer(req)).resolves.toEqual({

@@ -1,3 +1,4 @@
+import { sentHash } from '../support/chain';
 import { createChainAndDenylistScreening } from '../../src/adapters/screening/receiver-screening';
 import { createPublicClient, http, type Hex } from 'viem';
 import { generatePrivateKey, privateKeyToAddress } from 'viem/accounts';
@@ -148,7 +149,7 @@ describe('treasury transfer survives a worker crash (worker as a separate proces
       const req = { payoutId: crypto.randomUUID(), to: receiver, amountUnits: '2000000' };
       await stack.chain.setAutomine(false);
       try {
-        const { txHash } = await acts.sendTreasuryTransfer(req);
+        const txHash = sentHash(await acts.sendTreasuryTransfer(req));
         await stack.chain.rpc('anvil_dropTransaction', [txHash]);
         const client = createPublicClient({ transport: http(stack.rpcUrl) });
         await expect(client.getTransaction({ hash: txHash })).rejects.toThrow();

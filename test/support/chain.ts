@@ -125,3 +125,15 @@ export async function startTestChain(
     throw err;
   }
 }
+
+/**
+ * The hash a treasury send answered; fails the test when it answered that screening flagged the
+ * receiver instead (a test of the treasury, not of screening).
+ */
+export function sentHash(
+  sent: { txHash: `0x${string}` } | { flagged: { source: string; detail: string } },
+): `0x${string}` {
+  if ('flagged' in sent)
+    throw new Error(`receiver flagged by ${sent.flagged.source}: ${sent.flagged.detail}`);
+  return sent.txHash;
+}

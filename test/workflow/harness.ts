@@ -110,6 +110,7 @@ export function fakeActivities(overrides: Partial<Fakes> = {}) {
     clearAttention: async () => {},
     recordOperatorDecision: async () => {},
     screenReceiver: async () => ({ kind: 'clear' as const }),
+    hasOpenTreasuryTransfer: async () => false,
     fetchProviderEvent: async () => null,
     verifyUsdtTransfer: async () => 'confirmed',
     sendTreasuryTransfer: async () => ({ txHash: TREASURY_TX_HASH }),

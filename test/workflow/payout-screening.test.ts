@@ -17,6 +17,7 @@ import {
   skipUntil,
   startPayout,
   waitForPayout,
+  TREASURY_TX_HASH,
   withWorker,
 } from './harness';
 
@@ -149,5 +150,81 @@ describe('payoutWorkflow: screening before money moves (time-skipping)', () => {
     ]);
     const names = fake.calls.map((c) => c.name);
     expect(names.indexOf('screenReceiver')).toBeLessThan(names.indexOf('requestSettlement'));
+  });
+
+  it('treasury mode: a receiver flagged right before signing waits; released, its transfer is signed unscreened', async () => {
+    const input = payoutInput({ settlementMode: 'treasury' });
+    const fake = fakeActivities({
+      sendTreasuryTransfer: async (req) =>
+        req.released ? { txHash: TREASURY_TX_HASH } : { flagged: await flagged() },
+    });
+    const done = await run(fake, input, async (h) => {
+      await paid(h, input);
+      await skipUntil(env, () => raised(fake).includes('receiver_flagged'));
+      // Inside the settlement step, the decision is for the flagged receiver, not the unknown outcome.
+      await expect(
+        h.executeUpdate(resolvePayoutUpdate, { args: [{ decision: 'fail', decidedBy: 'ana', reason: 'x' }] }),
+      ).rejects.toMatchObject({ cause: { message: expect.stringMatching(/refund or release/) } });
+      await h.executeUpdate(resolvePayoutUpdate, {
+        args: [{ decision: 'release', decidedBy: 'ana@ops', reason: 'issuer confirmed a false positive' }],
+      });
+      return (await h.result()) as PayoutRecord;
+    });
+    expect(done).toMatchObject({ status: 'COMPLETED', blockchainTxId: TREASURY_TX_HASH });
+    expect(
+      fake.callsOf('sendTreasuryTransfer').map(([req]) => (req as { released?: boolean }).released),
+    ).toEqual([undefined, true]);
+  });
+
+  it('treasury mode: a refund is refused while a transfer signed for the payout may still land', async () => {
+    const input = payoutInput({ settlementMode: 'treasury' });
+    let signed = true;
+    const fake = fakeActivities({ screenReceiver: flagged, hasOpenTreasuryTransfer: async () => signed });
+    const done = await run(fake, input, async (h) => {
+      await paid(h, input);
+      await skipUntil(env, () => raised(fake).includes('receiver_flagged'));
+      const refund = { decision: 'refund' as const, decidedBy: 'ana@ops', reason: 'listed' };
+      await expect(h.executeUpdate(resolvePayoutUpdate, { args: [refund] })).rejects.toMatchObject({
+        cause: { message: expect.stringMatching(/may still land/) },
+      });
+      signed = false;
+      await h.executeUpdate(resolvePayoutUpdate, { args: [{ ...refund, reason: 'listed, checked' }] });
+      return (await h.result()) as PayoutRecord;
+    });
+    expect(done).toMatchObject({ status: 'FAILED', failureReason: 'receiver_flagged' });
+    expect(sendingCalls(fake)).toEqual([]);
+  });
+
+  it('an operator may refund, never release, a payout whose screening cannot be read', async () => {
+    const input = payoutInput();
+    const fake = fakeActivities({
+      screenReceiver: async () => {
+        throw ApplicationFailure.retryable('oracle unreachable', 'ScreeningUnavailable');
+      },
+    });
+    const done = await run(fake, input, async (h) => {
+      await paid(h, input);
+      await skipUntil(env, () => raised(fake).includes('screening_unreadable'));
+      await expect(
+        h.executeUpdate(resolvePayoutUpdate, {
+          args: [{ decision: 'release', decidedBy: 'ana', reason: 'x' }],
+        }),
+      ).rejects.toMatchObject({ cause: { message: expect.stringMatching(/only be refunded/) } });
+      await h.executeUpdate(resolvePayoutUpdate, {
+        args: [
+          {
+            decision: 'refund',
+            decidedBy: 'ana@ops',
+            reason: 'oracle retired; payer asked for the money back',
+          },
+        ],
+      });
+      return (await h.result()) as PayoutRecord;
+    });
+    expect(done).toMatchObject({ status: 'FAILED', failureReason: 'operator_decision' });
+    expect(sendingCalls(fake)).toEqual([]);
+    expect(fake.callsOf('recordLatePayment')).toEqual([
+      [expect.objectContaining({ payoutId: input.payoutId, kind: 'payout_failed' })],
+    ]);
   });
 });

@@ -1,8 +1,11 @@
 import type { Db } from './pool';
 
 export type IdempotencyClaim =
-  /** This request owns the key: create the payout (or resume the one an abandoned claim started). */
-  | { kind: 'claimed'; payoutId: string; workflowId: string }
+  /**
+   * This request owns the key: create the payout, or (`resumed`) resume the one an abandoned claim
+   * may have started already.
+   */
+  | { kind: 'claimed'; payoutId: string; workflowId: string; resumed?: true }
   /** The key already produced a payout: replay it. */
   | { kind: 'recorded'; payoutId: string; workflowId: string }
   /** The key's request was refused by screening: the same refusal again. */
@@ -92,7 +95,7 @@ async function tryClaim(db: Db, req: ClaimRequest): Promise<IdempotencyClaim | u
         'UPDATE idempotency_keys SET claimed_at = now() WHERE partner_id = $1 AND key = $2',
         [req.partnerId, req.key],
       );
-      outcome = { kind: 'claimed', payoutId: row.payout_id, workflowId: row.workflow_id };
+      outcome = { kind: 'claimed', payoutId: row.payout_id, workflowId: row.workflow_id, resumed: true };
     }
     await client.query('COMMIT');
     return outcome;

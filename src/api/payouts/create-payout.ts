@@ -2,6 +2,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import {
   WithStartWorkflowOperation,
   WorkflowExecutionAlreadyStartedError,
+  WorkflowNotFoundError,
   type Client,
 } from '@temporalio/client';
 import {
@@ -98,6 +99,17 @@ export async function createPayout(
     if (claim.kind === 'refused') throw replayedRefusal(claim.refusal);
     payoutId = claim.payoutId;
     workflowId = claim.workflowId;
+    // The abandoned request may have started the payout already: then it is that payout's answer,
+    // whatever screening or the quote would say now, and the key is never freed for a second one.
+    if (claim.resumed) {
+      const started = await resumeStartedPayout(deps, workflowId);
+      // One whose charge was refused was never shown to the partner: it is refused again below.
+      if (started && started.failureReason !== 'charge_creation_failed') {
+        await catchUpReadModel(deps.db, started);
+        await markIdempotencyKeyRecorded(deps.db, partnerId, idempotencyKey, started.id);
+        return { kind: 'created', payout: started };
+      }
+    }
   }
   // Nothing was started for a refused request: free the key so the partner's corrected retry works.
   const releaseClaim = async () => {
@@ -192,30 +204,50 @@ async function startAndAwaitCharge(
       wallet: shortWallet(input.receiverWallet),
     }),
   });
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(
-      () =>
-        reject(
-          new ChargeTimeoutError(`payout ${input.payoutId}: no PIX charge after ${deps.chargeWaitMs} ms`),
-        ),
-      deps.chargeWaitMs,
-    );
-  });
   try {
-    return await Promise.race([
+    return await withChargeDeadline(
       deps.temporal.workflow.executeUpdateWithStart(awaitChargeUpdate, { startWorkflowOperation }),
-      timeout,
-    ]);
+      deps.chargeWaitMs,
+      input.payoutId,
+    );
   } catch (err) {
     // The payout's workflow already ran to its end (a resumed claim): its final state is the answer.
     if (err instanceof WorkflowExecutionAlreadyStartedError) {
       return deps.temporal.workflow.getHandle(workflowId).query(getPayoutQuery);
     }
     throw err;
+  }
+}
+
+/** `answer`, or ChargeTimeoutError (503) once POST has waited `ms` for the PIX charge. */
+async function withChargeDeadline<T>(answer: Promise<T>, ms: number, payoutId: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () => reject(new ChargeTimeoutError(`payout ${payoutId}: no PIX charge after ${ms} ms`)),
+      ms,
+    );
+  });
+  try {
+    return await Promise.race([answer, timeout]);
   } finally {
     clearTimeout(timer);
   }
+}
+
+/** The payout an abandoned request started, once its charge exists; null when it never started. */
+async function resumeStartedPayout(deps: CreatePayoutDeps, workflowId: string): Promise<PayoutRecord | null> {
+  const handle = deps.temporal.workflow.getHandle(workflowId);
+  let running: boolean;
+  try {
+    running = (await handle.describe()).status.name === 'RUNNING';
+  } catch (err) {
+    if (err instanceof WorkflowNotFoundError) return null;
+    throw err;
+  }
+  // Closed already (its charge refused, or ended since): its final state is the answer.
+  if (!running) return handle.query(getPayoutQuery);
+  return withChargeDeadline(handle.executeUpdate(awaitChargeUpdate), deps.chargeWaitMs, workflowId);
 }
 
 /**

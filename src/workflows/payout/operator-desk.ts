@@ -8,7 +8,7 @@ import {
 } from '@temporalio/workflow';
 import type { ChainActivities } from '../../activities';
 import { isTerminal, type PayoutRecord } from '../../domain/payout';
-import { PROOF_ROUND } from '../activity-options';
+import { BOOKKEEPING, PROOF_ROUND } from '../activity-options';
 import {
   PAYOUT_NOT_RESOLVABLE,
   resolvePayoutUpdate,
@@ -18,12 +18,13 @@ import {
 import type { Attention } from './attention';
 
 const verifying = proxyActivities<Pick<ChainActivities, 'verifyUsdtTransfer'>>(PROOF_ROUND);
+const treasuryBook = proxyActivities<Pick<ChainActivities, 'hasOpenTreasuryTransfer'>>(BOOKKEEPING);
 
 /**
  * What an operator may decide about the step that is waiting: a payout never paid can only fail; a
  * flagged receiver is refunded or released.
  */
-export type Decidable = 'fail' | 'fail_or_complete' | 'refund_or_release';
+export type Decidable = 'fail' | 'fail_or_complete' | 'refund_or_release' | 'refund';
 
 /** An accepted decision, handed to the payout in place of the step's own outcome. */
 export interface Decided {
@@ -37,8 +38,11 @@ export interface Decided {
 export class OperatorDesk {
   /** The decision accepted by the update handler, for the waiting step to act on. */
   private decision: OperatorDecisionInput | undefined;
-  /** What the running step can be decided into; undefined when no step waits on an unknown. */
-  private decidable: Decidable | undefined;
+  /**
+   * The steps that can be decided, outermost first: a step may run one inside it (the treasury's send
+   * waits on a flagged receiver inside the settlement). A decision is for the innermost.
+   */
+  private readonly waits: Decidable[] = [];
   /** A decision is being taken (its transfer checked): a second one is refused meanwhile. */
   private deciding = false;
   /** Why the decision being taken did not apply (proof arrived first). */
@@ -65,13 +69,13 @@ export class OperatorDesk {
    * WAIT_CANCELLATION_COMPLETED in activity-options.ts) keeps it, and the decision is refused.
    */
   async untilDecided<T>(allowed: Decidable, step: () => Promise<T>): Promise<T | Decided> {
-    this.decidable = allowed;
+    const depth = this.waits.push(allowed);
     const scope = new CancellationScope();
     const running = scope.run(step);
     try {
       const first = await Promise.race([
         running.then((value) => ({ value })),
-        condition(() => this.decision !== undefined).then(() => undefined),
+        condition(() => this.decision !== undefined && this.waits.length === depth).then(() => undefined),
       ]);
       if (first === undefined) {
         scope.cancel();
@@ -87,8 +91,13 @@ export class OperatorDesk {
       }
       return this.decision === undefined ? first.value : this.proofWins(first.value);
     } finally {
-      this.decidable = undefined;
+      this.waits.pop();
     }
+  }
+
+  /** What the innermost waiting step can be decided into; undefined when none waits. */
+  private get decidable(): Decidable | undefined {
+    return this.waits.at(-1);
   }
 
   /** Hands the accepted decision to the payout, and frees the desk for a later one. */
@@ -124,8 +133,16 @@ export class OperatorDesk {
     const onScreening = d.decision === 'refund' || d.decision === 'release';
     if (this.decidable === 'refund_or_release') {
       if (!onScreening) refuse('payout waits on a flagged receiver: decide refund or release');
+    } else if (this.decidable === 'refund') {
+      // Screening could not be read: nothing was sent, so the payer may be refunded; never released.
+      if (d.decision !== 'refund')
+        refuse('payout waits on screening it cannot read: it can only be refunded');
     } else if (onScreening) {
-      refuse('payout waits on an unknown, not on a flagged receiver: decide fail or complete');
+      refuse(
+        this.decidable === 'fail'
+          ? 'payout waits on an unknown and was never paid: it can only be failed'
+          : 'payout waits on an unknown, not on a flagged receiver: decide fail or complete',
+      );
     } else if (d.decision === 'complete') {
       if (this.decidable !== 'fail_or_complete') refuse('payout was never paid: it can only be failed');
       if (!d.txHash || !/^0x[0-9a-fA-F]{64}$/.test(d.txHash)) refuse('complete needs the transfer hash');
@@ -145,6 +162,7 @@ export class OperatorDesk {
     this.deciding = true;
     try {
       if (d.decision === 'complete') await this.proveNamedTransfer(d);
+      if (d.decision === 'refund') await this.refuseRefundWhileMoneyMayMove();
       // The step may have found its proof while the transfer was checked: then proof wins.
       if (isTerminal(this.payout().status) || this.decidable === undefined) {
         throw notResolvable(`payout is already ${this.payout().status}`);
@@ -162,6 +180,17 @@ export class OperatorDesk {
       return this.payout();
     } finally {
       this.deciding = false;
+    }
+  }
+
+  /**
+   * A refund says no USDT will move. A treasury transfer signed for the payout (by an earlier run, say
+   * before an operator's reset) may still land: then only its proof ends the payout.
+   */
+  private async refuseRefundWhileMoneyMayMove(): Promise<void> {
+    if (this.settings.settlementMode !== 'treasury') return;
+    if (await treasuryBook.hasOpenTreasuryTransfer({ payoutId: this.payout().id })) {
+      throw notResolvable('a treasury transfer is signed for this payout and may still land: no refund');
     }
   }
 

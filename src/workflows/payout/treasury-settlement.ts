@@ -1,6 +1,7 @@
 import { ActivityFailure, isCancellation, log, proxyActivities } from '@temporalio/workflow';
 import type { AttentionKind, ChainActivities } from '../../activities';
 import type { PayoutRecord } from '../../domain/payout';
+import type { ScreeningVerdict } from '../../domain/screening';
 import { isActivityError, isRefusal, lastApplicationFailure } from '../activity-errors';
 import { TREASURY_ROUND } from '../activity-options';
 import type { PayoutSettings } from '../payout.contract';
@@ -14,6 +15,7 @@ const treasury =
 const WAITS_ON: Readonly<Record<string, AttentionKind>> = {
   TreasuryCannotSend: 'treasury_cannot_send',
   TreasuryNonceGap: 'treasury_nonce_gap',
+  ScreeningUnavailable: 'screening_unreadable',
 };
 const ROUND_KINDS: readonly AttentionKind[] = Object.values(WAITS_ON);
 
@@ -32,17 +34,29 @@ export async function settleFromTreasury(
   payout: PayoutRecord,
   settings: PayoutSettings,
   attention: Attention,
+  onFlagged: (flag: Extract<ScreeningVerdict, { kind: 'flagged' }>) => Promise<'refund' | 'release'>,
 ): Promise<SettlementOutcome> {
   const amountUnits = payout.minAmountUsdtUnits;
   const transfer = { payoutId: payout.id, to: payout.receiverWallet, amountUnits };
+  /** An operator released the payout after the receiver was flagged: its transfers are signed unscreened. */
+  let released = false;
   for (;;) {
+    let sent: Awaited<ReturnType<typeof treasury.sendTreasuryTransfer>>;
     try {
-      await inRounds(attention, () => treasury.sendTreasuryTransfer(transfer));
+      sent = await inRounds(attention, () =>
+        treasury.sendTreasuryTransfer(released ? { ...transfer, released } : transfer),
+      );
     } catch (err) {
       if (err instanceof ActivityFailure && isRefusal(err)) {
         return { kind: 'failed', reason: 'settlement_request_failed' };
       }
       throw err;
+    }
+    if ('flagged' in sent) {
+      // Screened right before signing, nothing signed: the operator refunds the payer or releases it.
+      if ((await onFlagged(sent.flagged)) === 'refund') return { kind: 'failed', reason: 'receiver_flagged' };
+      released = true;
+      continue;
     }
     let check: Awaited<ReturnType<typeof treasury.confirmTreasuryTransfer>>;
     try {

@@ -117,6 +117,11 @@ const VARIABLES = {
   // Tether's USDT on Arbitrum One; the local launcher overrides it with its test token.
   USDT_CONTRACT_ADDRESS: hex.default('0xFd086bC7CD5C481DCC9C85ebE478A1C0b69FCbb9'),
   TREASURY_PRIVATE_KEY: optional(hex),
+  // The treasury's address, for the api (which never holds the key): in treasury mode POST answers
+  // 503 while the treasury cannot send (docs/decisions.md D25).
+  TREASURY_ADDRESS: optional(
+    z.string().regex(/^0x[0-9a-fA-F]{40}$/, 'must be a 0x-prefixed 20-byte address'),
+  ),
   // Receiver screening (docs/screening.md): the sources checked at POST and right before the USDT
   // moves, comma-separated, any of token_blocklist, sanctions_oracle, denylist; "none" turns it off.
   SCREENING_SOURCES: z.preprocess(
@@ -218,6 +223,7 @@ const API = [
   'SCREENING_SOURCES',
   'SANCTIONS_ORACLE_ADDRESS',
   'SCREENING_CACHE_SECONDS',
+  'TREASURY_ADDRESS',
   'POST_RATE_LIMIT_PER_MINUTE',
   'READ_RATE_LIMIT_PER_MINUTE',
   'WEBHOOK_RATE_LIMIT_PER_MINUTE',
@@ -302,6 +308,14 @@ function schemaOf<K extends Variable>(names: readonly K[]) {
     }
     // PIX keys (a CPF is personal data) travel in workflow payloads, and partners' callback secrets
     // are sealed with the same keys: production never stores them in clear.
+    if (reads.has('TREASURY_ADDRESS') && env.SETTLEMENT_MODE === 'treasury' && !env.TREASURY_ADDRESS) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['TREASURY_ADDRESS'],
+        message:
+          'is required when SETTLEMENT_MODE=treasury (the api refuses new payouts while it cannot send)',
+      });
+    }
     if (reads.has('PAYLOAD_ENCRYPTION_KEY') && env.NODE_ENV === 'production' && !env.PAYLOAD_ENCRYPTION_KEY) {
       ctx.addIssue({
         code: 'custom',

@@ -1,3 +1,4 @@
+import { privateKeyToAddress } from 'viem/accounts';
 import { pathToFileURL } from 'node:url';
 
 /**
@@ -38,7 +39,11 @@ export function serviceEnv(s: StackEndpoints): Record<string, string> {
     ...(s.chain.sanctionsOracleAddress !== undefined && {
       SANCTIONS_ORACLE_ADDRESS: s.chain.sanctionsOracleAddress,
     }),
-    ...(s.treasuryKey !== undefined && { TREASURY_PRIVATE_KEY: s.treasuryKey }),
+    // The worker signs with the key; the api only reads the treasury's health, by its address.
+    ...(s.treasuryKey !== undefined && {
+      TREASURY_PRIVATE_KEY: s.treasuryKey,
+      TREASURY_ADDRESS: privateKeyToAddress(s.treasuryKey as `0x${string}`),
+    }),
     ...(s.payloadKey !== undefined && { PAYLOAD_ENCRYPTION_KEY: s.payloadKey }),
   };
 }

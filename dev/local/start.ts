@@ -1,3 +1,4 @@
+import { privateKeyToAddress } from 'viem/accounts';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -96,6 +97,8 @@ async function main(): Promise<void> {
   // The local chain's funded treasury, so SETTLEMENT_MODE=treasury works without any other setting
   // (config refuses treasury mode without a key, so it is supplied before the first check).
   if (!process.env.EVM_RPC_URL) env.TREASURY_PRIVATE_KEY ??= anvilAccount('treasury').privateKey;
+  if (env.TREASURY_PRIVATE_KEY)
+    env.TREASURY_ADDRESS ??= privateKeyToAddress(env.TREASURY_PRIVATE_KEY as `0x${string}`);
   // The Web UI calls the codec endpoint from its own origin.
   env.CODEC_CORS_ORIGINS ??= `http://127.0.0.1:${settings.temporalUiPort},http://localhost:${settings.temporalUiPort}`;
   // Both services' settings, checked before anything starts.

@@ -23,6 +23,7 @@ import type { RateQuote } from './quotes/min-amount';
 import { webhookRoutes } from './webhooks/webhook.routes';
 import { authenticatePartner } from './auth';
 import type { ReceiverScreening } from '../domain/screening';
+import type { CreatePayoutDeps } from './payouts/create-payout';
 
 export interface ApiDeps {
   config: ApiConfig;
@@ -33,6 +34,8 @@ export interface ApiDeps {
   metrics: Metrics;
   /** The receiver's screening at POST (docs/decisions.md D45). */
   screening: ReceiverScreening;
+  /** Treasury mode: the treasury's health, read before a payout is created. */
+  treasuryHealth?: CreatePayoutDeps['treasuryHealth'];
 }
 
 const BODY_LIMIT_BYTES = 16 * 1024;
@@ -114,6 +117,7 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
     authenticate,
     chargeWaitMs: 20_000,
     screening: deps.screening,
+    ...(deps.treasuryHealth ? { treasuryHealth: deps.treasuryHealth } : {}),
     screeningCounters: {
       refused: (source) => deps.metrics.screeningRefusals.inc({ source }),
       unavailable: () => deps.metrics.screeningUnavailable.inc(),

@@ -60,6 +60,10 @@ export const API_ERRORS = {
   receiverBlockedByIssuer: () =>
     new HttpError(422, 'receiver_wallet cannot receive USDT: blocked by the token issuer'),
   receiverFailedScreening: () => new HttpError(422, 'receiver_wallet failed compliance screening'),
+  treasuryCannotSend: () =>
+    new HttpError(503, 'payouts are paused: the treasury cannot send USDT, retry later', {
+      'retry-after': String(RETRY_AFTER_SECONDS),
+    }),
   screeningUnavailable: () =>
     new HttpError(503, 'compliance screening unavailable, retry later', {
       'retry-after': String(SCREENING_RETRY_AFTER_SECONDS),
@@ -79,6 +83,7 @@ const PAYOUT_REQUEST_ERRORS: Record<PayoutRequestErrorCode, () => HttpError> = {
   receiver_blocked_by_issuer: API_ERRORS.receiverBlockedByIssuer,
   receiver_failed_screening: API_ERRORS.receiverFailedScreening,
   screening_unavailable: API_ERRORS.screeningUnavailable,
+  treasury_cannot_send: API_ERRORS.treasuryCannotSend,
 };
 
 const FRAMEWORK_ERRORS: Record<string, () => HttpError> = {

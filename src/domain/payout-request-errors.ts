@@ -12,7 +12,8 @@ export type PayoutRequestErrorCode =
   | 'charge_refused'
   | 'charge_timeout'
   | ScreeningRefusal
-  | 'screening_unavailable';
+  | 'screening_unavailable'
+  | 'treasury_cannot_send';
 
 /** The refusals screening gives at POST, kept with the Idempotency-Key so a replay gets the same answer. */
 export const SCREENING_REFUSALS = ['receiver_blocked_by_issuer', 'receiver_failed_screening'] as const;
@@ -70,4 +71,10 @@ export class ReceiverRefusedError extends PayoutRequestError {
 export class ScreeningUnavailableRequestError extends PayoutRequestError {
   readonly code = 'screening_unavailable';
   override name = 'ScreeningUnavailableRequestError';
+}
+
+/** Treasury mode: the treasury cannot send now (blocked by the token's issuer); nothing is created. */
+export class TreasuryCannotSendError extends PayoutRequestError {
+  readonly code = 'treasury_cannot_send';
+  override name = 'TreasuryCannotSendError';
 }

@@ -14,6 +14,7 @@ import { connectClient } from '../temporal/connection';
 import { createDataConverter, createPayloadCodec } from '../temporal/data-converter';
 import { measuredProvider, payloadKeysOf, runProcess, screeningOf } from './wiring';
 import { reportScreeningSources } from '../adapters/screening/receiver-screening';
+import { createTreasuryHealthProbe } from '../adapters/chain/treasury-health';
 
 /** The api process: its configuration, adapters, metrics and Temporal client, wired here only. */
 async function main(): Promise<void> {
@@ -35,7 +36,25 @@ async function main(): Promise<void> {
   const quote = createCachedQuote(provider, { ttlMs: config.QUOTE_CACHE_SECONDS * 1000 });
   const screening = screeningOf(config, db);
   await reportScreeningSources(screening, logger);
-  const app = await buildApp({ config, db, temporal, quote, logger, metrics, screening });
+  const treasuryHealth =
+    config.SETTLEMENT_MODE === 'treasury'
+      ? createTreasuryHealthProbe({
+          rpcUrl: config.EVM_RPC_URL,
+          chainId: config.EVM_CHAIN_ID,
+          usdtAddress: config.USDT_CONTRACT_ADDRESS as `0x${string}`,
+          treasuryAddress: config.TREASURY_ADDRESS as `0x${string}`,
+        })
+      : undefined;
+  const app = await buildApp({
+    config,
+    db,
+    temporal,
+    quote,
+    logger,
+    metrics,
+    screening,
+    ...(treasuryHealth ? { treasuryHealth } : {}),
+  });
   await app.listen({ host: config.HOST, port: config.PORT });
 
   onShutdown(logger, async () => {

@@ -84,11 +84,15 @@ describe('a treasury blocked by the token issuer (real servers, treasury mode)',
       30_000,
     );
 
-  async function paidPayout(): Promise<{ payout: PayoutResponse; receiver: Address }> {
+  /** A payout created while the treasury can send; `beforePayment` runs between its POST and its payment. */
+  async function paidPayout(
+    beforePayment: () => Promise<unknown> = async () => {},
+  ): Promise<{ payout: PayoutResponse; receiver: Address }> {
     const receiver = privateKeyToAddress(generatePrivateKey());
     const created = await postPayout(stack.apiUrl, apiKey, { ...VALID_PAYOUT, receiver_wallet: receiver });
     expect(created.status).toBe(201);
     const payout = created.body as unknown as PayoutResponse;
+    await beforePayment();
     await stack.pay(payout.pix_copy_paste);
     return { payout, receiver };
   }
@@ -130,9 +134,19 @@ describe('a treasury blocked by the token issuer (real servers, treasury mode)',
       treasuryAddress: stack.treasury.address,
       cacheMs: 0,
     });
-    await receipt(await setBlocked(true));
-    await expect(probe.treasuryCanSend()).resolves.toMatchObject({ ok: false, reason: 'blocked_by_issuer' });
-    const { payout, receiver } = await paidPayout();
+    const { payout, receiver } = await paidPayout(async () => {
+      await receipt(await setBlocked(true));
+      await expect(probe.treasuryCanSend()).resolves.toMatchObject({
+        ok: false,
+        reason: 'blocked_by_issuer',
+      });
+      // Meanwhile no payer pays into a payout that cannot settle: POST answers 503, creating nothing.
+      const refused = await postPayout(stack.apiUrl, apiKey, VALID_PAYOUT);
+      expect(refused.status).toBe(503);
+      expect(refused.body).toEqual({
+        error: 'payouts are paused: the treasury cannot send USDT, retry later',
+      });
+    });
 
     // The send is refused for the treasury's sake, counted (the alert), and retried: nothing signed.
     await until(
@@ -166,6 +180,7 @@ describe('a treasury blocked by the token issuer (real servers, treasury mode)',
 
     await receipt(await setBlocked(false));
     await expect(probe.treasuryCanSend()).resolves.toEqual({ ok: true });
+    expect((await postPayout(stack.apiUrl, apiKey, VALID_PAYOUT)).status).toBe(201);
     const done = await stack.waitForStatus(apiKey, payout.id, ['COMPLETED', 'FAILED'], 180_000);
     expect(done).toMatchObject({ status: 'COMPLETED', settled_amount_usdt: 17.152658 });
     expect(

@@ -12,6 +12,7 @@ import {
 import type { Address } from 'viem';
 import { generatePrivateKey, privateKeyToAddress } from 'viem/accounts';
 import { createUsdtLedger } from '../../src/adapters/chain/usdt-ledger';
+import { createTreasuryHealthProbe } from '../../src/adapters/chain/treasury-health';
 import { createPartner } from '../../src/adapters/db/partners-repo';
 import { createPool, type Db } from '../../src/adapters/db/pool';
 import { createSecretBox } from '../../src/adapters/secrets/secret-box';
@@ -268,6 +269,16 @@ export async function startStack(opts: StackOptions = {}): Promise<TestStack> {
         logger,
         metrics,
         screening,
+        ...(config.SETTLEMENT_MODE === 'treasury' && {
+          treasuryHealth: createTreasuryHealthProbe({
+            rpcUrl: config.EVM_RPC_URL,
+            chainId: config.EVM_CHAIN_ID,
+            usdtAddress: chain.usdtAddress,
+            treasuryAddress: treasury.address,
+            // Tests flip the block and look at once.
+            cacheMs: 0,
+          }),
+        }),
         ...deps,
       });
       closers.push(() => api.close());

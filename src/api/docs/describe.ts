@@ -161,7 +161,8 @@ const OPERATIONS: Record<string, OperationDoc> = {
       '503':
         `Nothing was created; retry later: ${quoted(API_ERRORS.quoteUnavailable())}, ` +
         `${quoted(API_ERRORS.providerUnavailable())} (no PIX charge within 20 s), or ` +
-        `${quoted(API_ERRORS.screeningUnavailable())} (with \`Retry-After\`).`,
+        `${quoted(API_ERRORS.screeningUnavailable())} (with \`Retry-After\`), or ` +
+        `${quoted(API_ERRORS.treasuryCannotSend())} (with \`Retry-After\`).`,
     },
   },
   'get /v1/payouts/{id}': {

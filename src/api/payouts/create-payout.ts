@@ -22,6 +22,7 @@ import {
   ReceiverRefusedError,
   SCREENING_REFUSALS,
   ScreeningUnavailableRequestError,
+  TreasuryCannotSendError,
   type ScreeningRefusal,
 } from '../../domain/payout-request-errors';
 import {
@@ -54,6 +55,10 @@ export interface CreatePayoutDeps extends MinAmountDeps {
   /** The receiver's screening, before anything is created (docs/decisions.md D45). */
   screening: ReceiverScreening;
   screeningCounters: { refused(source: ScreeningSource): void; unavailable(): void };
+  /** Treasury mode: whether the treasury can send now; new payouts are refused while it cannot. */
+  treasuryHealth?: {
+    treasuryCanSend(): Promise<{ ok: true } | { ok: false; reason: string; detail: string }>;
+  };
 }
 
 /** Where the create-payout service writes its one line per screening refusal. */
@@ -116,6 +121,20 @@ export async function createPayout(
     if (idempotencyKey !== undefined)
       await releaseIdempotencyKey(deps.db, partnerId, idempotencyKey, payoutId);
   };
+
+  // Treasury mode: no payer pays into a payout the treasury cannot settle. A chain that cannot be read
+  // now is no verdict on the treasury: the payout would wait for it safely, so it is not refused.
+  if (deps.treasuryHealth) {
+    const health = await deps.treasuryHealth.treasuryCanSend().catch(() => undefined);
+    if (health && !health.ok) {
+      await releaseClaim();
+      log.warn(
+        { event: 'treasury_cannot_send', partnerId, reason: health.reason, detail: health.detail },
+        'payout refused at POST: the treasury cannot send USDT',
+      );
+      throw new TreasuryCannotSendError(`treasury cannot send: ${health.reason}`);
+    }
+  }
 
   // Before any charge exists: a flagged receiver is refused for good (the key keeps the refusal), an
   // unreadable source refuses for now (the key is freed for the retry).

@@ -149,36 +149,59 @@ export async function countPayouts(db: Db, partnerId: string): Promise<number> {
   return rows[0]!.n;
 }
 
-/** Raw bytes to the api over TCP, for requests no HTTP client will send. Resolves with the raw answer. */
-export function rawRequest(baseUrl: string, bytes: string | Buffer, timeoutMs = 5_000): Promise<string> {
+/**
+ * Raw bytes to the api over TCP, for requests no HTTP client will send. Resolves with everything the
+ * server sent once it closes the connection, so the bytes must end it (Connection: close, or a head
+ * it refuses). The client does not half-close first: the server takes a client's end as the end of
+ * the exchange and drops an answer still in the making. Fails if the server neither answers nor
+ * closes within `timeoutMs` (a safety net: a server that hangs on bytes is a failure too).
+ */
+export function rawRequest(baseUrl: string, bytes: string | Buffer, timeoutMs = 10_000): Promise<string> {
   const { hostname, port } = new URL(baseUrl);
   return new Promise((resolve, reject) => {
     const socket = net.connect({ host: hostname, port: Number(port) });
     const chunks: Buffer[] = [];
+    const received = () => Buffer.concat(chunks).toString('latin1');
     socket.setTimeout(timeoutMs, () => {
       socket.destroy();
-      resolve(Buffer.concat(chunks).toString('latin1'));
+      reject(
+        new Error(
+          `the api neither answered nor closed in ${timeoutMs} ms; it sent ${JSON.stringify(received())}`,
+        ),
+      );
     });
     socket.on('data', (c: Buffer) => chunks.push(c));
     socket.on('error', reject);
-    socket.on('close', () => resolve(Buffer.concat(chunks).toString('latin1')));
-    socket.end(bytes);
+    socket.on('close', () => resolve(received()));
+    socket.write(bytes);
   });
 }
 
-/** Status and JSON body of a raw HTTP/1.1 answer (the first one on the connection). */
-export function parseRawResponse(raw: string): { status: number; text: string; json: unknown } {
-  const match = /^HTTP\/1\.1 (\d{3})[^\r]*\r\n([\s\S]*?)\r\n\r\n([\s\S]*)$/.exec(raw);
-  if (!match) throw new Error(`not an HTTP response: ${JSON.stringify(raw.slice(0, 200))}`);
-  const headers = match[2]!;
-  let body = match[3]!;
-  const length = /^content-length:\s*(\d+)/im.exec(headers);
-  if (length) body = body.slice(0, Number(length[1]));
-  let json: unknown;
-  try {
-    json = JSON.parse(body);
-  } catch {
-    json = undefined;
+/** Status and JSON body of each HTTP/1.1 answer on a raw connection, in order. */
+export function parseRawResponses(raw: string): { status: number; text: string; json: unknown }[] {
+  const responses: { status: number; text: string; json: unknown }[] = [];
+  let rest = raw;
+  while (rest !== '') {
+    const match = /^HTTP\/1\.1 (\d{3})[^\r]*\r\n([\s\S]*?)\r\n\r\n/.exec(rest);
+    if (!match) throw new Error(`not an HTTP response: ${JSON.stringify(rest.slice(0, 200))}`);
+    const length = /^content-length:\s*(\d+)/im.exec(match[2]!);
+    const end = match[0].length + (length ? Number(length[1]) : 0);
+    const text = rest.slice(match[0].length, end);
+    let json: unknown;
+    try {
+      json = JSON.parse(text);
+    } catch {
+      json = undefined;
+    }
+    responses.push({ status: Number(match[1]), text, json });
+    rest = rest.slice(end);
   }
-  return { status: Number(match[1]), text: body, json };
+  return responses;
+}
+
+/** The first answer on a raw connection (see parseRawResponses). */
+export function parseRawResponse(raw: string): { status: number; text: string; json: unknown } {
+  const [first] = parseRawResponses(raw);
+  if (!first) throw new Error('no HTTP response: the api closed the connection without answering');
+  return first;
 }

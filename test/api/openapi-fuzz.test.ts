@@ -32,17 +32,53 @@ interface GeneratedRequest {
   /** Whether the request is valid by the document (auth apart: see `authenticated`). */
   schemaValid: boolean;
   authenticated: boolean;
+  /** A repeat of the keyed POST that created this payout: it must answer with that payout. */
+  replayOf?: string;
+}
+/** What one operation's run has seen: its own payouts, ETags and keys, and what went wrong. */
+interface FuzzRun {
+  ids: string[];
+  etags: string[];
+  keys: { key: string; id: string }[];
+  replays: number;
+  problems: string[];
 }
 
-// Refusals of schema-valid bodies that the document explains in words: rules across fields or
-// beyond what JSON Schema can say.
-const DESCRIBED_REFUSALS = [
-  /^pix_key is not a valid (CPF|CNPJ|EMAIL|PHONE|RANDOM) key$/,
-  /^receiver_wallet /,
-  /^amount_brl is too small: /,
-  /^starting_after must be the id of one of your payouts$/,
-  /^created_at\[(gte|lt)\] must be an ISO 8601 date-time with a time zone /,
+// Refusals of schema-valid requests that docs/api.md explains in words: rules across fields, or
+// beyond what JSON Schema can say. Each entry is a message of its validation tables, and why the
+// served schema cannot carry the rule; a refusal matching none is a problem.
+const DESCRIBED_REFUSALS: { rule: RegExp; why: string }[] = [
+  {
+    rule: /^pix_key is not a valid (CPF|CNPJ|EMAIL|PHONE|RANDOM) key$/,
+    why: 'the format of pix_key depends on pix_key_type (check digits, e-mail, +55 phone, UUID): a rule across two fields',
+  },
+  {
+    rule: /^receiver_wallet must not be the zero address$/,
+    why: 'the zero address fits the address pattern; it is refused by name ("receiver_wallet", D8)',
+  },
+  {
+    rule: /^receiver_wallet fails the EIP-55 checksum$/,
+    why: 'a mixed-case address must carry its EIP-55 checksum, a hash no pattern can compute ("receiver_wallet")',
+  },
+  {
+    rule: /^amount_brl is too small: /,
+    why: 'min_amount_usdt must reach 0.01 at the quote of the moment, which the schema does not know',
+  },
+  {
+    rule: /^starting_after must be the id of one of your payouts$/,
+    why: 'the cursor must be one of the caller\'s payouts: only the database knows which ("List payouts")',
+  },
+  {
+    rule: /^created_at\[(gte|lt)\] must be an ISO 8601 date-time with a time zone /,
+    why: 'the filter takes an instant with a time zone or Unix seconds: more than one JSON Schema format, so the parameter is a plain string',
+  },
 ];
+/**
+ * A fresh seed each run, printed so that a failure replays (FUZZ_SEED=<seed> npx jest
+ * test/api/openapi-fuzz.test.ts): each run explores other requests.
+ */
+const SEED = Number(process.env.FUZZ_SEED ?? Math.floor(Math.random() * 2 ** 31));
+process.stdout.write(`openapi-fuzz: seed ${SEED} (FUZZ_SEED=${SEED} replays this run)\n`);
 // The grammar of a JSON number: how a numeric query parameter is written.
 const JSON_NUMBER = /^-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?$/;
 const PNG_SIGNATURE = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
@@ -64,9 +100,8 @@ describe('OpenAPI contract fuzzing against the running api', () => {
   let doc: Json & { paths: Record<string, Record<string, Operation>>; components: Json };
   const ajv = new Ajv2020({ strict: false, allErrors: true, multipleOfPrecision: 9 });
   addFormats(ajv);
-  const createdIds: string[] = [];
-  const seenEtags: string[] = [];
-  const problems: string[] = [];
+  // Reset by each operation's test: no test depends on what another one created or saw.
+  let run: FuzzRun;
 
   beforeAll(async () => {
     ({ apiKey } = await stack.createPartner('fuzzer'));
@@ -84,6 +119,7 @@ describe('OpenAPI contract fuzzing against the running api', () => {
 
   /** The checks every answer must pass, whatever was sent. */
   function checkResponse(method: string, op: Operation, req: GeneratedRequest, res: FuzzResponse) {
+    const { problems } = run;
     const shown = res.json === undefined ? `(${res.bytes.length} bytes)` : res.text.slice(0, 200);
     const where = `${method.toUpperCase()} ${req.path} -> ${res.status} ${shown}`;
     if (res.status >= 500) problems.push(`5xx: ${where}`);
@@ -111,13 +147,20 @@ describe('OpenAPI contract fuzzing against the running api', () => {
     if (res.status === 429 && res.headers.get('retry-after') !== '60')
       problems.push(`429 without Retry-After: ${where}`);
     const etag = res.headers.get('etag');
-    if (etag && !seenEtags.includes(etag)) seenEtags.push(etag);
+    if (etag && !run.etags.includes(etag)) run.etags.push(etag);
     if (!req.authenticated || res.status === 429) return;
+    if (req.replayOf !== undefined) {
+      const replayed = res.status === 201 && res.headers.get('idempotent-replayed') === 'true';
+      if (!replayed || (res.json as { id?: string }).id !== req.replayOf)
+        problems.push(`replay not answered with its payout ${req.replayOf}: ${where}`);
+      else run.replays += 1;
+      return;
+    }
     const accepted = res.status >= 200 && res.status < 300;
     if (!req.schemaValid && accepted) problems.push(`schema-invalid request accepted: ${where} ${req.body}`);
     if (req.schemaValid && res.status === 400) {
       const message = (res.json as { error?: string } | undefined)?.error ?? '';
-      if (!DESCRIBED_REFUSALS.some((rule) => rule.test(message))) {
+      if (!DESCRIBED_REFUSALS.some(({ rule }) => rule.test(message))) {
         problems.push(`schema-valid request refused: ${where} ${req.body}`);
       }
     }
@@ -269,9 +312,7 @@ describe('OpenAPI contract fuzzing against the running api', () => {
     }
     if (parameter.name === 'id') {
       return fc.oneof(
-        fc
-          .constantFrom(...(createdIds.length > 0 ? createdIds : [randomUUID()]))
-          .map((value) => ({ value, valid: true })),
+        fc.constantFrom(...run.ids).map((value) => ({ value, valid: true })),
         fc.uuid().map((value) => ({ value, valid: true })),
         fc
           .string({ minLength: 1, maxLength: 40 })
@@ -294,8 +335,8 @@ describe('OpenAPI contract fuzzing against the running api', () => {
     const fromDoc = fromSchema(schema).map(String);
     if (name !== 'starting_after') return fromDoc;
     return fc.oneof(
-      fc.constantFrom(...(createdIds.length > 0 ? createdIds : [randomUUID()])),
-      fc.constantFrom(...(createdIds.length > 0 ? createdIds : [randomUUID()])).map((id) => id.toUpperCase()),
+      fc.constantFrom(...run.ids),
+      fc.constantFrom(...run.ids).map((id) => id.toUpperCase()),
       fromDoc,
     );
   }
@@ -402,9 +443,9 @@ describe('OpenAPI contract fuzzing against the running api', () => {
               : p.name === 'If-None-Match'
                 ? // An ETag this api gave (304 while still current), a list of them, '*', or a stranger's.
                   fc.oneof(
-                    fc.constant(0).map(() => (seenEtags.length > 0 ? seenEtags.join(', ') : '*')),
+                    fc.constant(0).map(() => (run.etags.length > 0 ? run.etags.join(', ') : '*')),
                     fc.constant('*'),
-                    fc.nat().map((n) => seenEtags[n % Math.max(seenEtags.length, 1)] ?? '"x"'),
+                    fc.nat().map((n) => run.etags[n % Math.max(run.etags.length, 1)] ?? '"x"'),
                     printableHeader,
                   )
                 : fc.oneof(fromDoc.map(String), printableHeader);
@@ -415,7 +456,7 @@ describe('OpenAPI contract fuzzing against the running api', () => {
     const params = fc.tuple(...pathParameters.map(parameterArbitrary));
     const body = op.requestBody ? bodyArbitrary(op) : fc.constant(undefined);
     const query = queryArbitrary(op);
-    return fc
+    const fresh = fc
       .tuple(auth, headers, params, body, query)
       .map(([key, headerValues, paramValues, generated, q]) => {
         let concretePath = path;
@@ -449,10 +490,39 @@ describe('OpenAPI contract fuzzing against the running api', () => {
           authenticated: !secured || key === apiKey,
         };
       });
+    if (!headerParameters.some((p) => p.name === 'Idempotency-Key') || !op.requestBody) return fresh;
+    // Now and then, a key that already created a payout again: with no body at all, a broken one,
+    // or another payout's. The body of a replay is not read (docs/api.md "Idempotency").
+    const replay = fc
+      .tuple(fresh, fc.nat(), fc.oneof(fc.constant(undefined), fc.constant('{'), body))
+      .map(([request, n, other]): GeneratedRequest => {
+        const earlier = run.keys[n % Math.max(run.keys.length, 1)];
+        if (!earlier) return request;
+        const text = typeof other === 'object' ? other.body : other;
+        return {
+          path,
+          headers: {
+            'X-Api-Key': apiKey,
+            'Idempotency-Key': earlier.key,
+            ...(text === undefined ? {} : { 'content-type': 'application/json' }),
+          },
+          body: text,
+          schemaValid: false,
+          authenticated: true,
+          replayOf: earlier.id,
+        };
+      });
+    return fc.oneof({ weight: 9, arbitrary: fresh }, { weight: 1, arbitrary: replay });
+  }
+
+  /** Payouts of this run's own, for the operations that read, list, cancel or draw one. */
+  async function ownPayouts(count: number): Promise<string[]> {
+    const ids: string[] = [];
+    for (let i = 0; i < count; i += 1) ids.push((await stack.createPayout(apiKey)).payout.id);
+    return ids;
   }
 
   // What each operation must have answered at least once, so that no check passes vacuously.
-  // POST runs first: the payouts it creates are what the reads, the list cursor and the QR codes use.
   const MUST_SEE: Record<string, number[]> = {
     'post /v1/payouts': [201, 400, 401, 415],
     'get /v1/payouts/{id}': [200, 401, 404],
@@ -487,6 +557,7 @@ describe('OpenAPI contract fuzzing against the running api', () => {
       const [method, path] = name.split(' ') as [string, string];
       const op = doc.paths[path]![method]!;
       const seen = new Set<number>();
+      run = { ids: await ownPayouts(3), etags: [], keys: [], replays: 0, problems: [] };
       await fc.assert(
         fc.asyncProperty(requestArbitrary(path, op), async (req) => {
           const res = await send(stack.apiUrl, req.path, {
@@ -495,15 +566,21 @@ describe('OpenAPI contract fuzzing against the running api', () => {
             body: req.body,
           });
           seen.add(res.status);
-          if (name === 'post /v1/payouts' && res.status === 201)
-            createdIds.push((res.json as { id: string }).id);
+          const created = res.status === 201 && res.headers.get('idempotent-replayed') === null;
+          if (name === 'post /v1/payouts' && created) {
+            const id = (res.json as { id: string }).id;
+            run.ids.push(id);
+            const key = req.headers['Idempotency-Key'];
+            if (key !== undefined) run.keys.push({ key, id });
+          }
           checkResponse(method, op, req, res);
         }),
-        // A fixed seed by default, so CI is repeatable: FUZZ_SEED explores others.
-        { numRuns: RUNS[name], seed: Number(process.env.FUZZ_SEED ?? 1) },
+        { numRuns: RUNS[name], seed: SEED },
       );
       expect([...seen].sort()).toEqual(expect.arrayContaining(MUST_SEE[name]!));
-      expect(problems).toEqual([]);
+      if (name === 'post /v1/payouts')
+        expect({ seed: SEED, replays: run.replays > 0 }).toEqual({ seed: SEED, replays: true });
+      expect({ seed: SEED, problems: run.problems }).toEqual({ seed: SEED, problems: [] });
     },
     120_000,
   );

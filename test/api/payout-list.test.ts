@@ -11,8 +11,6 @@ interface Page {
   has_more: boolean;
 }
 
-const STATUSES = ['PENDING', 'PROCESSING', 'COMPLETED', 'FAILED'];
-
 describe('GET /v1/payouts', () => {
   const stack = useStack();
 
@@ -49,21 +47,10 @@ describe('GET /v1/payouts', () => {
 
   /**
    * `count` read-model rows for a partner, created at the given instants in turn (so many share one
-   * created_at), statuses in rotation. Returns their ids.
+   * created_at), statuses in rotation. Returns their ids. The stack removes them when it closes.
    */
-  async function seed(partnerId: string, count: number, instants: string[]): Promise<string[]> {
-    const { rows } = await stack.db.query<{ id: string }>(
-      `INSERT INTO payouts (id, partner_id, workflow_id, run_id, version, status, amount_centavos,
-         min_amount_usdt_units, pix_key, pix_key_type, receiver_wallet, pix_copy_paste, created_at, updated_at)
-       SELECT id, $1, 'seed-' || id, 'seed-run', 1, ($2::text[])[1 + n % 4], 1000 + n, 1700000,
-         '12345678901', 'CPF', $3, 'code-' || n, ($4::timestamptz[])[1 + n % cardinality($4::timestamptz[])],
-         ($4::timestamptz[])[1 + n % cardinality($4::timestamptz[])]
-       FROM (SELECT gen_random_uuid() AS id, n FROM generate_series(0, $5 - 1) AS n) AS s
-       RETURNING id`,
-      [partnerId, STATUSES, VALID_PAYOUT.receiver_wallet, instants, count],
-    );
-    return rows.map((r) => r.id);
-  }
+  const seed = (partnerId: string, count: number, instants: string[]): Promise<string[]> =>
+    stack.seedPayouts(partnerId, { count, instants });
 
   /** The list order: created_at descending, then id descending (as PostgreSQL orders uuids). */
   function expectNewestFirst(items: Payout[]): void {

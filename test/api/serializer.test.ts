@@ -1,5 +1,6 @@
 import { payoutResponseSchema } from '../../src/api/payouts/payout.schemas';
 import { PAYOUT_STATUSES, toPayoutResponse, type PayoutRecord } from '../../src/domain/payout';
+import { completedPayout } from '../support/payouts';
 import { PAYOUT_KEYS } from './helpers';
 import { DEFAULT_NETWORK } from '../support/network';
 
@@ -7,27 +8,17 @@ import { DEFAULT_NETWORK } from '../support/network';
 // whatever the record holds; settlement fields and timestamps only on COMPLETED.
 const TX = `0x${'cd'.repeat(32)}`;
 
+/** A record holding every field, settlement and failure alike, whatever its status says. */
 function recordWith(status: PayoutRecord['status']): PayoutRecord {
-  return {
-    id: '5f0c6a8e-2b8e-4c9f-9a53-0d6f1f3c2b10',
-    partnerId: '0e3b1c4d-8f2a-4b6c-9d1e-2f3a4b5c6d7e',
+  return completedPayout({
     status,
-    amountCentavos: '10000',
-    minAmountUsdtUnits: '17152658',
-    settledAmountUsdtUnits: '17825311',
-    pixKey: '12345678901',
-    pixKeyType: 'CPF',
-    receiverWallet: '0x70997970C51812dc3A010C7d01b50e0d17dc79C8',
-    pixCopyPaste: '000201...',
     providerChargeId: 'chg_internal',
     blockchainTxId: TX,
     paidAt: '2024-01-01T00:00:01.000Z',
     confirmedAt: '2024-01-01T00:00:02.000Z',
     failureReason: 'provider_reported_failure',
-    createdAt: '2024-01-01T00:00:00.000Z',
-    updatedAt: '2024-01-01T00:00:02.000Z',
     version: 7,
-  };
+  });
 }
 
 describe('toPayoutResponse', () => {

@@ -1,5 +1,6 @@
+import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, realpathSync } from 'node:fs';
 import { chmod, chown, mkdir, mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -8,19 +9,25 @@ import { spawnManaged, type ManagedProcess } from '../../dev/local/infra/process
 import { freePort } from '../../dev/local/infra/ports';
 import { FRESH_CHAIN_CONTRACTS } from '../../dev/local/local-contracts';
 import {
-  asUnprivileged,
+  asRoot,
+  asUser,
+  imageUser,
   NOBODY,
   parseDockerfile,
   replayDockerfile,
   run,
   type BuiltStage,
 } from '../support/dockerfile';
+import { imageNode } from '../support/image-node';
 import { startStack, VALID_PAYOUT, type TestStack } from '../support/stack';
+import { until } from '../support/until';
 
 // No Docker engine here: the Dockerfile's own steps (parsed from it, not restated) are replayed in a
-// scratch directory as an unprivileged user, then the runtime stage's api, worker, migrations job and
-// admin CLI run from it, as that user, against the test stack, and one payout goes through them.
-// The npm cache is kept between runs (under the system temp dir) so a rerun installs offline.
+// scratch directory with the Node.js major its base image names, building as an unprivileged user;
+// then the runtime stage's api, worker, migrations job and admin CLI run from it as the image's
+// USER, with the image's environment and nothing of this machine's, against the test stack, and
+// one payout goes through them. The npm cache is kept between runs (under the system temp dir) so a
+// rerun installs offline.
 
 const ROOT = path.resolve(__dirname, '../..');
 const NPM_CACHE = path.join(os.tmpdir(), 'payouts-dockerfile-test-npm-cache');
@@ -33,8 +40,14 @@ function baseEnv(home: string): NodeJS.ProcessEnv {
   return { ...env, HOME: home };
 }
 
-describe('Dockerfile', () => {
-  const dockerfile = parseDockerfile(readFileSync(path.join(ROOT, 'Dockerfile'), 'utf8'));
+const dockerfile = parseDockerfile(readFileSync(path.join(ROOT, 'Dockerfile'), 'utf8'));
+const node = imageNode(dockerfile.at(-1)!.base);
+if (!node.available) process.stdout.write(`Dockerfile test skipped: ${node.reason}\n`);
+if (node.available && !asRoot)
+  process.stdout.write('Dockerfile test: not root, so the image runs as this user, not its USER\n');
+
+(node.available ? describe : describe.skip)('Dockerfile', () => {
+  const { binDir, version } = node.available ? node : { binDir: '', version: '' };
   let scratch: string;
   let runtime: BuiltStage;
 
@@ -53,6 +66,12 @@ describe('Dockerfile', () => {
       scratch,
       env: {
         ...baseEnv(home),
+        // The base image's Node first: npm, its install scripts and the build run on it. npm then
+        // looks for its global config next to that Node: point it at this machine's (registry, CA).
+        PATH: `${binDir}:${process.env.PATH ?? ''}`,
+        npm_config_globalconfig: execFileSync('npm', ['config', 'get', 'globalconfig'], {
+          encoding: 'utf8',
+        }).trim(),
         npm_config_cache: NPM_CACHE,
         npm_config_prefer_offline: 'true',
         npm_config_update_notifier: 'false',
@@ -96,9 +115,9 @@ describe('Dockerfile', () => {
     const anvil = await startAnvil({ port: await freePort() });
     try {
       const output = await run(
-        asUnprivileged([process.execPath, 'dist/dev/local/chain-setup.js']),
+        asUser(imageUser(runtime.user), [path.join(binDir, 'node'), 'dist/dev/local/chain-setup.js']),
         runtime.workdir,
-        { ...baseEnv(runtime.workdir), ...runtime.env, EVM_RPC_URL: anvil.rpcUrl },
+        { ...baseEnv(runtime.workdir), PATH: binDir, ...runtime.env, EVM_RPC_URL: anvil.rpcUrl },
       );
       expect(output).toBe(
         `USDT test token ready at ${FRESH_CHAIN_CONTRACTS.usdtAddress}, ` +
@@ -114,11 +133,12 @@ describe('Dockerfile', () => {
     const services: ManagedProcess[] = [];
     let apiUrl: string;
     let serviceEnv: NodeJS.ProcessEnv;
+    const user = () => imageUser(runtime.user);
 
-    const node = (args: string[]) =>
-      run(asUnprivileged([process.execPath, ...args]), runtime.workdir, serviceEnv);
+    const nodeRun = (args: string[]) =>
+      run(asUser(user(), [path.join(binDir, 'node'), ...args]), runtime.workdir, serviceEnv);
     const start = (name: string, entry: string) => {
-      const [command, ...args] = asUnprivileged([process.execPath, entry]);
+      const [command, ...args] = asUser(user(), [path.join(binDir, 'node'), entry]);
       const child = spawnManaged({
         name,
         command: command!,
@@ -139,8 +159,17 @@ describe('Dockerfile', () => {
       });
       apiUrl = `http://127.0.0.1:${apiPort}`;
       const c = stack.config;
+      // A container starts with Docker's PATH and the USER's home, the base image's ENV (NODE_VERSION:
+      // the image's Node stands where /usr/local/bin would be) and the Dockerfile's; the rest is what
+      // compose passes it. Nothing of this machine's environment.
+      const home = path.join(scratch, 'home-image-user');
+      await mkdir(home);
+      if (asRoot) await chown(home, user().uid, user().gid);
       serviceEnv = {
-        ...baseEnv(runtime.workdir),
+        PATH: `${binDir}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin`,
+        HOME: home,
+        HOSTNAME: 'payouts-image',
+        NODE_VERSION: version.slice(1),
         ...runtime.env,
         HOST: '127.0.0.1',
         PORT: String(apiPort),
@@ -169,16 +198,33 @@ describe('Dockerfile', () => {
 
     it('runs the migrations job, the worker, the api and the admin CLI, and pays a payout', async () => {
       // The one-shot migrations job (the schema is already current: it has nothing to do, and says so).
-      await node(['dist/src/main/migrate.js']);
+      await nodeRun(['dist/src/main/migrate.js']);
 
       const worker = start('worker', 'dist/src/worker.js');
       const api = start('api', 'dist/src/main/api.js');
       await waitFor(`${apiUrl}/readyz`, [worker, api]);
       // The worker uses the prebuilt bundle rather than bundling at start.
       expect(worker.recentOutput()).not.toContain('Workflow bundle created');
+      // Each runs as the image's USER, on the image's Node.js, with the image's environment only.
+      for (const service of [worker, api]) {
+        const proc = `/proc/${service.pid}`;
+        expect({
+          uid: Number(/^Uid:\s+(\d+)/m.exec(readFileSync(`${proc}/status`, 'utf8'))?.[1]),
+          node: realpathSync(`${proc}/exe`),
+          env: readFileSync(`${proc}/environ`, 'utf8')
+            .split('\0')
+            .filter(Boolean)
+            .map((v) => v.split('=')[0])
+            .sort(),
+        }).toEqual({
+          uid: asRoot ? user().uid : process.getuid!(),
+          node: realpathSync(path.join(binDir, 'node')),
+          env: Object.keys(serviceEnv).sort(),
+        });
+      }
 
       const created = JSON.parse(
-        await node(['dist/src/main/admin.js', 'partner', 'create', '--name', 'image']),
+        await nodeRun(['dist/src/main/admin.js', 'partner', 'create', '--name', 'image']),
       ) as {
         api_key: string;
       };
@@ -191,30 +237,39 @@ describe('Dockerfile', () => {
       const payout = (await res.json()) as { id: string; pix_copy_paste: string };
       await stack.pay(payout.pix_copy_paste);
 
-      for (;;) {
-        const read = await fetch(`${apiUrl}/v1/payouts/${payout.id}`, {
-          headers: { 'x-api-key': created.api_key },
-        });
-        const body = (await read.json()) as { status: string };
-        if (body.status === 'COMPLETED') break;
-        expect(['PENDING', 'PROCESSING']).toContain(body.status);
-        if (worker.hasExited() || api.hasExited())
-          throw new Error(`a service exited:\n${worker.recentOutput()}\n${api.recentOutput()}`);
-        await new Promise((r) => setTimeout(r, 300));
-      }
+      await until(
+        `payout ${payout.id} COMPLETED`,
+        async () => {
+          if (worker.hasExited() || api.hasExited())
+            throw new Error(`a service exited:\n${worker.recentOutput()}\n${api.recentOutput()}`);
+          const read = await fetch(`${apiUrl}/v1/payouts/${payout.id}`, {
+            headers: { 'x-api-key': created.api_key },
+          });
+          const body = (await read.json()) as { status: string };
+          if (!['PENDING', 'PROCESSING', 'COMPLETED'].includes(body.status))
+            throw new Error(`payout ended ${body.status}`);
+          return body.status === 'COMPLETED' ? true : undefined;
+        },
+        { timeoutMs: 120_000, intervalMs: 300 },
+      );
     }, 180_000);
   });
 });
 
-/** Polls a readiness URL until it answers 2xx; fails at once with the output of a service that died. */
-async function waitFor(url: string, processes: ManagedProcess[]): Promise<void> {
-  for (;;) {
-    const dead = processes.find((p) => p.hasExited());
-    if (dead) throw new Error(`${dead.name} exited:\n${dead.recentOutput()}`);
-    const ok = await fetch(url)
-      .then((r) => r.ok)
-      .catch(() => false);
-    if (ok) return;
-    await new Promise((r) => setTimeout(r, 300));
-  }
+/** Waits for a readiness URL to answer 2xx; fails at once with the output of a service that died. */
+function waitFor(url: string, processes: ManagedProcess[]): Promise<unknown> {
+  return until(
+    `${url} ready`,
+    async () => {
+      const dead = processes.find((p) => p.hasExited());
+      if (dead) throw new Error(`${dead.name} exited:\n${dead.recentOutput()}`);
+      return (
+        (await fetch(url).then(
+          (r) => r.ok,
+          () => false,
+        )) || undefined
+      );
+    },
+    { timeoutMs: 120_000, intervalMs: 300 },
+  );
 }

@@ -1,21 +1,23 @@
+import { createCallbackActivities } from '../../src/activities/callback.activities';
+import { createLogger } from '../../src/observability/logger';
 import { generateCallbackSecret } from '../../src/adapters/callbacks/signature';
 import { randomUUID } from 'node:crypto';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Worker } from '@temporalio/worker';
 import { verifyCallback } from '../../examples/verify-callback-signature';
-import { createCallbackActivities } from '../../src/activities/callback.activities';
 import { listCallbackEvents } from '../../src/adapters/db/callbacks-repo';
 import { setPartnerCallback } from '../../src/adapters/db/partners-repo';
 import { createPool, type Db } from '../../src/adapters/db/pool';
 import { callbackEventId } from '../../src/domain/callback-event';
 import { toPayoutResponse, type PayoutRecord } from '../../src/domain/payout';
-import { createLogger } from '../../src/observability/logger';
 import type { CallbackDeliveryInput } from '../../src/workflows/callback.contract';
 import { callbackDeliveryWorkflow } from '../../src/workflows/callback.workflow';
 import { testDatabaseUrl } from '../support/env';
-import { workflowBundle } from '../support/stack';
+import { historyOf, type HistoryEvent } from '../support/history';
 import { createDevServerEnv } from '../support/temporal';
-import { completedPayout, partnerWithCallback, testSecrets } from './fixtures';
+import { until } from '../support/until';
+import { createCallbackWorker, partnerWithCallback, testSecrets } from './fixtures';
+import { completedPayout } from '../support/payouts';
 import { startReceiver, type Receiver } from './receiver';
 import { DEFAULT_NETWORK } from '../support/network';
 
@@ -32,18 +34,7 @@ describe('callback delivery workflow', () => {
   const fastRetry = { initialIntervalMs: 200, backoffCoefficient: 2, maximumIntervalMs: 1_000 };
 
   const startWorker = async () => {
-    worker = await Worker.create({
-      connection: env.nativeConnection,
-      taskQueue,
-      workflowBundle: await workflowBundle(),
-      activities: createCallbackActivities({
-        network: DEFAULT_NETWORK,
-        secrets: testSecrets,
-        db,
-        logger: createLogger({ level: 'silent', name: 'test' }),
-        sender: { timeoutMs: 2_000, requireHttps: false, allowPrivateNetworks: true },
-      }),
-    });
+    worker = await createCallbackWorker(env, db, taskQueue);
     running = worker.run();
   };
 
@@ -74,7 +65,7 @@ describe('callback delivery workflow', () => {
 
   it('retries a receiver that fails twice; the third attempt delivers the same event, signed afresh', async () => {
     const partnerId = await partnerWithCallback(db, { url: receiver.url, secret });
-    const payout = completedPayout(partnerId);
+    const payout = completedPayout({ partnerId });
     receiver.respond = (n) => (n <= 2 ? 500 : 200);
 
     const result = await deliver(payout);
@@ -113,7 +104,7 @@ describe('callback delivery workflow', () => {
 
   it("names the worker's configured settlement network, and sends an earlier attempt's body as it was built", async () => {
     const partnerId = await partnerWithCallback(db, { url: receiver.url, secret });
-    const payout = completedPayout(partnerId);
+    const payout = completedPayout({ partnerId });
     const testnet = {
       name: 'Arbitrum Sepolia',
       chainId: 421614,
@@ -148,7 +139,7 @@ describe('callback delivery workflow', () => {
 
   it('sends nothing when the partner has no callback configured', async () => {
     const partnerId = await partnerWithCallback(db);
-    const payout = completedPayout(partnerId);
+    const payout = completedPayout({ partnerId });
 
     expect(await deliver(payout)).toMatchObject({ outcome: 'not_configured', attempts: 0 });
     expect(receiver.received).toHaveLength(0);
@@ -160,7 +151,7 @@ describe('callback delivery workflow', () => {
     const broken = await startReceiver(() => 404);
     try {
       const partnerId = await partnerWithCallback(db, { url: broken.url, secret: generateCallbackSecret() });
-      const payout = completedPayout(partnerId);
+      const payout = completedPayout({ partnerId });
       // The partner fixes its endpoint (and rotates its secret) while we are retrying.
       broken.respond = async () => {
         await setPartnerCallback(db, partnerId, { url: `${receiver.url}?token=abc`, secret }, testSecrets);
@@ -188,7 +179,7 @@ describe('callback delivery workflow', () => {
 
   it('stops when the partner clears its callback while retries are pending', async () => {
     const partnerId = await partnerWithCallback(db, { url: receiver.url, secret });
-    const payout = completedPayout(partnerId);
+    const payout = completedPayout({ partnerId });
     receiver.respond = async () => {
       await setPartnerCallback(db, partnerId, null, testSecrets);
       return 500;
@@ -202,7 +193,7 @@ describe('callback delivery workflow', () => {
 
   it('loses nothing when the worker stops between attempts', async () => {
     const partnerId = await partnerWithCallback(db, { url: receiver.url, secret });
-    const payout = completedPayout(partnerId);
+    const payout = completedPayout({ partnerId });
     receiver.respond = (n) => (n === 1 ? 500 : 200);
     const handle = await env.client.workflow.start(callbackDeliveryWorkflow, {
       taskQueue,
@@ -212,15 +203,19 @@ describe('callback delivery workflow', () => {
           eventId: callbackEventId(payout.id, 'payout.completed'),
           event: 'payout.completed',
           payout,
-          retry: { ...fastRetry, initialIntervalMs: 500 },
+          // Long enough for the worker to be stopped between the timer's start and its end.
+          retry: { ...fastRetry, initialIntervalMs: 2_000, maximumIntervalMs: 2_000 },
         },
       ],
     });
-    await receiver.waitFor(1);
+    const history = (what: string, has: (e: HistoryEvent) => boolean) =>
+      until(what, async () => ((await historyOf(handle)).some(has) ? true : undefined));
+    // The first attempt failed and the workflow sleeps until the retry: stop the worker now.
+    await history('the retry timer started', (e) => Boolean(e.timerStartedEventAttributes));
     worker.shutdown();
     await running;
-    // The retry timer fires while no worker polls: the next attempt waits in the task queue.
-    await new Promise((r) => setTimeout(r, 1_500));
+    // The retry comes due while no worker polls: the next attempt waits in the task queue.
+    await history('the retry timer fired', (e) => Boolean(e.timerFiredEventAttributes));
     expect(receiver.received).toHaveLength(1);
 
     await startWorker();

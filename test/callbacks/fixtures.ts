@@ -1,9 +1,14 @@
-import { randomBytes, randomUUID } from 'node:crypto';
+import { DEFAULT_NETWORK } from '../support/network';
+import { randomBytes } from 'node:crypto';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import { Worker } from '@temporalio/worker';
+import { createCallbackActivities } from '../../src/activities/callback.activities';
 import { createPartner, setPartnerCallback } from '../../src/adapters/db/partners-repo';
 import type { Db } from '../../src/adapters/db/pool';
-import type { PayoutRecord } from '../../src/domain/payout';
 import { createSecretBox } from '../../src/adapters/secrets/secret-box';
 import { payloadKeysOf } from '../../src/main/wiring';
+import { createLogger } from '../../src/observability/logger';
+import { workflowBundle } from '../support/stack';
 
 /** Seals callback secrets as a worker with its own payload key does. */
 export const testSecrets = createSecretBox(
@@ -20,25 +25,22 @@ export async function partnerWithCallback(
   return partner.id;
 }
 
-/** A payout as the payout workflow holds it when it completes. */
-export function completedPayout(partnerId: string): PayoutRecord {
-  return {
-    id: randomUUID(),
-    partnerId,
-    status: 'COMPLETED',
-    amountCentavos: '10000',
-    minAmountUsdtUnits: '17152658',
-    settledAmountUsdtUnits: '17825311',
-    pixKey: '12345678901',
-    pixKeyType: 'CPF',
-    receiverWallet: '0x70997970C51812dc3A010C7d01b50e0d17dc79C8',
-    pixCopyPaste: '00020101021226...6304ABCD',
-    providerChargeId: 'chg_test',
-    blockchainTxId: `0x${'ab'.repeat(32)}`,
-    paidAt: '2026-01-01T00:00:01.000Z',
-    confirmedAt: '2026-01-01T00:00:05.000Z',
-    createdAt: '2026-01-01T00:00:00.000Z',
-    updatedAt: '2026-01-01T00:00:05.000Z',
-    version: 4,
-  };
+/** A worker of the callback delivery workflow on `taskQueue`, allowed to POST to loopback receivers. */
+export async function createCallbackWorker(
+  env: TestWorkflowEnvironment,
+  db: Db,
+  taskQueue: string,
+): Promise<Worker> {
+  return Worker.create({
+    connection: env.nativeConnection,
+    taskQueue,
+    workflowBundle: await workflowBundle(),
+    activities: createCallbackActivities({
+      network: DEFAULT_NETWORK,
+      secrets: testSecrets,
+      db,
+      logger: createLogger({ level: 'silent', name: 'test' }),
+      sender: { timeoutMs: 2_000, requireHttps: false, allowPrivateNetworks: true },
+    }),
+  });
 }

@@ -1,8 +1,6 @@
 import { generateCallbackSecret } from '../../src/adapters/callbacks/signature';
 import { randomUUID } from 'node:crypto';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { Worker } from '@temporalio/worker';
-import { createCallbackActivities } from '../../src/activities/callback.activities';
 import { listCallbackEvents } from '../../src/adapters/db/callbacks-repo';
 import { createPool, type Db } from '../../src/adapters/db/pool';
 import {
@@ -10,14 +8,12 @@ import {
   callbackEventId,
   DEFAULT_CALLBACK_RETRY,
 } from '../../src/domain/callback-event';
-import { createLogger } from '../../src/observability/logger';
 import { callbackDeliveryWorkflow } from '../../src/workflows/callback.workflow';
 import { testDatabaseUrl } from '../support/env';
-import { workflowBundle } from '../support/stack';
 import { createTimeSkippingEnv } from '../support/temporal';
-import { completedPayout, partnerWithCallback, testSecrets } from './fixtures';
+import { createCallbackWorker, partnerWithCallback } from './fixtures';
+import { completedPayout } from '../support/payouts';
 import { startReceiver, type Receiver } from './receiver';
-import { DEFAULT_NETWORK } from '../support/network';
 
 // The 24 h give-up with the production retry policy, on the Java test server: durable timers are
 // skipped, every attempt is still a real POST to a real receiver and a real row in PostgreSQL.
@@ -40,21 +36,10 @@ describe('callback delivery gives up after 24 h (time skipping)', () => {
   it('retries with backoff for 24 h, makes a last attempt at the deadline, then records the give-up', async () => {
     const secret = generateCallbackSecret();
     const partnerId = await partnerWithCallback(db, { url: receiver.url, secret });
-    const payout = completedPayout(partnerId);
+    const payout = completedPayout({ partnerId });
     const eventId = callbackEventId(payout.id, 'payout.completed');
     const taskQueue = `callbacks-${randomUUID().slice(0, 8)}`;
-    const worker = await Worker.create({
-      connection: env.nativeConnection,
-      taskQueue,
-      workflowBundle: await workflowBundle(),
-      activities: createCallbackActivities({
-        network: DEFAULT_NETWORK,
-        secrets: testSecrets,
-        db,
-        logger: createLogger({ level: 'silent', name: 'test' }),
-        sender: { timeoutMs: 2_000, requireHttps: false, allowPrivateNetworks: true },
-      }),
-    });
+    const worker = await createCallbackWorker(env, db, taskQueue);
 
     const result = await worker.runUntil(
       env.client.workflow.execute(callbackDeliveryWorkflow, {

@@ -1,5 +1,6 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { until } from '../support/until';
 
 export interface ReceivedCallback {
   path: string;
@@ -17,6 +18,8 @@ export interface Receiver {
   url: string;
   received: ReceivedCallback[];
   respond: (n: number, req: ReceivedCallback) => number | 'hang' | Promise<number>;
+  /** Requests left hanging whose sender hung up on them (it gave up waiting). */
+  abandoned: number;
   /** Resolves once `count` requests matching `filter` have arrived. */
   waitFor(
     count: number,
@@ -32,20 +35,22 @@ export async function startReceiver(respond: Receiver['respond'] = () => 200): P
     url: '',
     received: [],
     respond,
-    async waitFor(count, filter = () => true, timeoutMs = 30_000) {
-      const deadline = Date.now() + timeoutMs;
-      for (;;) {
-        const matching = receiver.received.filter(filter);
-        if (matching.length >= count) return matching;
-        if (Date.now() > deadline) {
-          throw new Error(`receiver got ${matching.length} of ${count} expected callbacks`);
-        }
-        await new Promise((r) => setTimeout(r, 50));
-      }
+    abandoned: 0,
+    waitFor(count, filter = () => true, timeoutMs = 30_000) {
+      return until(
+        () => `${count} callbacks (the receiver got ${receiver.received.filter(filter).length})`,
+        () => {
+          const matching = receiver.received.filter(filter);
+          return matching.length >= count ? matching : undefined;
+        },
+        { timeoutMs },
+      );
     },
     close: () =>
       new Promise<void>((resolve) => {
-        for (const res of hanging) res.destroy();
+        const held = [...hanging];
+        hanging.clear();
+        for (const res of held) res.destroy();
         server.closeAllConnections();
         server.close(() => resolve());
       }),
@@ -64,6 +69,9 @@ export async function startReceiver(respond: Receiver['respond'] = () => 200): P
       const answer = await receiver.respond(receiver.received.length, entry);
       if (answer === 'hang') {
         hanging.add(res);
+        res.once('close', () => {
+          if (hanging.delete(res)) receiver.abandoned += 1;
+        });
         return;
       }
       res

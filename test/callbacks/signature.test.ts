@@ -14,8 +14,9 @@ import {
   DEFAULT_CALLBACK_RETRY,
   resolveCallbackRetry,
 } from '../../src/domain/callback-event';
-import { toPayoutResponse, type PayoutRecord } from '../../src/domain/payout';
+import { toPayoutResponse } from '../../src/domain/payout';
 import { DEFAULT_NETWORK } from '../support/network';
+import { completedPayout } from '../support/payouts';
 
 const secret = generateCallbackSecret();
 const body = JSON.stringify({ event: 'payout.completed', payout: { id: 'p1', pix_key: 'joão@example.com' } });
@@ -98,25 +99,7 @@ describe('callback signature: Standard Webhooks (sender) and the partner verific
 });
 
 describe('callback event', () => {
-  const record: PayoutRecord = {
-    id: '0b8f7a0e-6d1c-4a35-9d7e-3f2a1c5b9e01',
-    partnerId: '5d0c3b8e-1f2a-4c6d-8e9f-0a1b2c3d4e5f',
-    status: 'COMPLETED',
-    amountCentavos: '10000',
-    minAmountUsdtUnits: '17152658',
-    settledAmountUsdtUnits: '17825311',
-    pixKey: '12345678901',
-    pixKeyType: 'CPF',
-    receiverWallet: '0x70997970C51812dc3A010C7d01b50e0d17dc79C8',
-    pixCopyPaste: '000201...',
-    providerChargeId: 'chg_1',
-    blockchainTxId: '0xabc',
-    paidAt: '2026-01-01T00:00:01.000Z',
-    confirmedAt: '2026-01-01T00:00:05.000Z',
-    createdAt: '2026-01-01T00:00:00.000Z',
-    updatedAt: '2026-01-01T00:00:05.000Z',
-    version: 4,
-  };
+  const record = completedPayout({ providerChargeId: 'chg_1' });
 
   it('names the event of a terminal status only, with a stable id', () => {
     expect(callbackEventFor('COMPLETED')).toBe('payout.completed');

@@ -1,10 +1,15 @@
 import { ApplicationFailure } from '@temporalio/common';
-import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { PayoutRecord } from '../../src/domain/payout';
 import { payoutWorkflowId } from '../../src/workflows/payout.contract';
 import { payoutWorkflow } from '../../src/workflows/payout.workflow';
-import { createTimeSkippingEnv } from '../support/temporal';
-import { endChildren, fakeActivities, payoutInput, testBundle, withWorker } from '../workflow/harness';
+import {
+  endChildren,
+  fakeActivities,
+  payoutInput,
+  testBundle,
+  withWorker,
+  useTimeSkippingEnv,
+} from '../workflow/harness';
 
 /**
  * A payout whose PIX charge could not be created was answered 502 to the partner, who never saw its
@@ -13,12 +18,7 @@ import { endChildren, fakeActivities, payoutInput, testBundle, withWorker } from
  */
 
 describe('partner callbacks for a payout the partner never saw', () => {
-  let env: TestWorkflowEnvironment;
-  beforeAll(async () => {
-    env = await createTimeSkippingEnv();
-    await testBundle();
-  }, 60_000);
-  afterAll(() => env?.teardown());
+  const env = useTimeSkippingEnv(testBundle);
 
   it('sends no callback when the charge could not be created', async () => {
     const fake = fakeActivities({

@@ -4,6 +4,7 @@ import { promisify } from 'node:util';
 import { createPartner } from '../../src/adapters/db/partners-repo';
 import { createPool, type Db } from '../../src/adapters/db/pool';
 import { testDatabaseUrl } from '../support/env';
+import { removePayouts, seedPayouts } from '../support/payouts';
 
 // `admin payouts list`: a real CLI process against the test PostgreSQL, on read-model rows as the
 // payout workflows write them.
@@ -44,19 +45,17 @@ describe('admin payouts list', () => {
     db = createPool(testDatabaseUrl(), 2);
     partnerId = (await createPartner(db, 'cli payouts')).partner.id;
     // Five payouts a day apart; the oldest FAILED with a reason.
-    await db.query(
-      `INSERT INTO payouts (id, partner_id, workflow_id, run_id, version, status, amount_centavos,
-         min_amount_usdt_units, pix_key, pix_key_type, receiver_wallet, pix_copy_paste, failure_reason,
-         created_at, updated_at)
-       SELECT gen_random_uuid(), $1, 'seed', 'seed', 1, CASE WHEN n = 0 THEN 'FAILED' ELSE 'PENDING' END,
-         1000, 1700000, '12345678901', 'CPF', '0x70997970C51812dc3A010C7d01b50e0d17dc79C8', 'code',
-         CASE WHEN n = 0 THEN 'charge_expired' END,
-         timestamptz '2026-08-01T00:00:00Z' + n * interval '1 day', timestamptz '2026-08-01T00:00:00Z'
-       FROM generate_series(0, 4) AS n`,
-      [partnerId],
-    );
+    await seedPayouts(db, partnerId, {
+      count: 5,
+      instants: [1, 2, 3, 4, 5].map((day) => `2026-08-0${day}T00:00:00Z`),
+      statuses: ['FAILED', 'PENDING', 'PENDING', 'PENDING', 'PENDING'],
+      failureReason: 'charge_expired',
+    });
   });
-  afterAll(() => db?.end());
+  afterAll(async () => {
+    await removePayouts(db, partnerId);
+    await db?.end();
+  });
 
   const list = async (args: string[]): Promise<Listed> => {
     const result = await cli(['payouts', 'list', '--partner', partnerId, ...args]);

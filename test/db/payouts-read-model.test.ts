@@ -5,6 +5,7 @@ import { createPool, type Db } from '../../src/adapters/db/pool';
 import { openRefundCase } from '../../src/adapters/db/refund-cases-repo';
 import { amend, transition, type PayoutRecord } from '../../src/domain/payout';
 import { testDatabaseUrl } from '../support/env';
+import { pendingPayout } from '../support/payouts';
 
 // The read model's ordering rule on the real PostgreSQL (docs/decisions.md): within a run the higher
 // version wins, except that a terminal status supersedes a non-terminal one whatever the versions (a
@@ -24,25 +25,7 @@ describe('payouts read model (upsertPayout) and refund cases', () => {
   });
   afterAll(() => db?.end());
 
-  function pending(): PayoutRecord {
-    const at = '2026-11-21T22:00:00.000Z';
-    return {
-      id: randomUUID(),
-      partnerId,
-      status: 'PENDING',
-      amountCentavos: '10000',
-      minAmountUsdtUnits: '17152658',
-      settledAmountUsdtUnits: '0',
-      pixKey: '12345678901',
-      pixKeyType: 'CPF',
-      receiverWallet: '0x70997970C51812dc3A010C7d01b50e0d17dc79C8',
-      pixCopyPaste: '',
-      blockchainTxId: '',
-      createdAt: at,
-      updatedAt: at,
-      version: 1,
-    };
-  }
+  const pending = (): PayoutRecord => pendingPayout({ partnerId });
   const at = (minute: number) => `2026-11-21T22:${String(minute).padStart(2, '0')}:00.000Z`;
   const withCode = (p: PayoutRecord) =>
     amend(p, at(1), { pixCopyPaste: '000201-payable', providerChargeId: 'chg_first' });

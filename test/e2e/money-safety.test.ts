@@ -1,7 +1,10 @@
+import { createHash } from 'node:crypto';
+import { WorkflowNotFoundError } from '@temporalio/client';
 import type { PayoutResponse } from '../../src/domain/payout';
 import { payoutWorkflowId } from '../../src/workflows/payout.contract';
 import { providerEventWorkflowId } from '../../src/workflows/provider-event.contract';
-import { postPayout, useStack, VALID_PAYOUT } from '../support/stack';
+import { useStack } from '../support/stack';
+import { until } from '../support/until';
 
 // What is paid is what is settled, on real servers (dev server, PostgreSQL, anvil, sandbox, worker,
 // api): wrong amounts and repeats are refunded, a lost webhook is reconciled at expiry, a redelivered
@@ -15,11 +18,7 @@ describe('money safety (provider mode, real servers)', () => {
     ({ apiKey } = await stack.createPartner());
   });
 
-  async function create(): Promise<PayoutResponse> {
-    const created = await postPayout(stack.apiUrl, apiKey, VALID_PAYOUT);
-    expect(created.status).toBe(201);
-    return created.body as unknown as PayoutResponse;
-  }
+  const create = async (): Promise<PayoutResponse> => (await stack.createPayout(apiKey)).payout;
 
   interface RefundRow {
     event_id: string;
@@ -36,16 +35,15 @@ describe('money safety (provider mode, real servers)', () => {
     ).rows;
 
   /** Polls PostgreSQL until the payout has `n` refund cases (the observable end of a refund). */
-  async function untilRefundCases(payoutId: string, n: number): Promise<RefundRow[]> {
-    const deadline = Date.now() + 30_000;
-    for (;;) {
-      const rows = await refundCases(payoutId);
-      if (rows.length >= n) return rows;
-      if (Date.now() > deadline)
-        throw new Error(`payout ${payoutId} has ${rows.length} refund cases, not ${n}`);
-      await new Promise((r) => setTimeout(r, 200));
-    }
-  }
+  const untilRefundCases = (payoutId: string, n: number): Promise<RefundRow[]> =>
+    until(
+      `${n} refund cases of payout ${payoutId}`,
+      async () => {
+        const rows = await refundCases(payoutId);
+        return rows.length >= n ? rows : undefined;
+      },
+      { timeoutMs: 30_000, intervalMs: 200 },
+    );
 
   it('refunds a payment of another amount and keeps waiting; settles the exact one; refunds a repeat', async () => {
     const payout = await create();
@@ -76,7 +74,7 @@ describe('money safety (provider mode, real servers)', () => {
     // Redelivered once the payout's workflow has closed: the event then meets the read model alone.
     await stack.temporal.workflow.getHandle(payoutWorkflowId(payout.id)).result();
 
-    const tokensBefore = await tokenCount();
+    const tokensBefore = stack.webhookTokens.length;
     const res = await fetch(`${stack.sandboxUrl}/sandbox/notifications/redeliver`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
@@ -173,19 +171,23 @@ describe('money safety (provider mode, real servers)', () => {
     return rows[0]!.provider_charge_id;
   }
 
-  const tokenCount = async () =>
-    Number((await stack.db.query<{ n: string }>('SELECT count(*) AS n FROM webhook_tokens')).rows[0]!.n);
-
-  /** The provider-event workflow of the next webhook token the api records after `count` tokens. */
+  /**
+   * The provider-event workflow of the next token this stack's provider sends after `count` tokens
+   * (the stack's own tokens: other files' webhooks share the database, not the sandbox).
+   */
   async function nextWebhookWorkflow(count: number) {
-    const deadline = Date.now() + 30_000;
-    while ((await tokenCount()) <= count) {
-      if (Date.now() > deadline) throw new Error('no new webhook token recorded');
-      await new Promise((r) => setTimeout(r, 100));
-    }
-    const { rows } = await stack.db.query<{ token: string }>(
-      "SELECT token FROM webhook_tokens WHERE provider = 'sandbox' ORDER BY received_at DESC LIMIT 1",
+    const token = await until('the next webhook token', () => stack.webhookTokens[count]);
+    const hash = createHash('sha256').update(token).digest('hex');
+    const handle = stack.temporal.workflow.getHandle(providerEventWorkflowId('sandbox', hash));
+    await until('its provider-event workflow', () =>
+      handle.describe().then(
+        () => true,
+        (err: unknown) => {
+          if (err instanceof WorkflowNotFoundError) return undefined;
+          throw err;
+        },
+      ),
     );
-    return stack.temporal.workflow.getHandle(providerEventWorkflowId('sandbox', rows[0]!.token));
+    return handle;
   }
 });

@@ -1,18 +1,14 @@
 import { execFile } from 'node:child_process';
-import { randomUUID } from 'node:crypto';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import type { WorkflowHandle } from '@temporalio/client';
 import { generatePrivateKey, privateKeyToAddress } from 'viem/accounts';
 import type { PayoutRecord } from '../../src/domain/payout';
-import {
-  getPayoutQuery,
-  payoutWorkflowId,
-  type PayoutWorkflowInput,
-} from '../../src/workflows/payout.contract';
+import { getPayoutQuery, payoutWorkflowId } from '../../src/workflows/payout.contract';
 import { payoutWorkflow } from '../../src/workflows/payout.workflow';
 import { historyOf, isIdle, signalsIn, timerOf } from '../support/history';
-import { useStack, VALID_PAYOUT } from '../support/stack';
+import { payoutInput } from '../support/payouts';
+import { useStack } from '../support/stack';
 import { until } from '../support/until';
 
 // The settlement deadline on real servers (dev server, sandbox, anvil): it raises an alert, it never
@@ -36,23 +32,10 @@ describe('settlement deadline (real servers, chain mined by the test)', () => {
 
   async function start(settlementTimeoutSeconds: number, settlementConfirmations: number) {
     const receiver = privateKeyToAddress(generatePrivateKey());
-    const input: PayoutWorkflowInput = {
-      payoutId: randomUUID(),
-      partnerId,
-      amountCentavos: '10000',
-      minAmountUsdtUnits: '17152658',
-      pixKey: VALID_PAYOUT.pix_key,
-      pixKeyType: 'CPF',
-      receiverWallet: receiver,
-      createdAt: new Date().toISOString(),
-      settings: {
-        chargeExpirySeconds: 600,
-        settlementTimeoutSeconds,
-        settlementMode: 'provider',
-        settlementConfirmations,
-        chainId: 42161,
-      },
-    };
+    const input = payoutInput(
+      { chargeExpirySeconds: 600, settlementTimeoutSeconds, settlementConfirmations },
+      { partnerId, receiverWallet: receiver },
+    );
     const handle = await stack.temporal.workflow.start(payoutWorkflow, {
       workflowId: payoutWorkflowId(input.payoutId),
       taskQueue: stack.config.TEMPORAL_TASK_QUEUE,

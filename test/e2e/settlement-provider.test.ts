@@ -1,10 +1,10 @@
-import { randomUUID } from 'node:crypto';
 import { generatePrivateKey, privateKeyToAddress } from 'viem/accounts';
-import { countTransfersTo } from '../../src/adapters/chain/usdt-ledger';
 import type { PayoutRecord, PayoutResponse } from '../../src/domain/payout';
-import { payoutWorkflowId, type PayoutWorkflowInput } from '../../src/workflows/payout.contract';
+import { payoutWorkflowId } from '../../src/workflows/payout.contract';
 import { payoutWorkflow } from '../../src/workflows/payout.workflow';
+import { payoutInput } from '../support/payouts';
 import { postPayout, useStack, VALID_PAYOUT } from '../support/stack';
+import { until } from '../support/until';
 
 // Provider-mode settlement on real servers: the sandbox converts the PIX payment, sends USDT on
 // anvil (chain id 42161), and the worker verifies the transfer on chain before COMPLETED.
@@ -17,19 +17,15 @@ describe('provider settlement (dev server, PostgreSQL, anvil, sandbox, worker, a
     ({ apiKey, partnerId } = await stack.createPartner());
   });
 
-  const transfersTo = (to: `0x${string}`) =>
-    countTransfersTo({ rpcUrl: stack.rpcUrl, usdtAddress: stack.usdtAddress, to });
+  const transfersTo = (to: `0x${string}`) => stack.chain.transfersTo(to);
 
   /** The read-model row once it shows `status` (it is written just after the workflow's state). */
-  async function readModel(id: string, status: string): Promise<Record<string, unknown>> {
-    for (let i = 0; i < 100; i++) {
+  const readModel = (id: string, status: string): Promise<Record<string, unknown>> =>
+    until(`the read model of ${id} to show ${status}`, async () => {
       const { rows } = await stack.db.query('SELECT * FROM payouts WHERE id = $1', [id]);
       const row = rows[0] as Record<string, unknown> | undefined;
-      if (row?.status === status) return row;
-      await new Promise((r) => setTimeout(r, 100));
-    }
-    throw new Error(`read model of ${id} never showed ${status}`);
-  }
+      return row?.status === status ? row : undefined;
+    });
 
   async function create(receiver: `0x${string}`): Promise<PayoutResponse> {
     const created = await postPayout(stack.apiUrl, apiKey, { ...VALID_PAYOUT, receiver_wallet: receiver });
@@ -93,23 +89,15 @@ describe('provider settlement (dev server, PostgreSQL, anvil, sandbox, worker, a
     // PIX_CHARGE_EXPIRY_SECONDS is at least 60 in config, too long for a real-time test, so this
     // payout is started directly with a 2 s expiry (the time-skipping tests cover the real hour).
     const receiver = privateKeyToAddress(generatePrivateKey());
-    const input: PayoutWorkflowInput = {
-      payoutId: randomUUID(),
-      partnerId,
-      amountCentavos: '10000',
-      minAmountUsdtUnits: '17152658',
-      pixKey: VALID_PAYOUT.pix_key,
-      pixKeyType: 'CPF',
-      receiverWallet: receiver,
-      createdAt: new Date().toISOString(),
-      settings: {
+    const input = payoutInput(
+      {
         chargeExpirySeconds: 2,
         settlementTimeoutSeconds: stack.config.SETTLEMENT_TIMEOUT_SECONDS,
-        settlementMode: 'provider',
         settlementConfirmations: stack.config.SETTLEMENT_CONFIRMATIONS,
         chainId: stack.config.EVM_CHAIN_ID,
       },
-    };
+      { partnerId, receiverWallet: receiver },
+    );
     const handle = await stack.temporal.workflow.start(payoutWorkflow, {
       workflowId: payoutWorkflowId(input.payoutId),
       taskQueue: stack.config.TEMPORAL_TASK_QUEUE,

@@ -1,4 +1,3 @@
-import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Worker } from '@temporalio/worker';
 import type { PayoutRecord } from '../../src/domain/payout';
 import { createLogger } from '../../src/observability/logger';
@@ -8,7 +7,7 @@ import {
   requireSearchAttributes,
   searchAttributeCommands,
 } from '../../src/temporal/search-attribute-registry';
-import { payoutWorkflowId, type PayoutWorkflowInput } from '../../src/workflows/payout.contract';
+import { payoutWorkflowId } from '../../src/workflows/payout.contract';
 import { payoutWorkflow } from '../../src/workflows/payout.workflow';
 import {
   PARTNER_ID,
@@ -17,19 +16,16 @@ import {
   PAYOUT_STATUS,
   payoutSearchAttributes,
 } from '../../src/workflows/search-attributes';
+import { payoutInput } from '../support/payouts';
 import { workflowBundle } from '../support/stack';
-import { createTimeSkippingEnv } from '../support/temporal';
+import { useTimeSkippingEnv } from '../workflow/harness';
 
 // PayoutId is set at start; PayoutStatus, PartnerId and PayoutFailureReason follow the payout through its transitions, on the time-skipping test
 // server that workflow tests use. That server refuses search attributes it does not know, so this
 // also proves createTimeSkippingEnv registers them.
 
 describe('payout search attributes', () => {
-  let env: TestWorkflowEnvironment;
-  beforeAll(async () => {
-    env = await createTimeSkippingEnv();
-  }, 60_000);
-  afterAll(() => env?.teardown());
+  const env = useTimeSkippingEnv(() => Promise.resolve());
 
   it('are set at start and upserted on each status change only, up to FAILED on charge expiry', async () => {
     const recorded: PayoutRecord[] = [];
@@ -58,23 +54,14 @@ describe('payout search attributes', () => {
         },
       },
     });
-    const input: PayoutWorkflowInput = {
-      payoutId: '0b0cc8f4-51c5-4d8e-9a53-1c7f3f5b3a10',
-      partnerId: '7d3c0f0e-2c55-4b7e-8f0e-7a3c2c1d9e55',
-      amountCentavos: '10000',
-      minAmountUsdtUnits: '17152658',
-      pixKey: '52998224725',
-      pixKeyType: 'CPF',
-      receiverWallet: '0x70997970C51812dc3A010C7d01b50e0d17dc79C8',
-      createdAt: new Date().toISOString(),
-      settings: {
-        chargeExpirySeconds: 3600,
-        settlementTimeoutSeconds: 21600,
-        settlementMode: 'provider',
-        settlementConfirmations: 1,
-        chainId: 42161,
+    const input = payoutInput(
+      {},
+      {
+        payoutId: '0b0cc8f4-51c5-4d8e-9a53-1c7f3f5b3a10',
+        partnerId: '7d3c0f0e-2c55-4b7e-8f0e-7a3c2c1d9e55',
+        pixKey: '52998224725',
       },
-    };
+    );
 
     await worker.runUntil(async () => {
       // Started as the api starts it: the attributes are there before any worker runs the workflow.

@@ -1,6 +1,7 @@
 import Fastify, { type FastifyInstance } from 'fastify';
 
 import { createWebhookDispatcher } from '../../dev/sandbox/webhooks';
+import { until } from '../support/until';
 
 const silent = { info: () => {}, warn: () => {}, error: () => {} };
 
@@ -30,38 +31,57 @@ afterEach(async () => {
   await target.close();
 });
 
+/** What the dispatcher logged, by message. */
+function recordingLogger() {
+  const lines: { level: string; msg: string; fields: Record<string, unknown> }[] = [];
+  const at = (level: string) => (fields: unknown, msg?: string) => {
+    lines.push({ level, msg: msg ?? '', fields: fields as Record<string, unknown> });
+  };
+  return { logger: { info: at('info'), warn: at('warn'), error: at('error') }, lines };
+}
+
+const settled = (dispatcher: { pending(): number }) =>
+  until('the dispatcher idle', () => (dispatcher.pending() === 0 ? true : undefined));
+
 test('gives up once the retry window is spent', async () => {
-  const dispatcher = createWebhookDispatcher({ url, logger: silent, initialDelayMs: 20, maxTotalMs: 2_000 });
+  const { logger, lines } = recordingLogger();
+  const dispatcher = createWebhookDispatcher({ url, logger, initialDelayMs: 20, maxTotalMs: 2_000 });
   dispatcher.deliver('tok', { eventId: 'evt_1', type: 'pix.received' });
-  // It gives up by itself: the loop ends without close().
-  while (dispatcher.pending() > 0) await new Promise((r) => setTimeout(r, 20));
-  // Retried with doubling backoff (20, 40, 80 ms ...), never beyond the window: however slow the
-  // machine, at most 20 + 40 + ... + 640 ms of backoff fit in 2 s (the next is 1280), so no more than
-  // 7 attempts; and only a first attempt slower than 1.98 s would leave room for no retry at all.
+  // It gives up by itself, and says so: the loop ends without close().
+  const abandoned = await until('the delivery abandoned', () =>
+    lines.find((l) => l.msg === 'webhook delivery abandoned: retry window exhausted'),
+  );
+  await settled(dispatcher);
+  expect(abandoned.fields.attempt).toBe(received.length);
+  // Retried with doubling backoff (20, 40, 80 ms ...), never beyond the window: at most
+  // 20 + 40 + ... + 640 ms of backoff fit in 2 s (the next is 1280), so no more than 7 attempts.
+  const delays = lines.filter((l) => l.msg === 'webhook attempt failed').map((l) => l.fields.retry_in_ms);
+  expect(delays).toEqual(delays.map((_, i) => 20 * 2 ** i));
   expect(received.length).toBeGreaterThanOrEqual(2);
   expect(received.length).toBeLessThanOrEqual(7);
+  // A timer never fires early: each attempt came at least its backoff after the one before.
   receivedAt.slice(1).forEach((at, i) => expect(at - receivedAt[i]!).toBeGreaterThanOrEqual(20 * 2 ** i - 1));
   await dispatcher.close();
 });
 
 test('close() stops retrying loops at once', async () => {
-  const dispatcher = createWebhookDispatcher({ url, logger: silent, initialDelayMs: 60_000 });
+  // The next attempt is ten minutes away: a close() that waited for it would outlast the test.
+  const dispatcher = createWebhookDispatcher({ url, logger: silent, initialDelayMs: 600_000 });
   dispatcher.deliver('tok', { eventId: 'evt_2', type: 'pix.received' });
-  while (received.length === 0) await new Promise((r) => setTimeout(r, 10));
-  const started = Date.now();
+  await until('the first attempt', () => (received.length > 0 ? true : undefined));
   await dispatcher.close();
-  expect(Date.now() - started).toBeLessThan(1_000);
   expect(dispatcher.pending()).toBe(0);
   // After close nothing new is sent.
   dispatcher.deliver('late', { eventId: 'evt_3', type: 'pix.received' });
   expect(dispatcher.pending()).toBe(0);
+  expect(received).toEqual(['tok']);
 });
 
 test('any 2xx ends the delivery', async () => {
   status = 204;
   const dispatcher = createWebhookDispatcher({ url, logger: silent });
   dispatcher.deliver('tok', { eventId: 'evt_4', type: 'settlement.completed' });
-  while (dispatcher.pending() > 0) await new Promise((r) => setTimeout(r, 10));
+  await settled(dispatcher);
   expect(received).toEqual(['tok']);
   await dispatcher.close();
 });

@@ -75,15 +75,41 @@ function parseInstruction(op: string, rest: string): Instruction {
   }
 }
 
-/** uid/gid of `nobody`: the unprivileged user the replay builds and runs as (when we are root). */
-export const NOBODY = { uid: 65534, gid: 65534 };
-const asRoot = process.getuid?.() === 0;
+export interface UnixUser {
+  uid: number;
+  gid: number;
+  home: string;
+}
 
-/** argv that runs `argv` as nobody (with no supplementary groups) when we are root, else as we are. */
-export function asUnprivileged(argv: string[]): string[] {
+/** `nobody`: the unprivileged user the replay builds as (when we are root). */
+export const NOBODY: UnixUser = { uid: 65534, gid: 65534, home: '/nonexistent' };
+/** Users the base images define, by name: the official node images add `node` as 1000:1000. */
+const IMAGE_USERS: Record<string, UnixUser> = {
+  node: { uid: 1000, gid: 1000, home: '/home/node' },
+  root: { uid: 0, gid: 0, home: '/root' },
+};
+export const asRoot = process.getuid?.() === 0;
+
+/** The user a USER instruction names (a name the base image defines, or uid[:gid]). */
+export function imageUser(user: string | undefined): UnixUser {
+  if (user === undefined) return IMAGE_USERS.root!;
+  const numeric = /^(\d+)(?::(\d+))?$/.exec(user);
+  if (numeric) return { uid: Number(numeric[1]), gid: Number(numeric[2] ?? numeric[1]), home: '/' };
+  const known = IMAGE_USERS[user];
+  if (!known) throw new Error(`USER ${user}: not a user the test knows the base image to define`);
+  return known;
+}
+
+/** argv that runs `argv` as `user` (with no supplementary groups) when we are root, else as we are. */
+export function asUser(user: UnixUser, argv: string[]): string[] {
   return asRoot
-    ? ['setpriv', `--reuid=${NOBODY.uid}`, `--regid=${NOBODY.gid}`, '--clear-groups', '--', ...argv]
+    ? ['setpriv', `--reuid=${user.uid}`, `--regid=${user.gid}`, '--clear-groups', '--', ...argv]
     : argv;
+}
+
+/** argv that runs `argv` as nobody when we are root, else as we are. */
+export function asUnprivileged(argv: string[]): string[] {
+  return asUser(NOBODY, argv);
 }
 
 export interface ReplayOptions {

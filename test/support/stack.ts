@@ -33,6 +33,7 @@ import { startApi, type RunningApi } from './api';
 import { startTestChain, type TestChain, type Wallet } from './chain';
 import { createOwnDatabase } from './database';
 import { testDatabaseUrl } from './env';
+import { seedPayouts } from './payouts';
 import { startProviderProxy, type ProviderProxy } from './provider-proxy';
 import { startSandbox, startWebhookTap } from './sandbox';
 import { ServiceProcess } from './service-process';
@@ -94,6 +95,11 @@ export interface TestStack {
     pixCopyPaste: string,
     opts: { amountBrl?: number; notify?: boolean; outcome?: 'settled' | 'settlement_failed' },
   ): Promise<string>;
+  /**
+   * Read-model rows with no workflow behind them (seedPayouts of test/support/payouts.ts), as the
+   * workflows would have written them; removed when the stack closes, open ones included.
+   */
+  seedPayouts(partnerId: string, opts: Parameters<typeof seedPayouts>[2]): Promise<string[]>;
   /** POST /v1/payouts of VALID_PAYOUT (with `body` over it) to a receiver wallet of its own; fails unless 201. */
   createPayout(
     apiKey: string,
@@ -248,6 +254,8 @@ export async function startStack(opts: StackOptions = {}): Promise<TestStack> {
     const config = { ...loadWorkerConfig(settings), ...loadApiConfig(settings) };
     const db = createPool(config.DATABASE_URL, 5);
     closers.push(() => db.end());
+    const seeded: string[] = [];
+    closers.push(() => db.query('DELETE FROM payouts WHERE id = ANY($1)', [seeded]));
     const logger = createLogger({ level: config.LOG_LEVEL, name: 'test' });
     const metrics = createMetrics();
     const provider = createHttpProvider({ baseUrl: config.PROVIDER_API_URL, timeoutMs: 5_000 });
@@ -382,6 +390,11 @@ export async function startStack(opts: StackOptions = {}): Promise<TestStack> {
         await payWith(pixCopyPaste, { outcome });
       },
       payWith,
+      async seedPayouts(partnerId, seeding) {
+        const ids = await seedPayouts(db, partnerId, seeding);
+        seeded.push(...ids);
+        return ids;
+      },
       async createPayout(apiKey, body = {}) {
         const receiver = privateKeyToAddress(generatePrivateKey());
         const created = await postPayout(apiOrigin, apiKey, {

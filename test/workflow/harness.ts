@@ -4,9 +4,13 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { bundleWorkflowCode, Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import type { PayoutActivities } from '../../src/activities';
 import type { PayoutRecord } from '../../src/domain/payout';
+import { createTimeSkippingEnv } from '../support/temporal';
 import type { ProviderEvent } from '../../src/domain/provider-event';
-import type { PayoutSettings, PayoutWorkflowInput } from '../../src/workflows/payout.contract';
-import { getPayoutQuery, payoutWorkflowId } from '../../src/workflows/payout.contract';
+import {
+  getPayoutQuery,
+  payoutWorkflowId,
+  type PayoutWorkflowInput,
+} from '../../src/workflows/payout.contract';
 import { payoutWorkflow } from '../../src/workflows/payout.workflow';
 
 /**
@@ -20,27 +24,8 @@ export const TREASURY_TX_HASH = `0x${'cd'.repeat(32)}` as const;
 export const CHARGE_ID = 'chg_0123456789abcdef012345';
 export const SETTLEMENT_ID = 'stl_0123456789abcdef012345';
 
-export const SETTINGS: PayoutSettings = {
-  chargeExpirySeconds: 3600,
-  settlementTimeoutSeconds: 21_600,
-  settlementMode: 'provider',
-  settlementConfirmations: 1,
-  chainId: 42161,
-};
-
-export function payoutInput(settings: Partial<PayoutSettings> = {}): PayoutWorkflowInput {
-  return {
-    payoutId: randomUUID(),
-    partnerId: randomUUID(),
-    amountCentavos: '10000',
-    minAmountUsdtUnits: '17152658',
-    pixKey: '12345678901',
-    pixKeyType: 'CPF',
-    receiverWallet: '0x70997970C51812dc3A010C7d01b50e0d17dc79C8',
-    createdAt: new Date().toISOString(),
-    settings: { ...SETTINGS, ...settings },
-  };
-}
+// The payout fixtures every test shares, here too for the workflow tests' one import.
+export { payoutInput, SETTINGS } from '../support/payouts';
 
 let seq = 0;
 const eventId = () => `evt_${(++seq).toString().padStart(6, '0')}_${randomUUID().slice(0, 8)}`;
@@ -195,7 +180,28 @@ export function isolatedBundle(): Promise<WorkflowBundleWithSourceMap> {
   return isolated;
 }
 
-type PayoutHandle = Awaited<ReturnType<TestWorkflowEnvironment['client']['workflow']['start']>>;
+/**
+ * The file's time-skipping test server: started before its first test (with `warmUp` done too: the
+ * workflow bundle its workers load), torn down after its last. What it returns stands for the
+ * server once started.
+ */
+export function useTimeSkippingEnv(warmUp: () => Promise<unknown> = isolatedBundle): TestWorkflowEnvironment {
+  let env: TestWorkflowEnvironment | undefined;
+  beforeAll(async () => {
+    env = await createTimeSkippingEnv();
+    await warmUp();
+  }, 60_000);
+  afterAll(() => env?.teardown());
+  return new Proxy({} as TestWorkflowEnvironment, {
+    get(_target, key) {
+      if (!env) throw new Error(`the test server is used before it started (${String(key)})`);
+      const value: unknown = Reflect.get(env, key);
+      return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(env) : value;
+    },
+  });
+}
+
+export type PayoutHandle = Awaited<ReturnType<TestWorkflowEnvironment['client']['workflow']['start']>>;
 const startedOn = new Map<string, PayoutHandle[]>();
 
 /**
@@ -240,6 +246,16 @@ export async function withWorker<T>(
       startedOn.delete(taskQueue);
     }
   });
+}
+
+/** Starts a payout of `input` on a worker with `fake`'s activities and hands its handle to `fn`. */
+export function runPayout<T>(
+  env: TestWorkflowEnvironment,
+  fake: { activities: object },
+  input: PayoutWorkflowInput,
+  fn: (handle: PayoutHandle) => Promise<T>,
+): Promise<T> {
+  return withWorker(env, fake.activities, async (taskQueue) => fn(await startPayout(env, taskQueue, input)));
 }
 
 /**

@@ -1,34 +1,26 @@
 import { WorkflowUpdateFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
-import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import {
   cancelPayoutUpdate,
   PAYOUT_NOT_CANCELLABLE,
   providerEventSignal,
 } from '../../src/workflows/payout.contract';
-import { createTimeSkippingEnv } from '../support/temporal';
 import {
   fakeActivities,
   gate,
-  isolatedBundle,
   payoutInput,
   pixReceived,
   settlementCompleted,
   waitForPayout,
   startPayout,
   withWorker,
+  useTimeSkippingEnv,
 } from './harness';
 
 // The cancel decision of the payout workflow on the time-skipping server: one decision between the
 // partner's cancel and the payment, whichever the provider saw first.
 describe('payoutWorkflow cancelPayout update', () => {
-  let env: TestWorkflowEnvironment;
-
-  beforeAll(async () => {
-    env = await createTimeSkippingEnv();
-    await isolatedBundle();
-  }, 60_000);
-  afterAll(() => env?.teardown());
+  const env = useTimeSkippingEnv();
 
   async function start(taskQueue: string, settings: Parameters<typeof payoutInput>[0] = {}) {
     const input = payoutInput(settings);

@@ -1,5 +1,4 @@
 import { ApplicationFailure } from '@temporalio/common';
-import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { PayoutRecord } from '../../src/domain/payout';
 import {
   getPayoutQuery,
@@ -7,41 +6,31 @@ import {
   resolvePayoutUpdate,
   type PayoutWorkflowInput,
 } from '../../src/workflows/payout.contract';
-import { createTimeSkippingEnv } from '../support/temporal';
 import {
   fakeActivities,
-  isolatedBundle,
   payoutInput,
   pixReceived,
   settlementCompleted,
   skipUntil,
   startPayout,
   waitForPayout,
-  withWorker,
+  runPayout,
+  useTimeSkippingEnv,
 } from './harness';
 
 // An unknown is never a verdict (docs/decisions.md D33), on the time-skipping test server: the
 // provider or the chain not answering keeps the payout where it is, with an attention item, until
 // proof arrives or an operator decides. Minutes of retry rounds pass in workflow time.
 describe('payoutWorkflow: unknowns (time-skipping)', () => {
-  let env: TestWorkflowEnvironment;
-
-  beforeAll(async () => {
-    env = await createTimeSkippingEnv();
-    await isolatedBundle();
-  }, 60_000);
-  afterAll(() => env?.teardown());
+  const env = useTimeSkippingEnv();
 
   type Fake = ReturnType<typeof fakeActivities>;
   type Handle = Awaited<ReturnType<typeof startPayout>>;
   const kinds = (fake: Fake, name: 'raiseAttention' | 'clearAttention') =>
     fake.callsOf(name).map(([a]) => a as { kind?: string; kinds?: string[] });
 
-  function run<T>(fake: Fake, input: PayoutWorkflowInput, fn: (h: Handle) => Promise<T>): Promise<T> {
-    return withWorker(env, fake.activities, async (taskQueue) =>
-      fn(await startPayout(env, taskQueue, input)),
-    );
-  }
+  const run = <T>(fake: Fake, input: PayoutWorkflowInput, fn: (h: Handle) => Promise<T>): Promise<T> =>
+    runPayout(env, fake, input, fn);
 
   it('keeps a payout PENDING past its expiry while the charge status cannot be read, then settles the payment it reports', async () => {
     let readable = false;

@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { ApplicationFailure } from '@temporalio/common';
 import { WorkflowClient } from '@temporalio/client';
-import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { PayoutLocation } from '../../src/adapters/db/payouts-repo';
 import type { PayoutRecord } from '../../src/domain/payout';
 import type { ProviderEvent } from '../../src/domain/provider-event';
@@ -9,30 +8,23 @@ import { getPayoutQuery, payoutWorkflowId, providerEventSignal } from '../../src
 import { providerEventWorkflowId } from '../../src/workflows/provider-event.contract';
 import { payoutWorkflow } from '../../src/workflows/payout.workflow';
 import { providerEventWorkflow } from '../../src/workflows/provider-event.workflow';
-import { createTimeSkippingEnv } from '../support/temporal';
 import {
   fakeActivities,
   payoutInput,
   pixReceived,
   settlementCompleted,
   settlementFailed,
-  isolatedBundle,
   waitForPayout,
   startPayout,
   withWorker,
+  useTimeSkippingEnv,
 } from './harness';
 
 // The webhook's durable half: fetch the event back by token, find its payout, signal it; and every
 // way that can go sideways (unknown token, provider outage, foreign or not-yet-recorded payout, a
 // payout that has already ended).
 describe('providerEventWorkflow (time-skipping)', () => {
-  let env: TestWorkflowEnvironment;
-
-  beforeAll(async () => {
-    env = await createTimeSkippingEnv();
-    await isolatedBundle();
-  }, 60_000);
-  afterAll(() => env?.teardown());
+  const env = useTimeSkippingEnv();
 
   type Fake = ReturnType<typeof fakeActivities>;
 

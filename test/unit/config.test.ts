@@ -19,7 +19,10 @@ describe('per-process configuration', () => {
         'invalid configuration: TREASURY_PRIVATE_KEY is required when SETTLEMENT_MODE=treasury',
       ),
     );
-    expect(loadApiConfig(env).SETTLEMENT_MODE).toBe('treasury');
+    // The api reads the treasury's health by its address, never the key.
+    expect(() => loadApiConfig(env)).toThrow(/TREASURY_ADDRESS is required when SETTLEMENT_MODE=treasury/);
+    const api = loadApiConfig({ ...env, TREASURY_ADDRESS: '0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC' });
+    expect(api.SETTLEMENT_MODE).toBe('treasury');
     expect(() => loadMigrateConfig(env)).not.toThrow();
     expect(() => loadAdminDatabaseConfig(env)).not.toThrow();
     expect(() => loadAdminCallbacksConfig(env)).not.toThrow();

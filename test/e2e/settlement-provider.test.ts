@@ -123,15 +123,13 @@ describe('provider settlement (dev server, PostgreSQL, anvil, sandbox, worker, a
     // Only the provider-event workflow that handled the payment could start a settlement: once every
     // one of them has ended, nothing can move any more, and nothing did.
     const queue = `WorkflowType = 'providerEventWorkflow' AND TaskQueue = '${stack.config.TEMPORAL_TASK_QUEUE}'`;
-    for (let running = 1; running > 0;) {
-      running = 0;
+    await until('no provider-event workflow running', async () => {
       for await (const wf of stack.temporal.workflow.list({
         query: `${queue} AND ExecutionStatus = 'Running'`,
-      })) {
-        running += wf.workflowId ? 1 : 0;
-      }
-      if (running > 0) await new Promise((r) => setTimeout(r, 100));
-    }
+      }))
+        if (wf.workflowId) return undefined;
+      return true;
+    });
     expect((await transfersTo(receiver)).count).toBe(0);
   });
 });

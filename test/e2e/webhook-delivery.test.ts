@@ -85,12 +85,12 @@ describe('provider webhook (dev server, PostgreSQL, anvil, sandbox, worker, 2 ap
 
     // One workflow, under the id derived from the token's hash; visibility is eventually consistent.
     const expectedId = providerEventWorkflowId('sandbox', hash(token));
-    let ids: string[] = [];
-    for (let i = 0; i < 40 && ids.length === 0; i++) {
-      ids = await providerEventWorkflowsOnQueue();
-      if (ids.length === 0) await new Promise((r) => setTimeout(r, 250));
-    }
-    expect(ids).toEqual([expectedId]);
+    const workflowsOnQueue = (count: number) =>
+      until(`${count} provider-event workflows listed`, async () => {
+        const ids = await providerEventWorkflowsOnQueue();
+        return ids.length >= count ? ids : undefined;
+      });
+    expect(await workflowsOnQueue(1)).toEqual([expectedId]);
     await expect(stack.temporal.workflow.getHandle(expectedId).result()).resolves.toBe('delivered');
     const { rows } = await stack.db.query(
       'SELECT token FROM webhook_tokens WHERE provider = $1 AND token = $2',
@@ -118,11 +118,7 @@ describe('provider webhook (dev server, PostgreSQL, anvil, sandbox, worker, 2 ap
     const transfers = await stack.chain.transfersTo(receiver);
     expect(transfers.count).toBe(1);
     // Two tokens in all (payment, settlement), two workflows; visibility may lag a moment behind.
-    for (let i = 0; i < 40 && ids.length < 2; i++) {
-      ids = await providerEventWorkflowsOnQueue();
-      if (ids.length < 2) await new Promise((r) => setTimeout(r, 250));
-    }
-    expect(ids).toHaveLength(2);
+    expect(await workflowsOnQueue(2)).toHaveLength(2);
   });
 
   it('answers 404 unknown provider for a provider that is not configured', async () => {

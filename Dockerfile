@@ -34,4 +34,4 @@ COPY migrations ./migrations
 COPY contracts ./contracts
 USER node
 EXPOSE 3000 4000 9464 9465
-CMD ["node", "dist/src/api/server.js"]
+CMD ["node", "dist/src/main/api.js"]

@@ -2,6 +2,32 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 import globals from 'globals';
 
+// Import rules of the product's layers (docs/architecture.md, "Dependency rules"). A file takes the
+// rules of the last block that matches it, so each block lists all of its own.
+
+// The product (src/) ships without the development environment (dev/).
+const noDev = { group: ['**/dev/**'], message: 'src/ never imports the development environment (dev/)' };
+// Composition roots wire the layers; nothing imports them.
+const noRoots = {
+  group: ['**/main/*', './worker', '../worker'],
+  message: 'nothing imports a composition root (src/main/, src/worker.ts)',
+};
+const CONFIG_MESSAGE = 'settings are read in src/main/ and handed down as narrow options';
+const noConfig = { group: ['**/config'], message: CONFIG_MESSAGE };
+// Only a composition root creates adapters, metrics and Temporal connections from settings.
+const WIRING_MESSAGE = 'only src/main/ wires adapters, metrics and Temporal: take the object as a parameter';
+const noWiring = [
+  ['**/adapters/db/pool', ['createPool']],
+  ['**/adapters/provider/http-provider', ['createHttpProvider']],
+  ['**/adapters/chain/usdt-ledger', ['createUsdtLedger']],
+  ['**/adapters/secrets/*', ['createSecretBox', 'payloadKeys']],
+  ['**/temporal/connection', ['connectClient', 'connectWorker']],
+  ['**/temporal/data-converter', ['createDataConverter', 'createPayloadCodec']],
+  ['**/observability/metrics', ['createMetrics']],
+  ['**/observability/logger', ['createLogger']],
+].map(([module, importNames]) => ({ group: [module], importNames, message: WIRING_MESSAGE }));
+const layer = (forbidden, message) => ({ group: forbidden.map((dir) => `**/${dir}/**`), message });
+
 export default tseslint.config(
   { ignores: ['node_modules/', 'dist/', '.data/', '.tools/', 'coverage/'] },
   js.configs.recommended,
@@ -18,15 +44,60 @@ export default tseslint.config(
     },
   },
   {
-    // The product (src/) ships without the development environment (dev/): never import it.
     files: ['src/**/*.ts'],
-    ignores: ['src/workflows/**', 'src/domain/**', 'src/api/**'], // their own blocks below repeat the rule
+    // Their own blocks below.
+    ignores: [
+      'src/main/**',
+      'src/worker.ts',
+      'src/workflows/**',
+      'src/domain/**',
+      'src/api/**',
+      'src/adapters/**',
+      'src/observability/**',
+    ],
+    rules: {
+      'no-restricted-imports': ['error', { patterns: [noDev, noRoots, noConfig, ...noWiring] }],
+    },
+  },
+  {
+    // The composition roots and the worker's entry.
+    files: ['src/main/**/*.ts', 'src/worker.ts'],
+    rules: { 'no-restricted-imports': ['error', { patterns: [noDev] }] },
+  },
+  {
+    // Adapters stand on the domain alone: no metrics registry, no payload codec, no settings.
+    files: ['src/adapters/**/*.ts'],
     rules: {
       'no-restricted-imports': [
         'error',
         {
           patterns: [
-            { group: ['**/dev/**'], message: 'src/ never imports the development environment (dev/)' },
+            noDev,
+            noRoots,
+            noConfig,
+            ...noWiring,
+            layer(
+              ['temporal', 'observability', 'activities', 'workflows', 'api', 'cli'],
+              'adapters take narrow collaborators as parameters: they import only other adapters and the domain',
+            ),
+          ],
+        },
+      ],
+    },
+  },
+  {
+    // Logs, metrics and gauges: below Temporal, the api and the workflows.
+    files: ['src/observability/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            noDev,
+            noRoots,
+            noConfig,
+            ...noWiring,
+            layer(['temporal', 'activities', 'workflows', 'api', 'cli'], 'observability is a lower layer'),
           ],
         },
       ],
@@ -49,11 +120,13 @@ export default tseslint.config(
               message: 'workflows do no I/O',
             },
             {
-              group: ['**/activities/*', '!**/activities/types'],
-              message: 'import activity types only',
+              group: ['**/activities/*', '!**/activities/failure-types'],
+              message: 'import activity types only (and the failure types they throw)',
               allowTypeImports: true,
             },
-            { group: ['**/dev/**'], message: 'src/ never imports the development environment (dev/)' },
+            noDev,
+            noRoots,
+            noConfig,
           ],
         },
       ],
@@ -71,6 +144,20 @@ export default tseslint.config(
               message: 'domain is pure: no I/O, nothing of the project',
             },
           ],
+        },
+      ],
+    },
+  },
+  {
+    // Every error answer is worded in the one table of src/api/errors.ts (API_ERRORS).
+    files: ['src/**/*.ts'],
+    ignores: ['src/api/errors.ts'],
+    rules: {
+      'no-restricted-syntax': [
+        'error',
+        {
+          selector: "NewExpression[callee.name='HttpError']",
+          message: 'answer with an entry of API_ERRORS (src/api/errors.ts), the one table of error messages',
         },
       ],
     },
@@ -105,7 +192,11 @@ export default tseslint.config(
               message: 'api talks to Temporal through the client: workflow functions and contracts only',
               allowTypeImports: true,
             },
-            { group: ['**/dev/**'], message: 'src/ never imports the development environment (dev/)' },
+            noDev,
+            noRoots,
+            // The app is built from the api's own settings (ApiConfig); src/main/api.ts loads them.
+            { group: ['**/config'], message: CONFIG_MESSAGE, allowTypeImports: true },
+            ...noWiring,
           ],
         },
       ],

@@ -2,7 +2,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import qrcode from 'qrcode-terminal';
 import { generatePrivateKey, privateKeyToAddress } from 'viem/accounts';
-import { loadConfig } from '../src/config';
+import { loadApiConfig } from '../src/config';
 import { payoutWorkflowId } from '../src/workflows/payout.contract';
 
 /**
@@ -19,7 +19,7 @@ const API_URL = process.env.DEMO_API_URL ?? 'http://127.0.0.1:3000';
 const SANDBOX_URL = process.env.DEMO_SANDBOX_URL ?? 'http://127.0.0.1:4000';
 const TEMPORAL_UI_URL = process.env.DEMO_TEMPORAL_UI_URL ?? 'http://127.0.0.1:8233';
 // The service's namespace, as the api and worker read it.
-const TEMPORAL_NAMESPACE = loadConfig().TEMPORAL_NAMESPACE;
+const TEMPORAL_NAMESPACE = loadApiConfig().TEMPORAL_NAMESPACE;
 const AMOUNT_BRL = Number(process.env.DEMO_AMOUNT_BRL ?? '100.00');
 const TIMEOUT_MS = Number(process.env.DEMO_TIMEOUT_SECONDS ?? '120') * 1000;
 const POLL_MS = 500; // partners are asked to poll every 10 s; a demo wants to show each status

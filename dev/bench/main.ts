@@ -6,6 +6,9 @@ import { Client, Connection } from '@temporalio/client';
 import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import * as prettier from 'prettier';
 import { generatePrivateKey, privateKeyToAddress } from 'viem/accounts';
+import { createPool } from '../../src/adapters/db/pool';
+import { loadWorkerConfig } from '../../src/config';
+import { screeningOf } from '../../src/main/wiring';
 import { startProviderFloor } from './provider-floor';
 import { closedLoop, sleep, type Summary } from './stats';
 import { renderMarkdown, renderTable, type BenchResult } from './report';
@@ -13,6 +16,7 @@ import {
   cpuDuring,
   ensureStack,
   ROOT,
+  replicaEnv,
   rssBytes,
   scrapeMetric,
   stackProcesses,
@@ -167,6 +171,11 @@ async function main(): Promise<void> {
   const stack = await ensureStack(log);
   const service = new Service(stack);
   const floor = await startFloor();
+  const screeningDb = createPool(replicaEnv().DATABASE_URL!, 4);
+  const screening = screeningOf(
+    { ...loadWorkerConfig(replicaEnv()), SCREENING_CACHE_SECONDS: 0 },
+    screeningDb,
+  );
   const loop = (concurrency: number, op: () => Promise<unknown>, seconds = SECONDS, maxOperations?: number) =>
     closedLoop({ concurrency, durationMs: seconds * 1000, warmupMs: WARMUP_MS, maxOperations }, async () => {
       await op();
@@ -179,7 +188,10 @@ async function main(): Promise<void> {
         log(`floor      C=${c}: ${fmt(f)}`);
         const p = await loop(c, () => service.post());
         log(`POST       C=${c}: ${fmt(p)}${p.firstError ? ` first error: ${p.firstError}` : ''}`);
-        result.compare.push({ concurrency: c, floor: f, post: p });
+        // The screening POST runs before anything is created, alone and uncached: what it adds.
+        const s = await loop(c, () => screening.screen(privateKeyToAddress(generatePrivateKey())));
+        log(`screening  C=${c}: ${fmt(s)}${s.firstError ? ` first error: ${s.firstError}` : ''}`);
+        result.compare.push({ concurrency: c, floor: f, post: p, screening: s });
       }
     }
 
@@ -254,6 +266,7 @@ async function main(): Promise<void> {
     if (PHASES.has('scale')) result.scaleOut = await measureScaleOut(service, loop);
   } finally {
     await floor.stop();
+    await screeningDb.end();
     if (stack.owned) {
       log('stopping the stack the bench started');
       await stack.stop();

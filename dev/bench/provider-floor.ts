@@ -12,7 +12,7 @@ import {
   type Address,
 } from 'viem';
 import { generatePrivateKey, privateKeyToAccount, privateKeyToAddress } from 'viem/accounts';
-import { compileTestUsdt } from '../local/compile-test-usdt';
+import { compileContract } from '../local/compile-contracts';
 import { anvilAccount } from '../local/infra/anvil';
 import { buildSandboxApp } from '../sandbox/app';
 import { loadSandboxConfig } from '../sandbox/config';
@@ -203,7 +203,7 @@ async function fundWallet(rpcUrl: string, usdtAddress: Address, to: Address): Pr
   });
   const hash = await owner.writeContract({
     address: usdtAddress,
-    abi: compileTestUsdt().abi,
+    abi: compileContract('TestUSDT').abi,
     functionName: 'mint',
     args: [to, TOP_UP],
   });

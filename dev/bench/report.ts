@@ -5,7 +5,8 @@ type Cores = Record<string, number>;
 export interface BenchResult {
   machine: Record<string, unknown>;
   settings: Record<string, unknown>;
-  compare: { concurrency: number; floor: Summary; post: Summary }[];
+  /** `screening`, when measured: one uncached screening of a fresh wallet, the work it adds to each POST. */
+  compare: { concurrency: number; floor: Summary; post: Summary; screening?: Summary }[];
   get: { kind: 'live' | 'closed'; concurrency: number; summary: Summary }[];
   /** The provider floor at C=1 (the target's reference). */
   providerFloor?: Summary;
@@ -52,6 +53,16 @@ function rows(result: BenchResult): string[][] {
       String(c.post.errors),
       `p50 ${ratio(c.post.p50, c.floor.p50)}, throughput ${ratio(c.post.throughput, c.floor.throughput)}`,
     ]);
+    if (c.screening) {
+      out.push([
+        'screening a fresh wallet (token blocklist + sanctions oracle + denylist, uncached): what it adds to POST',
+        String(c.concurrency),
+        lat(c.screening),
+        rate(c.screening.throughput),
+        String(c.screening.errors),
+        `p50 ${ratio(c.screening.p50, c.floor.p50)} of the floor, ${ratio(c.screening.p50, c.post.p50)} of POST`,
+      ]);
+    }
   }
   for (const g of result.get) {
     out.push([

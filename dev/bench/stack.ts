@@ -102,6 +102,7 @@ function demoApiKey(): string {
 export function replicaEnv(): NodeJS.ProcessEnv {
   const chain = JSON.parse(readFileSync(path.join(DATA, 'local-chain.json'), 'utf8')) as {
     usdtAddress: string;
+    sanctionsOracleAddress?: string;
   };
   const env = process.env;
   return {
@@ -114,6 +115,7 @@ export function replicaEnv(): NodeJS.ProcessEnv {
       chain: {
         rpcUrl: env.EVM_RPC_URL ?? `http://127.0.0.1:${SETTINGS.anvilPort}`,
         usdtAddress: env.USDT_CONTRACT_ADDRESS ?? chain.usdtAddress,
+        sanctionsOracleAddress: env.SANCTIONS_ORACLE_ADDRESS ?? chain.sanctionsOracleAddress,
       },
       treasuryKey: env.TREASURY_PRIVATE_KEY ?? anvilAccount('treasury').privateKey,
       payloadKey:
@@ -205,7 +207,7 @@ export function stackProcesses(): { role: string; pid: number }[] {
     if (cmd.includes('server start-dev')) role = 'temporal dev server';
     else if (/(^|\/)postgres(\s|$)/.test(cmd) || cmd.startsWith('postgres:')) role = 'postgres';
     else if (cmd.includes('src/worker.ts')) role = 'worker';
-    else if (cmd.includes('src/api/server.ts')) role = 'api';
+    else if (cmd.includes('src/main/api.ts')) role = 'api';
     else if (cmd.includes('dev/sandbox/main.ts')) role = 'sandbox';
     else if (/anvil\s/.test(cmd)) role = 'anvil';
     if (role) found.push({ role, pid });

@@ -1,21 +1,27 @@
-import { ensureTestUsdt } from './test-usdt';
+import { ensureLocalContracts, FRESH_CHAIN_CONTRACTS } from './local-contracts';
 
 /**
- * docker-compose's one-shot `chain-setup` service: deploys the USDT test token on the compose anvil
- * unless it is already there. On a fresh anvil the deployer's first contract always lands at the
- * same address, which is why docker-compose.yml can name it in advance.
+ * docker-compose's one-shot `chain-setup` service: deploys the USDT test token and the test
+ * sanctions oracle on the compose anvil unless they are already there. On a fresh anvil the
+ * deployer's contracts always land at the same addresses (FRESH_CHAIN_CONTRACTS), which is why
+ * docker-compose.yml can name them in advance.
  */
-export const EXPECTED_ADDRESS = '0x5FbDB2315678afecb367f032d93F642f64180aa3';
-
 async function main(): Promise<void> {
   const rpcUrl = process.env.EVM_RPC_URL ?? 'http://127.0.0.1:8545';
-  const address = await ensureTestUsdt(rpcUrl, EXPECTED_ADDRESS);
-  if (address.toLowerCase() !== EXPECTED_ADDRESS.toLowerCase()) {
-    throw new Error(
-      `token deployed at ${address}, not ${EXPECTED_ADDRESS}: was anvil fresh? set USDT_CONTRACT_ADDRESS`,
-    );
+  const deployed = await ensureLocalContracts(rpcUrl, { known: FRESH_CHAIN_CONTRACTS });
+  for (const [name, variable] of [
+    ['usdtAddress', 'USDT_CONTRACT_ADDRESS'],
+    ['sanctionsOracleAddress', 'SANCTIONS_ORACLE_ADDRESS'],
+  ] as const) {
+    if (deployed[name].toLowerCase() !== FRESH_CHAIN_CONTRACTS[name].toLowerCase()) {
+      throw new Error(
+        `${name} deployed at ${deployed[name]}, not ${FRESH_CHAIN_CONTRACTS[name]}: was anvil fresh? set ${variable}`,
+      );
+    }
   }
-  process.stdout.write(`USDT test token ready at ${address}\n`);
+  process.stdout.write(
+    `USDT test token ready at ${deployed.usdtAddress}, sanctions oracle at ${deployed.sanctionsOracleAddress}\n`,
+  );
 }
 
 main().catch((err: unknown) => {

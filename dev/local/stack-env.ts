@@ -1,3 +1,4 @@
+import { privateKeyToAddress } from 'viem/accounts';
 import { pathToFileURL } from 'node:url';
 
 /**
@@ -21,6 +22,8 @@ export interface StackEndpoints {
 export interface ChainEndpoint {
   rpcUrl: string;
   usdtAddress: string;
+  /** The sanctions oracle the api and the worker screen receivers with (not the sandbox's concern). */
+  sanctionsOracleAddress?: string;
 }
 
 /** The api's and the worker's environment for these servers. */
@@ -33,7 +36,14 @@ export function serviceEnv(s: StackEndpoints): Record<string, string> {
     PROVIDER_API_URL: s.providerUrl,
     EVM_RPC_URL: s.chain.rpcUrl,
     USDT_CONTRACT_ADDRESS: s.chain.usdtAddress,
-    ...(s.treasuryKey !== undefined && { TREASURY_PRIVATE_KEY: s.treasuryKey }),
+    ...(s.chain.sanctionsOracleAddress !== undefined && {
+      SANCTIONS_ORACLE_ADDRESS: s.chain.sanctionsOracleAddress,
+    }),
+    // The worker signs with the key; the api only reads the treasury's health, by its address.
+    ...(s.treasuryKey !== undefined && {
+      TREASURY_PRIVATE_KEY: s.treasuryKey,
+      TREASURY_ADDRESS: privateKeyToAddress(s.treasuryKey as `0x${string}`),
+    }),
     ...(s.payloadKey !== undefined && { PAYLOAD_ENCRYPTION_KEY: s.payloadKey }),
   };
 }
@@ -56,7 +66,7 @@ export function sandboxEnv(s: {
 
 /** The service processes' entry points, run from source. */
 export const SERVICE_ENTRIES = {
-  api: 'src/api/server.ts',
+  api: 'src/main/api.ts',
   worker: 'src/worker.ts',
   sandbox: 'dev/sandbox/main.ts',
 } as const;

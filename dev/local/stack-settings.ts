@@ -1,5 +1,5 @@
 import path from 'node:path';
-import type { Config } from '../../src/config';
+import type { ApiConfig, WorkerConfig } from '../../src/config';
 import { isListening } from './infra/ports';
 import { portHolder } from './infra/proc';
 
@@ -54,7 +54,11 @@ export interface PortClaim {
 }
 
 /** The ports this start will bind, for the parts it starts itself. */
-export function portClaims(s: StackSettings, config: Config, env: NodeJS.ProcessEnv): PortClaim[] {
+export function portClaims(
+  s: StackSettings,
+  config: Pick<ApiConfig, 'PORT' | 'METRICS_PORT'> & Pick<WorkerConfig, 'WORKER_METRICS_PORT'>,
+  env: NodeJS.ProcessEnv,
+): PortClaim[] {
   const claims: PortClaim[] = [];
   if (!env.DATABASE_URL)
     claims.push({ what: 'PostgreSQL', port: s.postgresPort, variable: 'LOCAL_POSTGRES_PORT' });

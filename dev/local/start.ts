@@ -1,15 +1,21 @@
+import { privateKeyToAddress } from 'viem/accounts';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import type { Address } from 'viem';
 import { findPartnerByKeyHash, createPartner, hashApiKey } from '../../src/adapters/db/partners-repo';
 import { runMigrations } from '../../src/adapters/db/migrate';
 import { createPool } from '../../src/adapters/db/pool';
-import { loadConfig } from '../../src/config';
+import { loadApiConfig, loadWorkerConfig } from '../../src/config';
 import { CODEC_BASE_PATH } from '../../src/temporal/codec-endpoint';
 import { devServerSearchAttributes } from '../../src/temporal/search-attribute-registry';
 import { EXIT_WITH_LAUNCHER_IMPORT } from './exit-with-launcher';
-import { ensureTestUsdt } from './test-usdt';
+import {
+  ensureLocalContracts,
+  localChainEnv,
+  readLocalChainRecord,
+  writeLocalChainRecord,
+  type LocalContracts,
+} from './local-contracts';
 import { anvilAccount, startAnvil } from './infra/anvil';
 import { reachableDataDir, startEmbeddedPostgres } from './infra/postgres';
 import { leftoverClusters } from './infra/postgres-relocation';
@@ -26,7 +32,8 @@ import { Supervised, type Part } from './supervisor';
 /**
  * `npm start`: the whole stack on the local defaults (docs/decisions.md D2), state kept under
  * .data/ across restarts. A variable that points at an outside service (DATABASE_URL,
- * TEMPORAL_ADDRESS, EVM_RPC_URL, PROVIDER_API_URL) replaces the local one. What it does when a
+ * TEMPORAL_ADDRESS, EVM_RPC_URL, PROVIDER_API_URL) replaces the local one, and USDT_CONTRACT_ADDRESS
+ * or SANCTIONS_ORACLE_ADDRESS the local chain's test contract. What it does when a
  * part dies, when it is stopped or killed, and when a stack already runs: docs/development.md.
  */
 
@@ -90,9 +97,12 @@ async function main(): Promise<void> {
   // The local chain's funded treasury, so SETTLEMENT_MODE=treasury works without any other setting
   // (config refuses treasury mode without a key, so it is supplied before the first check).
   if (!process.env.EVM_RPC_URL) env.TREASURY_PRIVATE_KEY ??= anvilAccount('treasury').privateKey;
+  if (env.TREASURY_PRIVATE_KEY)
+    env.TREASURY_ADDRESS ??= privateKeyToAddress(env.TREASURY_PRIVATE_KEY as `0x${string}`);
   // The Web UI calls the codec endpoint from its own origin.
   env.CODEC_CORS_ORIGINS ??= `http://127.0.0.1:${settings.temporalUiPort},http://localhost:${settings.temporalUiPort}`;
-  const config = loadConfig(env);
+  // Both services' settings, checked before anything starts.
+  const config = { ...loadWorkerConfig(env), ...loadApiConfig(env) };
   const apiUrl = `http://127.0.0.1:${config.PORT}`;
 
   const lock = acquireLock(DATA, apiUrl);
@@ -182,8 +192,10 @@ async function main(): Promise<void> {
         return anvil;
       },
     });
-    env.USDT_CONTRACT_ADDRESS = await ensureLocalUsdt(env.EVM_RPC_URL!);
-    say(`USDT test token at ${env.USDT_CONTRACT_ADDRESS}`);
+    const local = await ensureLocalChain(env.EVM_RPC_URL!);
+    say(`USDT test token at ${local.usdtAddress}`);
+    say(`sanctions oracle (test) at ${local.sanctionsOracleAddress}`);
+    Object.assign(env, localChainEnv(process.env, local));
   }
 
   // exit-with-launcher stops the service if this launcher dies without stopping it.
@@ -235,6 +247,7 @@ async function main(): Promise<void> {
       `  Payouts in UI    ${uiUrl}/namespaces/${config.TEMPORAL_NAMESPACE}/workflows?query=${encodeURIComponent(`PartnerId="${demo.partner_id}"`)}`,
       `  Provider sandbox ${env.PROVIDER_API_URL}`,
       `  EVM node         ${env.EVM_RPC_URL} (chain id ${config.EVM_CHAIN_ID}), USDT ${env.USDT_CONTRACT_ADDRESS}`,
+      `  Sanctions oracle ${env.SANCTIONS_ORACLE_ADDRESS ?? '(SANCTIONS_ORACLE_ADDRESS not set)'}`,
       `  PostgreSQL       ${redactPassword(env.DATABASE_URL ?? config.DATABASE_URL)}`,
       '',
       `Demo partner ${demo.partner_id}`,
@@ -273,15 +286,11 @@ function ensurePayloadKey(): string {
   return key;
 }
 
-/** The token survives restarts with anvil's state file; redeploy only when the chain lost it. */
-async function ensureLocalUsdt(rpcUrl: string): Promise<Address> {
-  const file = path.join(DATA, 'local-chain.json');
-  const known = existsSync(file)
-    ? (JSON.parse(readFileSync(file, 'utf8')) as { usdtAddress: Address }).usdtAddress
-    : undefined;
-  const usdtAddress = await ensureTestUsdt(rpcUrl, known);
-  writeFileSync(file, JSON.stringify({ usdtAddress }, null, 2));
-  return usdtAddress;
+/** The contracts survive restarts with anvil's state file; redeployed only when the chain lost one or holds an older build. */
+async function ensureLocalChain(rpcUrl: string): Promise<LocalContracts> {
+  const local = await ensureLocalContracts(rpcUrl, { known: readLocalChainRecord(DATA) });
+  writeLocalChainRecord(DATA, local);
+  return local;
 }
 
 /** The demo partner's key is kept in .data (local only) so every start can print it again. */

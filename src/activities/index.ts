@@ -3,13 +3,16 @@ import type { Db } from '../adapters/db/pool';
 import type { PaymentProvider } from '../adapters/provider/types';
 import type { Logger } from '../observability/logger';
 import type { Metrics } from '../observability/metrics';
-import { createChainActivities, type ChainActivityDeps } from './chain';
-import { createPayoutBookkeepingActivities } from './payout-bookkeeping';
-import { createProviderActivities } from './provider';
+import { createChainActivities, type ChainActivityDeps } from './chain.activities';
+import { createPayoutBookkeepingActivities } from './payout-bookkeeping.activities';
+import { createProviderActivities } from './provider.activities';
 
-export type { ChainActivities } from './chain';
-export type { PayoutBookkeepingActivities, RefundKind } from './payout-bookkeeping';
-export type { ChargeReconciliation, ProviderActivities, SettlementReport } from './provider';
+export type { ChainActivities } from './chain.activities';
+export type { PayoutBookkeepingActivities, RefundKind } from './payout-bookkeeping.activities';
+export type { ChargeReconciliation, ProviderActivities, SettlementReport } from './provider.activities';
+import { createScreeningActivities } from './screening.activities';
+import type { ReceiverScreening } from '../domain/screening';
+export type { ScreeningActivities } from './screening.activities';
 export type { AttentionKind } from '../adapters/db/attention-repo';
 
 export interface ActivityDeps {
@@ -18,6 +21,7 @@ export interface ActivityDeps {
   ledger: UsdtLedger;
   logger: Logger;
   metrics: Metrics;
+  screening: ReceiverScreening;
   nonceConflictProof?: ChainActivityDeps['nonceConflictProof'];
   treasuryRepriceAfterSeconds?: ChainActivityDeps['treasuryRepriceAfterSeconds'];
 }
@@ -25,7 +29,7 @@ export interface ActivityDeps {
 /**
  * Every activity of the payout and provider-event workflows, as the worker registers them: thin
  * adapters between the workflows and the outside world, split by concern (payout bookkeeping, the
- * provider, the chain and treasury; partner callbacks live in callback-activities). Each workflow's
+ * provider, the chain and treasury; partner callbacks live in callback.activities.ts). Each workflow's
  * proxies are typed with only the activities it calls.
  */
 export function createActivities(deps: ActivityDeps) {
@@ -33,6 +37,7 @@ export function createActivities(deps: ActivityDeps) {
     ...createPayoutBookkeepingActivities(deps),
     ...createProviderActivities(deps),
     ...createChainActivities(deps),
+    ...createScreeningActivities(deps),
   };
 }
 

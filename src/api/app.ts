@@ -3,32 +3,39 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import { serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
 import { randomUUID } from 'node:crypto';
 import type { Db } from '../adapters/db/pool';
-import type { Config } from '../config';
+import type { ApiConfig } from '../config';
 import { parseDecimal } from '../domain/money';
+import type { SettlementNetwork } from '../domain/payout';
 import type { Logger } from '../observability/logger';
 import { ProbesAtDebug } from './probe-logging';
 import type { Metrics } from '../observability/metrics';
 import { payoutLogContext } from '../observability/request-logging';
-import { apiDocs } from './docs/plugin';
+import { apiDocs } from './docs/docs.routes';
 import { clientErrorHandler, frameworkErrorHandler, installErrorHandling } from './errors';
-import { healthRoutes } from './health/routes';
+import { healthRoutes } from './health/health.routes';
 import { trackDeclaredMethods } from './method-not-allowed';
-import { payoutListRoutes } from './payouts/list-routes';
-import { payoutQrRoutes } from './payouts/qr-routes';
-import { payoutCancelRoutes } from './payouts/cancel-routes';
-import { payoutRoutes } from './payouts/routes';
-import { quoteRoutes } from './quotes/routes';
+import { payoutListRoutes } from './payouts/list.routes';
+import { payoutQrRoutes } from './payouts/qr.routes';
+import { payoutCancelRoutes } from './payouts/cancel.routes';
+import { payoutRoutes } from './payouts/payout.routes';
+import { quoteRoutes } from './quotes/quote.routes';
 import type { RateQuote } from './quotes/min-amount';
-import { webhookRoutes } from './webhooks/routes';
+import { webhookRoutes } from './webhooks/webhook.routes';
 import { authenticatePartner } from './auth';
+import type { ReceiverScreening } from '../domain/screening';
+import type { CreatePayoutDeps } from './payouts/create-payout';
 
 export interface ApiDeps {
-  config: Config;
+  config: ApiConfig;
   db: Db;
   temporal: Client;
   quote: () => Promise<RateQuote>;
   logger: Logger;
   metrics: Metrics;
+  /** The receiver's screening at POST (docs/decisions.md D45). */
+  screening: ReceiverScreening;
+  /** Treasury mode: the treasury's health, read before a payout is created. */
+  treasuryHealth?: CreatePayoutDeps['treasuryHealth'];
 }
 
 const BODY_LIMIT_BYTES = 16 * 1024;
@@ -85,14 +92,20 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
     );
   });
 
+  const network: SettlementNetwork = {
+    name: config.SETTLEMENT_NETWORK_NAME,
+    chainId: config.EVM_CHAIN_ID,
+    explorerUrl: config.BLOCK_EXPLORER_URL,
+  };
   // One API-key check for every partner route: one failure bucket per client address, whatever the route.
   const authenticate = authenticatePartner(deps.db, {
     failuresPerMinute: config.AUTH_FAILURE_LIMIT_PER_MINUTE,
   });
-  await app.register(apiDocs, { publicBaseUrl: config.PUBLIC_BASE_URL });
+  await app.register(apiDocs, { publicBaseUrl: config.PUBLIC_BASE_URL, network });
   await app.register(payoutLogContext);
   await app.register(healthRoutes, { db: deps.db, temporal: deps.temporal });
   await app.register(payoutRoutes, {
+    network,
     db: deps.db,
     temporal: deps.temporal,
     taskQueue: config.TEMPORAL_TASK_QUEUE,
@@ -103,6 +116,12 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
     readRateLimitPerMinute: config.READ_RATE_LIMIT_PER_MINUTE,
     authenticate,
     chargeWaitMs: 20_000,
+    screening: deps.screening,
+    ...(deps.treasuryHealth ? { treasuryHealth: deps.treasuryHealth } : {}),
+    screeningCounters: {
+      refused: (source) => deps.metrics.screeningRefusals.inc({ source }),
+      unavailable: () => deps.metrics.screeningUnavailable.inc(),
+    },
     aboveQuoteTolerance: config.SETTLEMENT_ABOVE_QUOTE_TOLERANCE,
     settings: {
       chargeExpirySeconds: config.PIX_CHARGE_EXPIRY_SECONDS,
@@ -113,12 +132,14 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
     },
   });
   await app.register(payoutCancelRoutes, {
+    network,
     db: deps.db,
     temporal: deps.temporal,
     postRateLimitPerMinute: config.POST_RATE_LIMIT_PER_MINUTE,
     authenticate,
   });
   await app.register(payoutListRoutes, {
+    network,
     db: deps.db,
     readRateLimitPerMinute: config.READ_RATE_LIMIT_PER_MINUTE,
     authenticate,

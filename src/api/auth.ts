@@ -2,7 +2,7 @@ import { timingSafeEqual } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
 import { findPartnerByKeyHashTakingToken, hashApiKey } from '../adapters/db/partners-repo';
 import type { Db } from '../adapters/db/pool';
-import { HttpError } from './errors';
+import { API_ERRORS, type HttpError } from './errors';
 import { rateLimitExceeded, spendRateLimitToken } from './throttle';
 
 export interface AuthenticatedPartner {
@@ -49,20 +49,20 @@ export interface Authenticate {
 }
 
 export function authenticatePartner(db: Db, opts: AuthOptions): Authenticate {
-  const refuse = async (request: FastifyRequest, message: string): Promise<never> => {
+  const refuse = async (request: FastifyRequest, refusal: HttpError): Promise<never> => {
     try {
       await spendRateLimitToken(db, `auth-failure:${request.ip}`, opts.failuresPerMinute);
     } catch (throttled) {
       request.log.warn({ clientAddress: request.ip }, 'API key failures throttled for this address');
       throw throttled;
     }
-    throw new HttpError(401, message);
+    throw refusal;
   };
   return {
     spending: (bucket, perMinute) => async (request) => {
       const raw = request.headers['x-api-key'];
       const key = Array.isArray(raw) ? raw[0] : raw;
-      if (!key) return refuse(request, 'missing X-API-Key header');
+      if (!key) return refuse(request, API_ERRORS.missingApiKey());
       const presented = hashApiKey(key);
       const keyId = presented.toString('hex');
       // Buckets are named per key (by its hash): the limit is on what each key asks.
@@ -70,7 +70,8 @@ export function authenticatePartner(db: Db, opts: AuthOptions): Authenticate {
         name: `${bucket}:${keyId}`,
         perMinute,
       });
-      if (!found || !timingSafeEqual(found.keyHash, presented)) return refuse(request, 'invalid API key');
+      if (!found || !timingSafeEqual(found.keyHash, presented))
+        return refuse(request, API_ERRORS.invalidApiKey());
       request.partner = { id: found.partnerId, keyId };
       if (!found.withinRateLimit) throw rateLimitExceeded();
     },

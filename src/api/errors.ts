@@ -2,9 +2,11 @@ import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
+import type { PayoutStatus } from '../domain/payout';
 import { PayoutRequestError, type PayoutRequestErrorCode } from '../domain/payout-request-errors';
+import { STARTING_AFTER_UNKNOWN } from './payouts/list.schemas';
 
-/** An error whose status and message are meant for the client, as `{"error": message}`. */
+/** An error whose status and message are meant for the client, as `{"error": message}`. Made by API_ERRORS. */
 export class HttpError extends Error {
   constructor(
     readonly statusCode: number,
@@ -15,25 +17,89 @@ export class HttpError extends Error {
   }
 }
 
-/** What the partner is told for each refusal of the create-payout service: status and exact message. */
-const PAYOUT_REQUEST_ERRORS: Record<PayoutRequestErrorCode, [number, string]> = {
-  quote_unavailable: [503, 'quote unavailable, retry later'],
-  idempotency_conflict: [409, 'idempotency conflict'],
-  amount_too_small: [400, 'amount_brl is too small: min_amount_usdt must be at least 0.01'],
-  charge_refused: [502, 'payment provider could not create the PIX charge, retry later'],
-  charge_timeout: [503, 'payment provider unavailable, retry later'],
+const RETRY_AFTER_SECONDS = 60;
+/** Screening sources answer again within seconds when a node or the database had a blip. */
+const SCREENING_RETRY_AFTER_SECONDS = 5;
+
+/**
+ * Every answer the api words for an error, in one table: its status and its exact message, as
+ * docs/api.md gives them to partners. The only other messages are the request schemas' validation
+ * messages (`*.schemas.ts`, beside the rules they word), which reach the partner through `invalidRequest`.
+ */
+export const API_ERRORS = {
+  invalidRequest: (message: string) => new HttpError(400, message),
+  invalidJsonBody: () => new HttpError(400, 'invalid JSON body'),
+  bodyTooLarge: () => new HttpError(413, 'request body too large (limit 16 KiB)'),
+  unsupportedMediaType: () => new HttpError(415, 'content-type must be application/json'),
+  invalidContentLength: () => new HttpError(400, 'invalid content-length'),
+  invalidUrl: () => new HttpError(400, 'invalid URL'),
+  malformedRequest: () => new HttpError(400, 'malformed HTTP request'),
+  headersTooLarge: () => new HttpError(431, 'request headers too large'),
+  requestTimeout: () => new HttpError(408, 'request timeout'),
+  notFound: () => new HttpError(404, 'not found'),
+  methodNotAllowed: (allowed: string[]) =>
+    new HttpError(405, 'method not allowed', { allow: allowed.join(', ') }),
+  missingApiKey: () => new HttpError(401, 'missing X-API-Key header'),
+  invalidApiKey: () => new HttpError(401, 'invalid API key'),
+  rateLimited: () =>
+    new HttpError(429, `rate limit exceeded, retry after ${RETRY_AFTER_SECONDS} seconds`, {
+      'retry-after': String(RETRY_AFTER_SECONDS),
+    }),
+  payoutNotFound: () => new HttpError(404, 'payout not found'),
+  payoutBeingProcessed: () => new HttpError(409, 'payout is already being processed'),
+  payoutFinal: (status: PayoutStatus) => new HttpError(409, `payout is already ${status}`),
+  chargeNoLongerPayable: (status: PayoutStatus) =>
+    new HttpError(410, `payout is ${status}: its PIX charge can no longer be paid`),
+  startingAfterUnknown: () => new HttpError(400, STARTING_AFTER_UNKNOWN),
+  quoteUnavailable: () => new HttpError(503, 'quote unavailable, retry later'),
+  idempotencyConflict: () => new HttpError(409, 'idempotency conflict'),
+  amountTooSmall: () => new HttpError(400, 'amount_brl is too small: min_amount_usdt must be at least 0.01'),
+  chargeRefused: () => new HttpError(502, 'payment provider could not create the PIX charge, retry later'),
+  providerUnavailable: () => new HttpError(503, 'payment provider unavailable, retry later'),
+  unknownProvider: () => new HttpError(404, 'unknown provider'),
+  receiverBlockedByIssuer: () =>
+    new HttpError(422, 'receiver_wallet cannot receive USDT: blocked by the token issuer'),
+  receiverFailedScreening: () => new HttpError(422, 'receiver_wallet failed compliance screening'),
+  treasuryCannotSend: () =>
+    new HttpError(503, 'payouts are paused: the treasury cannot send USDT, retry later', {
+      'retry-after': String(RETRY_AFTER_SECONDS),
+    }),
+  screeningUnavailable: () =>
+    new HttpError(503, 'compliance screening unavailable, retry later', {
+      'retry-after': String(SCREENING_RETRY_AFTER_SECONDS),
+    }),
+  /** A 4xx the framework raised that no entry above words. */
+  otherClientError: (statusCode = 400) => new HttpError(statusCode, 'invalid request'),
+  internalError: () => new HttpError(500, 'internal error'),
+} as const;
+
+/** Each refusal of the create-payout service. */
+const PAYOUT_REQUEST_ERRORS: Record<PayoutRequestErrorCode, () => HttpError> = {
+  quote_unavailable: API_ERRORS.quoteUnavailable,
+  idempotency_conflict: API_ERRORS.idempotencyConflict,
+  amount_too_small: API_ERRORS.amountTooSmall,
+  charge_refused: API_ERRORS.chargeRefused,
+  charge_timeout: API_ERRORS.providerUnavailable,
+  receiver_blocked_by_issuer: API_ERRORS.receiverBlockedByIssuer,
+  receiver_failed_screening: API_ERRORS.receiverFailedScreening,
+  screening_unavailable: API_ERRORS.screeningUnavailable,
+  treasury_cannot_send: API_ERRORS.treasuryCannotSend,
 };
 
-const FRAMEWORK_ERRORS: Record<string, [number, string]> = {
-  FST_ERR_CTP_INVALID_JSON_BODY: [400, 'invalid JSON body'],
-  FST_ERR_CTP_EMPTY_JSON_BODY: [400, 'invalid JSON body'],
-  FST_ERR_CTP_BODY_TOO_LARGE: [413, 'request body too large (limit 16 KiB)'],
-  FST_ERR_CTP_INVALID_MEDIA_TYPE: [415, 'content-type must be application/json'],
-  FST_ERR_CTP_INVALID_CONTENT_LENGTH: [400, 'invalid content-length'],
-  FST_ERR_BAD_URL: [400, 'invalid URL'],
+const FRAMEWORK_ERRORS: Record<string, () => HttpError> = {
+  FST_ERR_CTP_INVALID_JSON_BODY: API_ERRORS.invalidJsonBody,
+  FST_ERR_CTP_EMPTY_JSON_BODY: API_ERRORS.invalidJsonBody,
+  FST_ERR_CTP_BODY_TOO_LARGE: API_ERRORS.bodyTooLarge,
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: API_ERRORS.unsupportedMediaType,
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: API_ERRORS.invalidContentLength,
+  FST_ERR_BAD_URL: API_ERRORS.invalidUrl,
   // Only reachable past maxParamLength (see app.ts): no id that long exists.
-  FST_ERR_MAX_PARAM_LENGTH: [404, 'not found'],
+  FST_ERR_MAX_PARAM_LENGTH: API_ERRORS.notFound,
 };
+
+function send(reply: FastifyReply, error: HttpError): FastifyReply {
+  return reply.code(error.statusCode).headers(error.headers).send({ error: error.message });
+}
 
 /**
  * The one place that shapes error bodies: every error leaves as exactly `{"error": string}`, and
@@ -47,7 +113,7 @@ export function installErrorHandling(
   const refuseUndeclaredMethod = (request: FastifyRequest, reply: FastifyReply): boolean => {
     const allowed = declaredMethods(request.url.split('?')[0] ?? '');
     if (allowed.length === 0) return false;
-    void reply.code(405).header('allow', allowed.join(', ')).send({ error: 'method not allowed' });
+    void send(reply, API_ERRORS.methodNotAllowed(allowed));
     return true;
   };
 
@@ -55,31 +121,28 @@ export function installErrorHandling(
     // A request matching no route can still fail before the not-found handler runs (Fastify wants a
     // content-type on a QUERY, say): the method is what is wrong with it, not its headers.
     if (request.is404 && refuseUndeclaredMethod(request, reply)) return reply;
-    if (error instanceof HttpError) {
-      return reply.code(error.statusCode).headers(error.headers).send({ error: error.message });
-    }
+    if (error instanceof HttpError) return send(reply, error);
     if (error instanceof PayoutRequestError) {
-      const [status, message] = PAYOUT_REQUEST_ERRORS[error.code];
-      // A 5xx here is the provider's trouble, not the partner's: worth a line for the operator.
-      if (status >= 500) request.log.warn({ err: error }, 'payout request refused');
-      return reply.code(status).send({ error: message });
+      const refusal = PAYOUT_REQUEST_ERRORS[error.code]();
+      // A 5xx here is an outside party's trouble, not the partner's: worth a line for the operator.
+      if (refusal.statusCode >= 500) request.log.warn({ err: error }, 'payout request refused');
+      return send(reply, refusal);
     }
     if (hasZodFastifySchemaValidationErrors(error)) {
-      const first = error.validation[0];
-      return reply.code(400).send({ error: first?.message ?? 'invalid request' });
+      return send(reply, API_ERRORS.invalidRequest(error.validation[0]?.message ?? 'invalid request'));
     }
-    if (error instanceof SyntaxError) return reply.code(400).send({ error: 'invalid JSON body' });
+    if (error instanceof SyntaxError) return send(reply, API_ERRORS.invalidJsonBody());
     const known = error.code ? FRAMEWORK_ERRORS[error.code] : undefined;
-    if (known) return reply.code(known[0]).send({ error: known[1] });
+    if (known) return send(reply, known());
     if (error.statusCode && error.statusCode >= 400 && error.statusCode < 500) {
-      return reply.code(error.statusCode).send({ error: 'invalid request' });
+      return send(reply, API_ERRORS.otherClientError(error.statusCode));
     }
     request.log.error({ err: error }, 'unhandled error');
-    return reply.code(500).send({ error: 'internal error' });
+    return send(reply, API_ERRORS.internalError());
   });
   app.setNotFoundHandler((request, reply) => {
     if (refuseUndeclaredMethod(request, reply)) return reply;
-    return reply.code(404).send({ error: 'not found' });
+    return send(reply, API_ERRORS.notFound());
   });
 }
 
@@ -92,8 +155,7 @@ export function frameworkErrorHandler(
   _request: FastifyRequest,
   reply: FastifyReply,
 ): void {
-  const [status, message] = FRAMEWORK_ERRORS[error.code] ?? [400, 'invalid request'];
-  void reply.code(status).send({ error: message });
+  void send(reply, (FRAMEWORK_ERRORS[error.code] ?? API_ERRORS.otherClientError)());
 }
 
 /**
@@ -103,12 +165,12 @@ export function frameworkErrorHandler(
  */
 export function clientErrorHandler(error: Error & { code?: string }, socket: Socket): void {
   if (error.code === 'ECONNRESET' || socket.destroyed) return;
-  const [status, message] =
+  const { statusCode: status, message } =
     error.code === 'HPE_HEADER_OVERFLOW'
-      ? [431, 'request headers too large']
+      ? API_ERRORS.headersTooLarge()
       : error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
-        ? [408, 'request timeout']
-        : [400, 'malformed HTTP request'];
+        ? API_ERRORS.requestTimeout()
+        : API_ERRORS.malformedRequest();
   if (!socket.writable) return void socket.destroy();
   const body = JSON.stringify({ error: message });
   socket.end(

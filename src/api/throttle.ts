@@ -1,8 +1,6 @@
 import type { Db } from '../adapters/db/pool';
 import { takeRateLimitToken } from '../adapters/db/rate-limit-repo';
-import { HttpError } from './errors';
-
-const RETRY_AFTER_SECONDS = 60;
+import { API_ERRORS, type HttpError } from './errors';
 
 /**
  * Spends one token of a bucket shared by all replicas through PostgreSQL; an empty bucket answers
@@ -15,7 +13,5 @@ export async function spendRateLimitToken(db: Db, bucket: string, perMinute: num
 
 /** The 429 of an empty bucket, however the token was taken. */
 export function rateLimitExceeded(): HttpError {
-  return new HttpError(429, `rate limit exceeded, retry after ${RETRY_AFTER_SECONDS} seconds`, {
-    'retry-after': String(RETRY_AFTER_SECONDS),
-  });
+  return API_ERRORS.rateLimited();
 }

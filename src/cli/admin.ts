@@ -1,6 +1,5 @@
 import { createHash } from 'node:crypto';
 import { parseArgs } from 'node:util';
-import { runMigrations } from '../adapters/db/migrate';
 import {
   createPartner,
   listPartners,
@@ -8,26 +7,25 @@ import {
   setPartnerCallback,
   setPartnerStatus,
 } from '../adapters/db/partners-repo';
-import { callbackUrlPolicy, CallbackUrlRefused, vetCallbackUrl } from '../adapters/callbacks/url-guard';
+import { CallbackUrlRefused, vetCallbackUrl, type CallbackUrlPolicy } from '../adapters/callbacks/url-guard';
 import { listCallbackEvents } from '../adapters/db/callbacks-repo';
 import { listPartnerPayouts } from '../adapters/db/payouts-repo';
 import { callbackSecretProblem, generateCallbackSecret } from '../adapters/callbacks/signature';
-import { createSecretBox } from '../adapters/secrets/secret-box';
+import type { SecretBox } from '../adapters/secrets/secret-box';
 import { listRefundCases, resolveRefundCase, type RefundCase } from '../adapters/db/refund-cases-repo';
-import { createPool, type Db } from '../adapters/db/pool';
-import { PAYOUT_STATUSES, toPayoutResponse } from '../domain/payout';
+import type { Db } from '../adapters/db/pool';
+import { PAYOUT_STATUSES, toPayoutResponse, type SettlementNetwork } from '../domain/payout';
 import {
   ApplicationFailure,
-  Connection,
   WorkflowNotFoundError,
   WorkflowUpdateFailedError,
   type Client,
   type WorkflowService,
 } from '@temporalio/client';
-import { BUILD_ID_PATTERN, loadConfig } from '../config';
 import { isUuid } from '../domain/ids';
-import { connectClient, temporalConnectionOptions } from '../temporal/connection';
 import { listOpenAttention } from '../adapters/db/attention-repo';
+import { allowWallet, denyWallet, listDeniedWallets } from '../adapters/db/screening-denylist-repo';
+import { receiverWalletError } from '../domain/wallet';
 import { findPayoutLocation } from '../adapters/db/payouts-repo';
 import { usdtUnitsFromDecimal } from '../domain/money';
 import {
@@ -35,12 +33,14 @@ import {
   resolvePayoutUpdate,
   type OperatorDecisionInput,
 } from '../workflows/payout.contract';
-import { describeDeployment, setCurrentVersion } from '../temporal/worker-versioning';
+import { BUILD_ID_PATTERN, describeDeployment, setCurrentVersion } from '../temporal/worker-versioning';
 
 /**
  * Admin CLI for the operator's account managers and deployers. Prints one JSON object on stdout per
  * command; errors go to stderr with exit code 1 (usage errors: 2). Talks to DATABASE_URL (default: the
  * local stack of `npm start`); the `deploy` commands talk to Temporal only (TEMPORAL_* variables).
+ * The process (src/main/admin.ts) hands it the database, Temporal and the callback rules, each
+ * configured only when a command asks for it.
  *
  * A command is one entry of COMMANDS: its synopsis and help, its own options (anything else is a
  * usage error) and its plan. The overview help is built from the table.
@@ -64,11 +64,11 @@ interface DbCommand extends CommandInfo {
    * Checks the options (a UsageError before any database work) and returns the work itself, whose
    * result is printed as JSON.
    */
-  plan(values: Values): (db: Db) => Promise<unknown>;
+  plan(values: Values): (db: Db, context: CommandContext) => Promise<unknown>;
 }
 
 /** The Temporal side of a command: the namespace and the worker deployment of the configuration. */
-interface TemporalTarget {
+export interface TemporalTarget {
   service: WorkflowService;
   namespace: string;
   deploymentName: string;
@@ -83,15 +83,33 @@ interface TemporalCommand extends CommandInfo {
 /** A command on a payout's workflow: the database finds it, Temporal carries the decision to it. */
 interface PayoutWorkflowCommand extends CommandInfo {
   uses: 'database+temporal';
-  plan(values: Values): (db: Db, temporal: Client) => Promise<unknown>;
+  plan(values: Values): (db: Db, temporal: Client, context: CommandContext) => Promise<unknown>;
 }
 
 type Command = DbCommand | TemporalCommand | PayoutWorkflowCommand;
 
+/** What the commands work on, opened (and closed again) per command by the process. */
+export interface AdminResources {
+  /** The database, migrated first. */
+  withDatabase(work: (db: Db) => Promise<unknown>): Promise<unknown>;
+  /** Temporal alone: the workflow service, the namespace and the worker deployment. */
+  withTemporal(work: (temporal: TemporalTarget) => Promise<unknown>): Promise<unknown>;
+  /** A Temporal client with the service's payload codec: decisions and answers are payloads like any other. */
+  withClient(work: (client: Client) => Promise<unknown>): Promise<unknown>;
+  /** The callback URL rules the worker sends by, and the box that seals callback secrets. */
+  callbacks(): { policy: CallbackUrlPolicy; secrets: SecretBox };
+  /** What a COMPLETED payout names of its chain, as the api shows it. */
+  network(): SettlementNetwork;
+}
+
+/** What a command may also ask for, configured only when it does. */
+type CommandContext = Pick<AdminResources, 'callbacks' | 'network'>;
+
 const INVOCATION = 'npm run --silent admin --';
 const str: OptionSpec = { type: 'string' };
 
-class UsageError extends Error {}
+/** A mistake in the command line: exit code 2. */
+export class UsageError extends Error {}
 
 function requireOption(values: Values, name: string): string {
   const value = values[name];
@@ -215,17 +233,16 @@ const COMMANDS: Record<string, Command> = {
         throw new UsageError('--url must be an http(s) URL');
       }
       const fromStdin = values['secret-stdin'] === true;
-      return async (db) => {
-        const config = loadConfig();
+      return async (db, { callbacks }) => {
+        const { policy, secrets } = callbacks();
         // The send-time guard, applied here too: a URL the worker would refuse is refused up front.
         // A name that does not resolve yet is accepted (the partner may still be setting up DNS):
         // every send resolves and checks it again.
-        await vetCallbackUrl(url, callbackUrlPolicy(config)).catch((err: unknown) => {
+        await vetCallbackUrl(url, policy).catch((err: unknown) => {
           if (err instanceof CallbackUrlRefused && err.unresolvable) return;
           throw err instanceof CallbackUrlRefused ? new UsageError(`--url refused: ${err.message}`) : err;
         });
         const secret = fromStdin ? await readSecretFromStdin() : generateCallbackSecret();
-        const secrets = createSecretBox(config);
         if (!secrets.encrypts) {
           process.stderr.write(
             'warning: PAYLOAD_ENCRYPTION_KEY is not set: the secret is stored unencrypted\n',
@@ -242,8 +259,8 @@ const COMMANDS: Record<string, Command> = {
     options: { id: str },
     plan(values) {
       const id = requirePartnerId(values);
-      return async (db) => {
-        found(await setPartnerCallback(db, id, null, createSecretBox(loadConfig())), id);
+      return async (db, { callbacks }) => {
+        found(await setPartnerCallback(db, id, null, callbacks().secrets), id);
         return { partner_id: id, callback_url: null };
       };
     },
@@ -314,13 +331,14 @@ const COMMANDS: Record<string, Command> = {
         startingAfter: startingAfter === undefined ? undefined : String(startingAfter).trim().toLowerCase(),
         limit: countOption(values, 'limit', 20, 500),
       };
-      return async (db) => {
+      return async (db, { network }) => {
         const page = await listPartnerPayouts(db, query);
         if (!page) throw new Error(`no payout ${query.startingAfter} of partner ${query.partnerId}`);
+        const shown = network();
         return {
           partner_id: query.partnerId,
           payouts: page.payouts.map((p) => ({
-            ...toPayoutResponse(p),
+            ...toPayoutResponse(p, shown),
             ...(p.failureReason ? { failure_reason: p.failureReason } : {}),
           })),
           has_more: page.hasMore,
@@ -354,21 +372,23 @@ const COMMANDS: Record<string, Command> = {
   },
   'payouts resolve': {
     uses: 'database+temporal',
-    args: '--id <payout_id> --decision fail|complete --by <who> --reason <why> [--tx-hash <0x..> --amount-usdt <decimal>]',
+    args: '--id <payout_id> --decision fail|complete|refund|release --by <who> --reason <why> [--tx-hash <0x..> --amount-usdt <decimal>]',
     summary:
-      'decide a payout that waits on an unknown: fail it (payer refunded) or complete it with its transfer',
+      'decide a waiting payout: fail or complete one that waits on an unknown; refund or release a flagged receiver',
     details:
-      'Only a payout with an open attention item can be decided. `fail` ends it FAILED (operator_decision) and\n' +
-      'opens the refund case for its payment; `complete` names the on-chain transfer that paid the receiver,\n' +
-      'which is verified and claimed for the payout before it completes. Who and why are kept\n' +
-      '(operator_decisions table, worker log). Prints the payout as it ended.',
+      'Only a payout with an open attention item can be decided. On an unknown: `fail` ends it FAILED\n' +
+      '(operator_decision) and opens the refund case for its payment; `complete` names the on-chain transfer\n' +
+      'that paid the receiver, which is verified and claimed for the payout before it completes. On a receiver\n' +
+      'flagged by screening before sending (attention kind receiver_flagged): `refund` ends it FAILED\n' +
+      '(receiver_flagged) and opens the refund case; `release` sends the USDT after all. Who and why are kept\n' +
+      '(operator_decisions table, worker log). Prints the payout as it ended (or PROCESSING once released).',
     options: { id: str, decision: str, by: str, reason: str, 'tx-hash': str, 'amount-usdt': str },
     plan(values) {
       const id = requireOption(values, 'id');
       if (!isUuid(id)) throw new UsageError('--id must be a payout id (a UUID)');
       const decision = requireOption(values, 'decision');
-      if (decision !== 'fail' && decision !== 'complete')
-        throw new UsageError('--decision is fail or complete');
+      if (decision !== 'fail' && decision !== 'complete' && decision !== 'refund' && decision !== 'release')
+        throw new UsageError('--decision is fail, complete, refund or release');
       const decidedBy = requireOption(values, 'by');
       const reason = requireOption(values, 'reason');
       if (reason.length > 2000) throw new UsageError('--reason must be at most 2000 characters');
@@ -385,7 +405,7 @@ const COMMANDS: Record<string, Command> = {
         if (units <= 0n) throw new UsageError('--amount-usdt must be positive');
         Object.assign(input, { txHash: txHash as `0x${string}`, amountUsdtUnits: units.toString() });
       }
-      return async (db, temporal) => {
+      return async (db, temporal, { network }) => {
         const location = await findPayoutLocation(db, id.toLowerCase());
         if (location === null) throw new Error(`no payout ${id}`);
         try {
@@ -394,7 +414,7 @@ const COMMANDS: Record<string, Command> = {
             // The same command sent again (a retry after a timeout) is the same update, decided once.
             .executeUpdate(resolvePayoutUpdate, { args: [input], updateId: decisionUpdateId(id, input) });
           return {
-            ...toPayoutResponse(ended),
+            ...toPayoutResponse(ended, network()),
             ...(ended.failureReason ? { failure_reason: ended.failureReason } : {}),
           };
         } catch (err) {
@@ -406,6 +426,53 @@ const COMMANDS: Record<string, Command> = {
             throw new Error(`payout ${id} has ended: nothing to decide`);
           throw err;
         }
+      };
+    },
+  },
+  'screening list': {
+    args: '',
+    summary: "list the operators' denylist of receiver wallets",
+    details:
+      'Prints {"denylist": [{"wallet", "reason", "added_by", "added_at"}]}. A wallet here is refused at POST\n' +
+      '(422 "receiver_wallet failed compliance screening") and not paid by a payout that reaches settlement.',
+    options: {},
+    plan: () => async (db) => ({
+      denylist: (await listDeniedWallets(db)).map((e) => ({
+        wallet: e.wallet,
+        reason: e.reason,
+        added_by: e.addedBy,
+        added_at: e.addedAt,
+      })),
+    }),
+  },
+  'screening deny': {
+    args: '--wallet <0x..> --by <who> --reason <why>',
+    summary: "add a receiver wallet to the operators' denylist",
+    details:
+      'From the next screening on (POST may reuse a verdict for SCREENING_CACHE_SECONDS), POSTs for it answer\n' +
+      '422, and payouts paying it that have not yet requested or signed their USDT wait for a decision\n' +
+      '(payouts resolve). Who, when and why are kept with every change.',
+    options: { wallet: str, by: str, reason: str },
+    plan(values) {
+      const change = denylistChange(values);
+      return async (db) => {
+        await denyWallet(db, change);
+        return { wallet: change.wallet.toLowerCase(), denied: true };
+      };
+    },
+  },
+  'screening allow': {
+    args: '--wallet <0x..> --by <who> --reason <why>',
+    summary: "remove a receiver wallet from the operators' denylist",
+    details:
+      'Who and why are kept. Payouts already waiting on it are still decided one by one (payouts resolve).',
+    options: { wallet: str, by: str, reason: str },
+    plan(values) {
+      const change = denylistChange(values);
+      return async (db) => {
+        const removed = await allowWallet(db, change);
+        if (!removed) throw new Error(`wallet ${change.wallet} is not on the denylist`);
+        return { wallet: change.wallet.toLowerCase(), denied: false };
       };
     },
   },
@@ -502,6 +569,16 @@ const COMMANDS: Record<string, Command> = {
 };
 
 /** A whole number option from 1 to `max`, or `fallback` when absent. */
+function denylistChange(values: Values): { wallet: string; by: string; reason: string } {
+  const wallet = requireOption(values, 'wallet');
+  const problem = receiverWalletError(wallet);
+  if (problem) throw new UsageError(`--wallet: ${problem.replace('receiver_wallet ', '')}`);
+  const by = requireOption(values, 'by');
+  const reason = requireOption(values, 'reason');
+  if (reason.length > 2000) throw new UsageError('--reason must be at most 2000 characters');
+  return { wallet, by, reason };
+}
+
 function countOption(values: Values, name: string, fallback: number, max: number): number {
   const text = typeof values[name] === 'string' ? values[name].trim() : String(fallback);
   const count = Number(text);
@@ -581,7 +658,8 @@ function splitCommand(argv: string[]): { name: string; rest: string[] } {
   return { name: words.join(' '), rest: argv.slice(words.length) };
 }
 
-async function main(argv: string[]): Promise<number> {
+/** Runs one command line; the exit code, or a thrown error (a UsageError: exit code 2). */
+export async function runAdmin(argv: string[], resources: AdminResources): Promise<number> {
   const { name, rest } = splitCommand(argv);
   const wantsHelp = rest.includes('--help') || rest.includes('-h');
   const command = COMMANDS[name];
@@ -611,15 +689,16 @@ async function main(argv: string[]): Promise<number> {
       process.stdout.write(`${commandHelp(name)}\n`);
       return 0;
     }
+    const { withDatabase, withTemporal, withClient, callbacks, network } = resources;
     if (command.uses === 'temporal') {
       const work = command.plan(values);
       execute = () => withTemporal(work);
     } else if (command.uses === 'database+temporal') {
       const work = command.plan(values);
-      execute = () => withDatabase((db) => withClient((client) => work(db, client)));
+      execute = () => withDatabase((db) => withClient((client) => work(db, client, { callbacks, network })));
     } else {
       const work = command.plan(values);
-      execute = () => withDatabase(work);
+      execute = () => withDatabase((db) => work(db, { callbacks, network }));
     }
   } catch (err) {
     throw new UsageError(`${(err as Error).message}\n\n${commandHelp(name)}`);
@@ -628,57 +707,8 @@ async function main(argv: string[]): Promise<number> {
   return 0;
 }
 
-async function withDatabase(work: (db: Db) => Promise<unknown>): Promise<unknown> {
-  const config = loadConfig();
-  await runMigrations(config.DATABASE_URL);
-  const db = createPool(config.DATABASE_URL, 2);
-  try {
-    return await work(db);
-  } finally {
-    await db.end();
-  }
-}
-
-async function withTemporal(work: (temporal: TemporalTarget) => Promise<unknown>): Promise<unknown> {
-  const config = loadConfig();
-  const connection = await Connection.connect(temporalConnectionOptions(config));
-  try {
-    return await work({
-      service: connection.workflowService,
-      namespace: config.TEMPORAL_NAMESPACE,
-      deploymentName: config.TEMPORAL_WORKER_DEPLOYMENT_NAME,
-    });
-  } finally {
-    await connection.close();
-  }
-}
-
 /** The id of a decision's update: one per payout and decision, so a repeated command is not a second one. */
 function decisionUpdateId(payoutId: string, input: OperatorDecisionInput): string {
   const digest = createHash('sha256').update(JSON.stringify(input)).digest('hex').slice(0, 16);
   return `resolve-${payoutId.toLowerCase()}-${digest}`;
 }
-
-/** A client with the service's payload codec: decisions and answers are payloads like any other. */
-async function withClient(work: (client: Client) => Promise<unknown>): Promise<unknown> {
-  const { client, connection } = await connectClient(loadConfig());
-  try {
-    return await work(client);
-  } finally {
-    await connection.close();
-  }
-}
-
-// exitCode rather than exit(): the process ends once stdout has drained.
-main(process.argv.slice(2)).then(
-  (code) => {
-    process.exitCode = code;
-  },
-  (err: unknown) => {
-    process.stderr.write(`error: ${err instanceof Error ? err.message : String(err)}\n`);
-    if ((err as { code?: string })?.code === 'ECONNREFUSED') {
-      process.stderr.write('is the database up? start the stack with `npm start`, or set DATABASE_URL\n');
-    }
-    process.exitCode = err instanceof UsageError ? 2 : 1;
-  },
-);

@@ -11,12 +11,20 @@ export const ATTENTION_KINDS = [
   'settlement_status_unknown',
   /** Our treasury transfer is not confirmed minutes after it was sent (unmined, a nonce gap, a mismatch). */
   'transfer_unconfirmed',
+  /** The treasury cannot send (blocked by the token's issuer): nothing is signed until it can. */
+  'treasury_cannot_send',
+  /** Our treasury transfer waits behind a nonce gap: nonces below it that no transaction fills. */
+  'treasury_nonce_gap',
   /** A reported transfer that does not match the payout (another chain, wallet or amount). */
   'transfer_mismatch',
   /** The charge's status cannot be read at expiry: unpaid is not assumed. */
   'charge_status_unreadable',
   /** The charge could not be removed at the provider at expiry. */
   'charge_removal_unanswered',
+  /** The receiver was flagged by screening right before sending: nothing is sent until an operator decides. */
+  'receiver_flagged',
+  /** A screening source cannot be read right before sending: nothing is sent until it answers. */
+  'screening_unreadable',
   /** For review, not waiting: the provider reported the settlement failed, the chain shows it paid. */
   'provider_contradiction',
   /** For review, not waiting: more USDT settled than the payment could buy at the quote. */

@@ -1,4 +1,10 @@
-import { toPayoutResponse, type PayoutRecord, type PayoutResponse, type PayoutStatus } from './payout';
+import {
+  toPayoutResponse,
+  type PayoutRecord,
+  type PayoutResponse,
+  type PayoutStatus,
+  type SettlementNetwork,
+} from './payout';
 
 /** Partner callbacks (docs/decisions.md D22): one event per terminal payout. */
 export const CALLBACK_EVENTS = ['payout.completed', 'payout.failed'] as const;
@@ -30,11 +36,11 @@ export function callbackWorkflowId(payoutId: string, event: CallbackEvent): stri
 }
 
 /**
- * The exact bytes that are signed and sent. Built once per event, so every retry carries the same
- * body and only the signature's timestamp changes.
+ * The exact bytes that are signed and sent: the same for every attempt of an event (the payout as it
+ * ended, on the configured network), so only the signature's timestamp changes.
  */
-export function callbackBody(event: CallbackEvent, payout: PayoutRecord): string {
-  const body: CallbackBody = { event, payout: toPayoutResponse(payout) };
+export function callbackBody(event: CallbackEvent, payout: PayoutRecord, network: SettlementNetwork): string {
+  const body: CallbackBody = { event, payout: toPayoutResponse(payout, network) };
   return JSON.stringify(body);
 }
 

@@ -6,7 +6,18 @@
  */
 
 export type PayoutRequestErrorCode =
-  'quote_unavailable' | 'idempotency_conflict' | 'amount_too_small' | 'charge_refused' | 'charge_timeout';
+  | 'quote_unavailable'
+  | 'idempotency_conflict'
+  | 'amount_too_small'
+  | 'charge_refused'
+  | 'charge_timeout'
+  | ScreeningRefusal
+  | 'screening_unavailable'
+  | 'treasury_cannot_send';
+
+/** The refusals screening gives at POST, kept with the Idempotency-Key so a replay gets the same answer. */
+export const SCREENING_REFUSALS = ['receiver_blocked_by_issuer', 'receiver_failed_screening'] as const;
+export type ScreeningRefusal = (typeof SCREENING_REFUSALS)[number];
 
 export abstract class PayoutRequestError extends Error {
   abstract readonly code: PayoutRequestErrorCode;
@@ -40,4 +51,30 @@ export class ChargeRefusedError extends PayoutRequestError {
 export class ChargeTimeoutError extends PayoutRequestError {
   readonly code = 'charge_timeout';
   override name = 'ChargeTimeoutError';
+}
+
+/**
+ * Screening flagged the receiver (docs/decisions.md D45): the issuer's block is named to the partner,
+ * a sanctions list or the operators' denylist never is.
+ */
+export class ReceiverRefusedError extends PayoutRequestError {
+  override name = 'ReceiverRefusedError';
+  constructor(
+    readonly code: ScreeningRefusal,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** A screening source could not be read: nothing is created, the partner retries (fail closed). */
+export class ScreeningUnavailableRequestError extends PayoutRequestError {
+  readonly code = 'screening_unavailable';
+  override name = 'ScreeningUnavailableRequestError';
+}
+
+/** Treasury mode: the treasury cannot send now (blocked by the token's issuer); nothing is created. */
+export class TreasuryCannotSendError extends PayoutRequestError {
+  readonly code = 'treasury_cannot_send';
+  override name = 'TreasuryCannotSendError';
 }

@@ -4,11 +4,16 @@ import type { PixKeyType } from './pix-key';
 export const PAYOUT_STATUSES = ['PENDING', 'PROCESSING', 'COMPLETED', 'FAILED'] as const;
 export type PayoutStatus = (typeof PAYOUT_STATUSES)[number];
 
-export const SETTLEMENT_NETWORK = {
-  name: 'Arbitrum One',
-  chainId: 42161,
-  explorerTxUrl: (txHash: string) => `https://arbiscan.io/tx/${txHash}`,
-} as const;
+/**
+ * The chain payouts settle on, as a COMPLETED payout shows it: the settings EVM_CHAIN_ID,
+ * SETTLEMENT_NETWORK_NAME and BLOCK_EXPLORER_URL of the process that answers.
+ */
+export interface SettlementNetwork {
+  name: string;
+  chainId: number;
+  /** The block explorer; a transfer is at `<explorerUrl>/tx/<hash>`. */
+  explorerUrl: string;
+}
 
 export type FailureReason =
   | 'charge_creation_failed'
@@ -24,6 +29,8 @@ export type FailureReason =
   | 'transfer_nonce_taken'
   /** An operator decided, with a recorded reason, that the payout fails (`admin payouts resolve`). */
   | 'operator_decision'
+  /** The receiver was flagged by screening before the USDT was sent; an operator decided to refund the payer. */
+  | 'receiver_flagged'
   /** Reasons of earlier code, kept so stored rows still parse: no longer decided by a timeout or a mismatch. */
   | 'transfer_mismatch'
   | 'settlement_timeout';
@@ -84,7 +91,7 @@ export interface PayoutResponse {
  * on COMPLETED payouts (docs/decisions.md D17): a FAILED payout keeps the initial
  * empty values even when it had been paid.
  */
-export function toPayoutResponse(p: PayoutRecord): PayoutResponse {
+export function toPayoutResponse(p: PayoutRecord, network: SettlementNetwork): PayoutResponse {
   const settled = p.status === 'COMPLETED';
   const response: PayoutResponse = {
     id: p.id,
@@ -97,10 +104,10 @@ export function toPayoutResponse(p: PayoutRecord): PayoutResponse {
     pix_key_type: p.pixKeyType,
     receiver_wallet: p.receiverWallet,
     pix_copy_paste: p.pixCopyPaste,
-    blockchain_network: settled ? SETTLEMENT_NETWORK.name : '',
-    blockchain_chain_id: settled ? SETTLEMENT_NETWORK.chainId : 0,
+    blockchain_network: settled ? network.name : '',
+    blockchain_chain_id: settled ? network.chainId : 0,
     blockchain_tx_id: settled ? p.blockchainTxId : '',
-    block_explorer_url: settled ? SETTLEMENT_NETWORK.explorerTxUrl(p.blockchainTxId) : '',
+    block_explorer_url: settled ? `${network.explorerUrl.replace(/\/+$/, '')}/tx/${p.blockchainTxId}` : '',
     created_at: p.createdAt,
     updated_at: p.updatedAt,
   };

@@ -96,6 +96,28 @@ export function createMetrics() {
       help: 'Treasury transfer attempts refused for lack of USDT or gas in the treasury (retried until topped up)',
       registers: [registry],
     }),
+    screeningRefusals: new Counter({
+      name: 'payout_screening_refusals_total',
+      help: 'POST /v1/payouts refused because screening flagged the receiver, by source',
+      labelNames: ['source'],
+      registers: [registry],
+    }),
+    screeningUnavailable: new Counter({
+      name: 'payout_screening_unavailable_total',
+      help: 'POST /v1/payouts answered 503 because a screening source could not be read',
+      registers: [registry],
+    }),
+    treasuryCannotSend: new Counter({
+      name: 'payout_treasury_cannot_send_total',
+      help: 'Treasury transfers refused before signing or mined and reverted because the treasury cannot send (blocked_by_issuer, cannot_send); the payouts wait until it can',
+      labelNames: ['reason'],
+      registers: [registry],
+    }),
+    treasuryNonceGaps: new Counter({
+      name: 'payout_treasury_nonce_gaps_total',
+      help: 'Checks of an unmined treasury transfer that found it queued behind a nonce gap: nonces below it that no transaction the node holds fills',
+      registers: [registry],
+    }),
   };
 }
 

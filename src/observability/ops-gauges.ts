@@ -59,7 +59,8 @@ export function registerAttentionGauges(registry: Registry, db: Db, logger: Logg
 
 /**
  * The treasury's USDT balance (treasury mode), read from the chain at scrape time, so the alert
- * TreasuryBalanceLow warns before payouts start waiting for a top-up.
+ * TreasuryBalanceLow warns before payouts start waiting for a top-up; and whether it can send at all
+ * (treasury_can_send 0 with the reason while the token's issuer blocks it: alert TreasuryBlocked).
  */
 export function registerTreasuryGauges(registry: Registry, ledger: UsdtLedger, logger: Logger): void {
   const address = ledger.treasuryAddress();
@@ -74,6 +75,22 @@ export function registerTreasuryGauges(registry: Registry, ledger: UsdtLedger, l
         this.set({ address }, Number(await ledger.balanceOf(address)) / USDT_UNITS);
       } catch (err) {
         logger.warn({ err }, 'treasury_usdt_balance: chain read failed');
+      }
+    },
+  });
+  new Gauge({
+    name: 'treasury_can_send',
+    help: 'Whether the settlement treasury can send USDT (1) or not (0; reason blocked_by_issuer or cannot_send)',
+    labelNames: ['address', 'reason'],
+    registers: [registry],
+    async collect() {
+      try {
+        const health = await ledger.senderHealth(address);
+        this.reset();
+        this.set({ address, reason: health.ok ? 'none' : health.reason }, health.ok ? 1 : 0);
+      } catch (err) {
+        // Unreadable is no verdict: the last answer stays.
+        logger.warn({ err }, 'treasury_can_send: chain read failed');
       }
     },
   });

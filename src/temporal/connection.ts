@@ -1,21 +1,21 @@
 import { Client, Connection } from '@temporalio/client';
+import type { DataConverter } from '@temporalio/common';
 import { loadClientConfigProfile, toClientOptions } from '@temporalio/envconfig';
 import { NativeConnection } from '@temporalio/worker';
-import type { Config } from '../config';
-import { createDataConverter } from './data-converter';
 
-type TemporalConfig = Pick<
-  Config,
-  | 'TEMPORAL_ADDRESS'
-  | 'TEMPORAL_NAMESPACE'
-  | 'TEMPORAL_API_KEY'
-  | 'TEMPORAL_TLS'
-  | 'TEMPORAL_TLS_CLIENT_CERT_PATH'
-  | 'TEMPORAL_TLS_CLIENT_KEY_PATH'
-  | 'TEMPORAL_PROFILE'
-  | 'PAYLOAD_ENCRYPTION_KEY'
-  | 'PAYLOAD_ENCRYPTION_PREVIOUS_KEYS'
->;
+/**
+ * Where and how to reach Temporal, by the names Temporal's environment configuration gives them
+ * (the `temporal` CLI reads the same variables).
+ */
+export interface TemporalConfig {
+  TEMPORAL_ADDRESS: string;
+  TEMPORAL_NAMESPACE: string;
+  TEMPORAL_API_KEY?: string;
+  TEMPORAL_TLS?: boolean;
+  TEMPORAL_TLS_CLIENT_CERT_PATH?: string;
+  TEMPORAL_TLS_CLIENT_KEY_PATH?: string;
+  TEMPORAL_PROFILE?: string;
+}
 
 /** The variables of `config` that Temporal's environment configuration reads, as strings. */
 function temporalEnv(config: TemporalConfig): Record<string, string> {
@@ -53,16 +53,13 @@ export function temporalConnectionOptions(
   return { ...connectionOptions, address: connectionOptions.address ?? config.TEMPORAL_ADDRESS };
 }
 
-/** A client that encrypts what it sends and decrypts what it reads (see payload-codec.ts). */
+/** A client that encrypts what it sends and decrypts what it reads with `dataConverter` (data-converter.ts). */
 export async function connectClient(
   config: TemporalConfig,
+  dataConverter: DataConverter,
 ): Promise<{ client: Client; connection: Connection }> {
   const connection = await Connection.connect(temporalConnectionOptions(config));
-  const client = new Client({
-    connection,
-    namespace: config.TEMPORAL_NAMESPACE,
-    dataConverter: createDataConverter(config),
-  });
+  const client = new Client({ connection, namespace: config.TEMPORAL_NAMESPACE, dataConverter });
   return { client, connection };
 }
 

@@ -1,17 +1,11 @@
 import type { DataConverter } from '@temporalio/common';
-import type { Config } from '../config';
-import { AesGcmPayloadCodec, parsePayloadKey } from './payload-codec';
+import type { PayloadKeys } from '../adapters/secrets/payload-keys';
+import { AesGcmPayloadCodec } from './payload-codec';
 
-type PayloadKeyConfig = Pick<Config, 'PAYLOAD_ENCRYPTION_KEY' | 'PAYLOAD_ENCRYPTION_PREVIOUS_KEYS'>;
-
-/** The codec for PAYLOAD_ENCRYPTION_KEY, or undefined when no key is configured (never in production). */
-export function createPayloadCodec(config: PayloadKeyConfig): AesGcmPayloadCodec | undefined {
-  if (!config.PAYLOAD_ENCRYPTION_KEY) return undefined;
-  const previous = (config.PAYLOAD_ENCRYPTION_PREVIOUS_KEYS ?? '')
-    .split(',')
-    .filter((text) => text.trim() !== '')
-    .map(parsePayloadKey);
-  return new AesGcmPayloadCodec({ current: parsePayloadKey(config.PAYLOAD_ENCRYPTION_KEY), previous });
+/** The codec for the current payload key, or undefined when there is none (never in production). */
+export function createPayloadCodec(keys: PayloadKeys): AesGcmPayloadCodec | undefined {
+  if (!keys.current) return undefined;
+  return new AesGcmPayloadCodec({ current: keys.current, previous: keys.previous });
 }
 
 /**
@@ -19,7 +13,7 @@ export function createPayloadCodec(config: PayloadKeyConfig): AesGcmPayloadCodec
  * worker cannot read what the api started. Without a key, payloads are plain JSON; config refuses
  * that when NODE_ENV=production.
  */
-export function createDataConverter(config: PayloadKeyConfig): DataConverter {
-  const codec = createPayloadCodec(config);
+export function createDataConverter(keys: PayloadKeys): DataConverter {
+  const codec = createPayloadCodec(keys);
   return codec ? { payloadCodecs: [codec] } : {};
 }

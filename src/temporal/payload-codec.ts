@@ -1,6 +1,7 @@
-import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
+import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import { METADATA_ENCODING_KEY, type Payload, type PayloadCodec } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
+import { PayloadKeyError, payloadKeyId } from '../adapters/secrets/payload-keys';
 
 /**
  * AES-256-GCM encryption of every Temporal payload (workflow and activity inputs and results,
@@ -21,30 +22,11 @@ const TAG_BYTES = 16;
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
-export class PayloadKeyError extends Error {
-  override readonly name = 'PayloadKeyError';
-}
-
-/** A 32-byte key from 64 hex digits or base64 (standard or URL-safe), as PAYLOAD_ENCRYPTION_KEY holds it. */
-export function parsePayloadKey(text: string): Buffer {
-  const trimmed = text.trim();
-  const key = /^[0-9a-fA-F]{64}$/.test(trimmed)
-    ? Buffer.from(trimmed, 'hex')
-    : Buffer.from(trimmed, 'base64');
-  if (key.length !== 32) throw new PayloadKeyError('a payload encryption key must be 32 bytes (AES-256)');
-  return key;
-}
-
-/** Identifies a key in payload metadata without revealing anything usable about it. */
-export function payloadKeyId(key: Buffer): string {
-  return createHash('sha256').update('payout-payload-key:').update(key).digest('hex').slice(0, 16);
-}
-
 export interface PayloadKeyring {
   /** Encrypts everything new. */
   current: Buffer;
   /** Decrypt only: keys being rotated out, still needed for histories written under them. */
-  previous?: Buffer[];
+  previous?: readonly Buffer[];
 }
 
 export class AesGcmPayloadCodec implements PayloadCodec {

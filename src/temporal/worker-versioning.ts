@@ -1,7 +1,6 @@
 import type { WorkflowService } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import type { WorkerOptions } from '@temporalio/worker';
-import type { Config } from '../config';
 
 /**
  * Worker Versioning (Temporal worker deployments): every worker build is a version
@@ -11,18 +10,13 @@ import type { Config } from '../config';
  * poll side by side during a deploy or after a rollback (docs/workflow-changes.md).
  */
 
+/** A worker build id (TEMPORAL_WORKER_BUILD_ID, `admin deploy promote --build-id`): an image tag or git sha. */
+export const BUILD_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._+-]{0,199}$/;
+
 /** A worker build: what the server routes pinned workflows to. */
 export interface WorkerVersion {
   deploymentName: string;
   buildId: string;
-}
-
-/** The worker's version from its configuration; undefined (versioning off) without a build id. */
-export function workerVersion(
-  config: Pick<Config, 'TEMPORAL_WORKER_DEPLOYMENT_NAME' | 'TEMPORAL_WORKER_BUILD_ID'>,
-): WorkerVersion | undefined {
-  if (!config.TEMPORAL_WORKER_BUILD_ID) return undefined;
-  return { deploymentName: config.TEMPORAL_WORKER_DEPLOYMENT_NAME, buildId: config.TEMPORAL_WORKER_BUILD_ID };
 }
 
 /**

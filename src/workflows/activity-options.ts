@@ -7,6 +7,7 @@ import {
   type ActivityOptions,
   type LocalActivityOptions,
 } from '@temporalio/workflow';
+import { CHAIN_REJECTED, PROVIDER_REJECTED } from '../activities/failure-types';
 
 /**
  * An operator's decision cancels the step that waits for proof; a running attempt is then waited for,
@@ -28,7 +29,7 @@ export const CHARGE_CREATION: ActivityOptions = {
   retry: {
     initialInterval: '1 second',
     maximumInterval: '10 seconds',
-    nonRetryableErrorTypes: ['ProviderRejected'],
+    nonRetryableErrorTypes: [PROVIDER_REJECTED],
   },
 };
 
@@ -42,7 +43,7 @@ export const CHARGE_RECONCILIATION: ActivityOptions = {
   retry: {
     initialInterval: '2 seconds',
     maximumInterval: '1 minute',
-    nonRetryableErrorTypes: ['ProviderRejected'],
+    nonRetryableErrorTypes: [PROVIDER_REJECTED],
   },
 };
 
@@ -64,25 +65,27 @@ export const NOTIFICATION_FETCH: ActivityOptions = {
   retry: {
     initialInterval: '1 second',
     maximumInterval: '5 minutes',
-    nonRetryableErrorTypes: ['ProviderRejected'],
+    nonRetryableErrorTypes: [PROVIDER_REJECTED],
   },
 };
 
 /**
- * Treasury sends and confirmations retry until they succeed or are refused for good, with no time
- * limit: once a transaction is signed it may be in a mempool, so giving up on a timeout could fail a
- * payout whose USDT still arrives (an overdue transfer raises an alert instead). An empty treasury is
- * retried too, until topped up. Each attempt is a few RPC calls; a short start-to-close gets a crashed
- * worker's attempt retried soon.
+ * One round of a treasury send or confirmation: retried for a few minutes, then the workflow reads
+ * what the round last failed with (a treasury that cannot send, a nonce gap), raises the matching
+ * attention item, and starts another round. Rounds never end the payout: once a transaction is signed
+ * it may be in a mempool, so giving up on a timeout could fail a payout whose USDT still arrives. Only
+ * a refusal for good does. An empty or blocked treasury is retried until it can send again. Each
+ * attempt is a few RPC calls; a short start-to-close gets a crashed worker's attempt retried soon.
  */
-export const TREASURY_TRANSFER: ActivityOptions = {
+export const TREASURY_ROUND: ActivityOptions = {
   startToCloseTimeout: '30 seconds',
+  scheduleToCloseTimeout: '5 minutes',
   cancellationType: SEE_THE_ANSWER,
   retry: {
     initialInterval: '2 seconds',
     backoffCoefficient: 1.5,
     maximumInterval: '1 minute',
-    nonRetryableErrorTypes: ['ChainRejected'],
+    nonRetryableErrorTypes: [CHAIN_REJECTED],
   },
 };
 
@@ -107,8 +110,18 @@ export const PROOF_ROUND: ActivityOptions = {
     initialInterval: '2 seconds',
     backoffCoefficient: 1.5,
     maximumInterval: '1 minute',
-    nonRetryableErrorTypes: ['ProviderRejected', 'ChainRejected'],
+    nonRetryableErrorTypes: [PROVIDER_REJECTED, CHAIN_REJECTED],
   },
+};
+
+/**
+ * The receiver's screening right before money moves: a read of the chain and the database, retried
+ * for as long as a source cannot be read (the payout waits with an attention item, never assumes
+ * clear). Cancelled at once by an operator's decision: it acts on nothing.
+ */
+export const SCREENING: ActivityOptions = {
+  startToCloseTimeout: '30 seconds',
+  retry: { initialInterval: '2 seconds', backoffCoefficient: 2, maximumInterval: '1 minute' },
 };
 
 /**

@@ -8,10 +8,9 @@ import {
   startChild,
   WorkflowIdReusePolicy,
 } from '@temporalio/workflow';
-import type { CallbackActivities, CallbackAttemptOutcome } from '../activities/callback-activities';
+import type { CallbackActivities, CallbackAttemptOutcome } from '../activities/callback.activities';
 import { BOOKKEEPING, CALLBACK_POST } from './activity-options';
 import {
-  callbackBody,
   callbackEventFor,
   callbackEventId,
   callbackRetryDelayMs,
@@ -40,7 +39,6 @@ export async function callbackDeliveryWorkflow(
     // Bad input cannot heal on retry: fail the workflow rather than its task, forever.
     throw ApplicationFailure.nonRetryable((err as Error).message, 'InvalidCallbackInput');
   }
-  const body = callbackBody(input.event, input.payout);
   const ref = {
     eventId: input.eventId,
     partnerId: input.payout.partnerId,
@@ -59,7 +57,7 @@ export async function callbackDeliveryWorkflow(
   for (let attempt = 1; ; attempt++) {
     let outcome: CallbackAttemptOutcome;
     try {
-      outcome = await sending.sendPartnerCallback({ ...ref, attempt, body });
+      outcome = await sending.sendPartnerCallback({ ...ref, attempt, payout: input.payout });
     } catch (err) {
       if (!(err instanceof ActivityFailure)) throw err;
       // Our own side failed for a while; that must not end the partner's retry window early.

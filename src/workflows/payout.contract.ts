@@ -59,14 +59,17 @@ export const cancelPayoutUpdate = defineUpdate<PayoutRecord>('cancelPayout');
 export const PAYOUT_NOT_CANCELLABLE = 'PayoutNotCancellable';
 
 /**
- * An operator's decision on a payout that waits without proof (an open attention item): `fail` ends
- * it FAILED (`operator_decision`, its payment goes to a refund case); `complete` names the on-chain
- * transfer that paid it, which is verified and claimed like any other before the payout completes.
+ * An operator's decision on a payout that waits for one (an open attention item). On an unknown:
+ * `fail` ends it FAILED (`operator_decision`, its payment goes to a refund case); `complete` names the
+ * on-chain transfer that paid it, which is verified and claimed like any other before the payout
+ * completes. On a receiver flagged by screening before the USDT was sent: `refund` ends it FAILED
+ * (`receiver_flagged`, its payment goes to a refund case); `release` sends the USDT after all.
  * Refused (ApplicationFailure of type `PayoutNotResolvable`, message for the operator) unless the
- * payout is waiting on an unknown. Answers the payout as it ended.
+ * payout waits on what the decision decides. Answers the payout as it then stands: ended, or
+ * PROCESSING once released.
  */
 export interface OperatorDecisionInput {
-  decision: 'fail' | 'complete';
+  decision: 'fail' | 'complete' | 'refund' | 'release';
   decidedBy: string;
   reason: string;
   txHash?: `0x${string}`;

@@ -1,42 +1,32 @@
 import {
-  ApplicationFailure,
-  CancellationScope,
   condition,
-  isCancellation,
   log,
   proxyActivities,
   proxyLocalActivities,
   setHandler,
   workflowInfo,
 } from '@temporalio/workflow';
-import type { ChainActivities, PayoutBookkeepingActivities, ProviderActivities } from '../activities';
+import type { PayoutBookkeepingActivities, ProviderActivities } from '../activities';
 import { amend, isTerminal, transition, type FailureReason, type PayoutRecord } from '../domain/payout';
-import { isActivityError, isRefusal } from './activity-errors';
-import {
-  asLocal,
-  BOOKKEEPING,
-  CHARGE_CANCEL,
-  CHARGE_CREATION,
-  CHARGE_RECONCILIATION,
-  PROOF_ROUND,
-} from './activity-options';
+import { isActivityError } from './activity-errors';
+import { asLocal, BOOKKEEPING, CHARGE_CREATION } from './activity-options';
 import { startPartnerCallback } from './callback.workflow';
 import {
   awaitChargeUpdate,
-  cancelPayoutUpdate,
   getPayoutQuery,
-  PAYOUT_NOT_CANCELLABLE,
-  PAYOUT_NOT_RESOLVABLE,
   providerEventSignal,
-  resolvePayoutUpdate,
-  type OperatorDecisionInput,
   type PayoutSettings,
   type PayoutWorkflowInput,
 } from './payout.contract';
 import { Attention } from './payout/attention';
+import { ChargeWindow } from './payout/charge-window';
+import { isDecided, OperatorDesk, type Decided } from './payout/operator-desk';
 import { PaymentInbox } from './payout/payment-inbox';
 import { settleThroughProvider } from './payout/provider-settlement';
-import { ATTENTION_AFTER_MS, type SettlementOutcome } from './payout/settlement-steps';
+import { RefundsAndLateReports } from './payout/refunds-and-late-reports';
+import { decideFlaggedReceiver, screenBeforeSending } from './payout/screening-step';
+import type { ScreeningVerdict } from '../domain/screening';
+import { type SettlementOutcome } from './payout/settlement-steps';
 import { settleFromTreasury } from './payout/treasury-settlement';
 import { upsertPayoutSearchAttributes } from './search-attributes';
 
@@ -44,13 +34,7 @@ const bookkeeping =
   proxyActivities<
     Pick<
       PayoutBookkeepingActivities,
-      | 'recordPayout'
-      | 'recordLatePayment'
-      | 'alertSettlementOverdue'
-      | 'alertLateSettlement'
-      | 'alertSettlementBelowMinimum'
-      | 'raiseAttention'
-      | 'recordOperatorDecision'
+      'recordPayout' | 'alertSettlementOverdue' | 'alertSettlementBelowMinimum' | 'recordOperatorDecision'
     >
   >(BOOKKEEPING);
 /**
@@ -68,12 +52,6 @@ const localCharging = proxyLocalActivities<Pick<ProviderActivities, 'createPixCh
 const localWrite = proxyLocalActivities<Pick<PayoutBookkeepingActivities, 'recordPayout'>>(
   asLocal(BOOKKEEPING),
 );
-const reconciling =
-  proxyActivities<Pick<ProviderActivities, 'fetchChargeStatus' | 'cancelPixCharge'>>(CHARGE_RECONCILIATION);
-const cancelling =
-  proxyActivities<Pick<ProviderActivities, 'fetchChargeStatus' | 'cancelPixCharge'>>(CHARGE_CANCEL);
-const verifying = proxyActivities<Pick<ChainActivities, 'verifyUsdtTransfer'>>(PROOF_ROUND);
-
 /**
  * One payout, from POST to COMPLETED or FAILED.
  * PENDING: the PIX charge is created and waits, until the provider's expiry, for its payment.
@@ -88,13 +66,14 @@ export async function payoutWorkflow(input: PayoutWorkflowInput): Promise<Payout
     await payout.settle();
   }
   // Every path ends here with the payout COMPLETED or FAILED, saved.
-  await payout.closeTheBooks();
+  await payout.refundWhatWasNotSettled();
   return payout.record;
 }
 
 /**
- * The payout's state and its steps, in the order they run. The payments and settlement reports the
- * provider sends are classified by the inbox; what is overdue is tracked by the attention list.
+ * The payout's state and its steps, in the order they run. Its parts: the inbox classifies the
+ * provider's events, the charge window decides payment against expiry and cancel, settlement runs by
+ * mode, the attention list tracks what is overdue, the operator desk takes decisions on unknowns.
  */
 class PayoutProcess {
   /** The payout as it stands: what queries answer and the read model holds. */
@@ -103,28 +82,13 @@ class PayoutProcess {
   private readonly maxExpectedUsdtUnits: string | undefined;
   private readonly inbox: PaymentInbox;
   private readonly attention: Attention;
-  /** The refund desk opens refund cases while the payout runs, and stops once it has ended. */
-  private refundDesk: Promise<void> = Promise.resolve();
-  private ended = false;
-  /** A cancel is being decided with the provider: the expiry waits for it. */
-  private cancelling = false;
-  /** The wait for the payment is over (paid, or expired and being reconciled): no cancel can win any more. */
-  private expiryReached = false;
-  /** When the charge stops being payable, on workflow time (from the provider's expires_at). */
-  private expiryWaitMs: number;
-  /** An operator's decision, accepted by the update handler, for the step that waits to act on it. */
-  private decision: OperatorDecisionInput | undefined;
-  /** The step that is running can be decided by an operator (it waits on an unknown). */
-  private decidable: 'fail' | 'fail_or_complete' | undefined;
-  /** A decision is being taken (its transfer checked): a second one is refused meanwhile. */
-  private deciding = false;
-  /** Why the decision being taken did not apply (proof arrived first). */
-  private decisionRefusal: string | undefined;
+  private readonly desk: OperatorDesk;
+  private readonly window: ChargeWindow;
+  private readonly refunds: RefundsAndLateReports;
 
   constructor(input: PayoutWorkflowInput) {
     this.settings = input.settings;
     this.maxExpectedUsdtUnits = input.maxExpectedUsdtUnits;
-    this.expiryWaitMs = input.settings.chargeExpirySeconds * 1000;
     this.record = {
       id: input.payoutId,
       partnerId: input.partnerId,
@@ -141,11 +105,17 @@ class PayoutProcess {
       updatedAt: input.createdAt,
       version: 1,
     };
-    this.inbox = new PaymentInbox(() => this.record, input.settings.settlementMode);
+    const payout = () => this.record;
+    this.inbox = new PaymentInbox(payout, input.settings.settlementMode);
     this.attention = new Attention(input.payoutId);
+    this.desk = new OperatorDesk(payout, this.settings, this.attention);
+    this.window = new ChargeWindow(payout, this.settings, this.inbox, this.attention, this.desk, (reason) =>
+      this.fail(reason),
+    );
+    this.refunds = new RefundsAndLateReports(payout, this.inbox);
   }
 
-  /** Answers queries and takes provider events from now on, opens the refund desk, saves PENDING. */
+  /** Answers queries and takes provider events from now on, starts opening refund cases, saves PENDING. */
   async open(): Promise<void> {
     setHandler(getPayoutQuery, () => this.record);
     setHandler(awaitChargeUpdate, async () => {
@@ -156,13 +126,9 @@ class PayoutProcess {
     // activation, so an event that arrives together with the last activity result is still seen
     // before the workflow returns, and is refunded or alerted rather than lost.
     setHandler(providerEventSignal, (event) => this.inbox.take(event));
-    setHandler(cancelPayoutUpdate, () => this.cancel(), {
-      validator: () => this.refuseCancelUnlessPending(),
-    });
-    setHandler(resolvePayoutUpdate, (d) => this.acceptDecision(d), {
-      validator: (d) => this.refuseDecisionUnlessWaiting(d),
-    });
-    this.refundDesk = this.runRefundDesk();
+    this.window.open();
+    this.desk.open();
+    this.refunds.start();
     await this.save(this.record);
   }
 
@@ -182,7 +148,7 @@ class PayoutProcess {
       await this.fail('charge_creation_failed');
       return false;
     }
-    this.followProviderExpiry(charge.expiresAt);
+    this.window.followProviderExpiry(charge.expiresAt);
     await this.save(
       amend(this.record, now(), { pixCopyPaste: charge.pixCopyPaste, providerChargeId: charge.chargeId }),
     );
@@ -191,290 +157,81 @@ class PayoutProcess {
     return true;
   }
 
-  /**
-   * Waits for the charge's payment until it expires, then removes the charge and reads its status. True
-   * once the payout is PROCESSING; false when it ended (unpaid, cancelled, or by an operator).
-   */
+  /** True once the payout is PROCESSING; false when it ended (unpaid, cancelled, or by an operator). */
   async awaitPayment(): Promise<boolean> {
-    // The state, not the condition's result, decides: a payment applied in the same activation as
-    // the expiry timer fired was received in time and must be settled, not dropped.
-    await condition(
-      () => this.inbox.payment !== undefined || isTerminal(this.record.status),
-      this.expiryWaitMs,
-    );
-    // A cancel under way is decided before the expiry is: it may fail the payout or find its payment.
-    this.expiryReached = true;
-    await condition(() => !this.cancelling);
-    if (isTerminal(this.record.status)) return false;
-    if (this.inbox.payment === undefined) {
-      const decided = await this.untilOperatorDecides('fail', () => this.reconcileAtExpiry());
-      if (decided !== undefined) {
-        await this.applyDecision(decided);
-        return false;
-      }
-    }
-    if (this.inbox.payment === undefined) {
+    const outcome = await this.window.awaitPayment();
+    if (outcome === 'ended') return false;
+    if (outcome === 'unpaid') {
       await this.fail('charge_expired');
       return false;
     }
-    const { paidAt, eventId } = this.inbox.payment;
+    if (outcome !== 'paid') {
+      await this.applyDecision(outcome);
+      return false;
+    }
+    const { paidAt, eventId } = this.inbox.payment!;
     await this.save(transition(this.record, 'PROCESSING', now(), { paidAt, paymentEventId: eventId }));
     return true;
   }
 
-  /** PROCESSING to COMPLETED or FAILED, in the settlement mode fixed at start. */
+  /**
+   * PROCESSING to COMPLETED or FAILED, in the settlement mode fixed at start, once the receiver has
+   * been screened again: a wallet flagged since POST is paid only if an operator releases it.
+   */
   async settle(): Promise<void> {
+    const screened = await screenBeforeSending(this.record, this.attention, this.desk);
+    if (screened !== 'clear') {
+      await this.recordDecision(screened.decided);
+      if (screened.decided.decision.decision !== 'release') return this.fail(screened.refundReason);
+    }
     const { record, settings, inbox, attention } = this;
     const outcome = await attention.whenLate(
       settings.settlementTimeoutSeconds * 1000,
       () => this.alertOverdue(),
       () =>
-        this.untilOperatorDecides('fail_or_complete', () =>
+        this.desk.untilDecided('fail_or_complete', () =>
           settings.settlementMode === 'provider'
             ? settleThroughProvider(record, settings, inbox, attention)
-            : settleFromTreasury(record, settings, attention),
+            : settleFromTreasury(record, settings, attention, (flag) => this.decideFlagged(flag)),
         ),
     );
-    if ('decision' in outcome) return this.applyDecision(outcome);
+    if (isDecided(outcome)) return this.applyDecision(outcome);
     await this.conclude(outcome);
   }
 
-  /**
-   * After COMPLETED or FAILED: the refund cases still due and the alerts for settlements reported
-   * too late. Events may keep arriving while these activities run; the loop takes them too.
-   */
-  async closeTheBooks(): Promise<void> {
-    this.ended = true;
-    await this.refundDesk;
-    while (this.inbox.refundsDue.length > 0 || this.inbox.lateSettlements.length > 0) {
-      await this.openDueRefunds();
-      await this.alertLateSettlements();
-    }
+  /** After COMPLETED or FAILED: refund cases for what was received and not settled, late reports alerted. */
+  async refundWhatWasNotSettled(): Promise<void> {
+    await this.refunds.finish();
   }
 
-  // --- Expiry and cancel: one decision per payout between its payment, its expiry and the partner. ---
-
-  /**
-   * The expiry as the provider counts it: its `expires_at`, on workflow time. A value that disagrees
-   * with what was asked for by more than the asked expiry itself (clock skew, a provider that ignores
-   * the setting) is logged and the asked expiry is kept; reconciliation reads the provider's own
-   * expiry and payment times either way.
-   */
-  private followProviderExpiry(expiresAt: string | undefined): void {
-    const untilExpiry = Date.parse(expiresAt ?? '') - Date.now();
-    const asked = this.settings.chargeExpirySeconds * 1000;
-    if (Number.isFinite(untilExpiry) && untilExpiry > 0 && untilExpiry <= 2 * asked) {
-      this.expiryWaitMs = untilExpiry;
-    } else {
-      log.warn('provider expiry disagrees with the one asked for; keeping the asked one', {
-        payoutId: this.record.id,
-        expiresAt,
-      });
-    }
+  /** A receiver flagged right before the treasury signs: the operator's decision, recorded. */
+  private async decideFlagged(
+    flag: Extract<ScreeningVerdict, { kind: 'flagged' }>,
+  ): Promise<'refund' | 'release'> {
+    const decided = await decideFlaggedReceiver(this.record, this.attention, this.desk, flag);
+    await this.recordDecision(decided);
+    return decided.decision.decision === 'release' ? 'release' : 'refund';
   }
 
-  /**
-   * Webhooks are at least once but can be lost, and a bank knows nothing of an expiry: at expiry the
-   * charge is removed at the provider (a later payer is refused by the bank), then its status is read.
-   * A payment made by the expiry (both times on the provider's clock) is settled as if notified in
-   * time; any later one is refunded. A status that cannot be read is never taken as unpaid: the
-   * read is retried until it answers, with an attention item raised meanwhile.
-   */
-  private async reconcileAtExpiry(): Promise<void> {
-    const { id: payoutId, providerChargeId: chargeId } = this.record;
-    await this.inbox.whileHeld(async () => {
-      try {
-        await this.attention.whileUnanswered(
-          'charge_removal_unanswered',
-          `charge ${chargeId} could not be removed at expiry`,
-          ATTENTION_AFTER_MS,
-          () => reconciling.cancelPixCharge({ payoutId, chargeId: chargeId! }),
-        );
-      } catch (err) {
-        if (!isActivityError(err) || !isRefusal(err)) throw err;
-        // Removal is a courtesy to late payers; its refusal says nothing about payment.
-        log.warn('charge removal at expiry refused; reading its status', { payoutId });
-      }
-      const status = await this.attention.whileUnanswered(
-        'charge_status_unreadable',
-        `status of charge ${chargeId} unreadable at expiry: the payout stays PENDING until it is read`,
-        ATTENTION_AFTER_MS,
-        () => reconciling.fetchChargeStatus({ payoutId, chargeId: chargeId! }),
-      );
-      this.inbox.closeAt(status.expiresAt);
-      this.inbox.takeReported(status.payments);
-    });
-    if (this.inbox.payment !== undefined) {
-      log.info('payment found by reconciliation at expiry', {
-        payoutId,
-        eventId: this.inbox.payment.eventId,
-      });
-    }
-  }
-
-  /**
-   * The partner's cancel, decided once against the payment. Payments are held while the provider
-   * removes the charge: `removed` means none of its amount reached it first, so the payout fails
-   * `cancelled` and any payment still in flight is refunded; `already_paid` means the payment wins, it
-   * is fetched from the charge's status (its webhook may be late or lost) and the cancel is refused.
-   */
-  private async cancel(): Promise<PayoutRecord> {
-    // A second cancel while one is being decided waits for that decision, then is judged on it.
-    await condition(() => !this.cancelling);
-    this.refuseCancelUnlessPending();
-    // The charge exists before POST answers, so a cancel from the partner finds it; wait in case.
-    await condition(() => this.record.providerChargeId !== undefined || isTerminal(this.record.status));
-    this.refuseCancelUnlessPending();
-    this.cancelling = true;
-    try {
-      const { id: payoutId, providerChargeId: chargeId } = this.record;
-      const removed = await this.inbox.whileHeld(async () => {
-        // A provider that does not answer in time fails the update (the partner gets 503 and may try
-        // again); the payout goes on as if no cancel had come.
-        const outcome = await cancelling.cancelPixCharge({ payoutId, chargeId: chargeId! });
-        if (outcome.kind === 'removed') {
-          await this.fail('cancelled');
-          return true;
-        }
-        const status = await cancelling.fetchChargeStatus({ payoutId, chargeId: chargeId! });
-        this.inbox.takeReported(status.payments);
-        return false;
-      });
-      if (removed) return this.record;
-      throw notCancellable('payout is already being processed');
-    } finally {
-      this.cancelling = false;
-    }
-  }
-
-  /** Throws the partner's 409 unless a cancel can still win: PENDING and no payment applied. */
-  private refuseCancelUnlessPending(): void {
-    if (isTerminal(this.record.status)) throw notCancellable(`payout is already ${this.record.status}`);
-    // Past the expiry (and no cancel under way) reconciliation decides: paid in time, or expired.
-    const expiring = this.expiryReached && !this.cancelling;
-    if (this.record.status !== 'PENDING' || this.inbox.payment !== undefined || expiring) {
-      throw notCancellable('payout is already being processed');
-    }
-  }
-
-  // --- Operators: a decision where the payout waits on an unknown. ---
-
-  /**
-   * Runs `step` until it ends or an operator's decision is accepted. The decision then cancels the
-   * step, but proof wins: a step that still ends with its outcome (a running attempt is waited for,
-   * WAIT_CANCELLATION_COMPLETED in activity-options.ts) keeps it, and the decision is refused.
-   */
-  private async untilOperatorDecides<T>(
-    allowed: 'fail' | 'fail_or_complete',
-    step: () => Promise<T>,
-  ): Promise<T | { decision: OperatorDecisionInput }> {
-    this.decidable = allowed;
-    const scope = new CancellationScope();
-    const running = scope.run(step);
-    try {
-      const first = await Promise.race([
-        running.then((value) => ({ value })),
-        condition(() => this.decision !== undefined).then(() => undefined),
-      ]);
-      if (first === undefined) {
-        scope.cancel();
-        const settled = await running.then(
-          (value) => ({ value }),
-          (err: unknown) => {
-            if (!isCancellation(err)) throw err;
-            return undefined;
-          },
-        );
-        if (settled === undefined) return { decision: this.decision! };
-        return this.proofWins(settled.value);
-      }
-      return this.decision === undefined ? first.value : this.proofWins(first.value);
-    } finally {
-      this.decidable = undefined;
-    }
-  }
-
-  /** The step found its answer while an operator's decision was being taken: the decision is refused. */
-  private proofWins<T>(value: T): T {
-    this.decisionRefusal = 'proof arrived while the decision was taken; the payout follows the proof';
-    this.decision = undefined;
-    return value;
-  }
-
-  private refuseDecisionUnlessWaiting(d: OperatorDecisionInput): void {
-    const refuse = (message: string) => {
-      throw notResolvable(message);
-    };
-    if (!d.decidedBy?.trim() || !d.reason?.trim()) refuse('a decision needs who decided and why');
-    if (isTerminal(this.record.status)) refuse(`payout is already ${this.record.status}`);
-    if (this.decision !== undefined || this.deciding) refuse('payout already has a decision being taken');
-    if (this.decidable === undefined || !this.attention.waiting) {
-      refuse('payout is not waiting on an unknown: nothing to decide (see admin payouts attention)');
-    }
-    if (this.settings.settlementMode === 'treasury' && this.decidable === 'fail_or_complete') {
-      // Our own transaction may be signed and in a pool: only the chain can end it (D25).
-      refuse('a treasury transfer may be signed: only its proof ends the payout (see the runbook)');
-    }
-    if (d.decision === 'complete') {
-      if (this.decidable !== 'fail_or_complete') refuse('payout was never paid: it can only be failed');
-      if (!d.txHash || !/^0x[0-9a-fA-F]{64}$/.test(d.txHash)) refuse('complete needs the transfer hash');
-      if (!d.amountUsdtUnits || !/^[1-9][0-9]*$/.test(d.amountUsdtUnits)) refuse('complete needs the amount');
-    } else if (d.decision !== 'fail') {
-      refuse('decision is fail or complete');
-    }
-  }
-
-  /**
-   * A `complete` decision names a transfer, which is proven on chain and claimed for this payout
-   * before the decision is taken: an operator cannot complete a payout with USDT that did not land.
-   */
-  private async acceptDecision(d: OperatorDecisionInput): Promise<PayoutRecord> {
-    // Taken synchronously, before any await: a second decision sent meanwhile is refused.
-    this.deciding = true;
-    try {
-      if (d.decision === 'complete') {
-        const verdict = await verifying
-          .verifyUsdtTransfer({
-            payoutId: this.record.id,
-            txHash: d.txHash!,
-            to: this.record.receiverWallet,
-            amountUnits: d.amountUsdtUnits!,
-            minConfirmations: this.settings.settlementConfirmations,
-          })
-          .catch(() => 'unproven' as const);
-        if (verdict !== 'confirmed') {
-          throw notResolvable(
-            `transfer ${d.txHash} is not a confirmed, unclaimed payment of that amount to the receiver (${verdict})`,
-          );
-        }
-      }
-      // The step may have found its proof while the transfer was checked: then proof wins.
-      if (isTerminal(this.record.status) || this.decidable === undefined) {
-        throw notResolvable(`payout is already ${this.record.status}`);
-      }
-      this.decisionRefusal = undefined;
-      this.decision = d;
-      await condition(() => isTerminal(this.record.status) || this.decisionRefusal !== undefined);
-      if (this.decisionRefusal !== undefined) throw notResolvable(this.decisionRefusal);
-      return this.record;
-    } finally {
-      this.deciding = false;
-    }
-  }
-
-  private async applyDecision({ decision: d }: { decision: OperatorDecisionInput }): Promise<void> {
-    await bookkeeping.recordOperatorDecision({ payoutId: this.record.id, ...d });
-    log.warn('operator decided the payout', {
-      payoutId: this.record.id,
-      decision: d.decision,
-      by: d.decidedBy,
-    });
-    if (d.decision === 'fail') return this.fail('operator_decision');
+  /** An operator's decision on an unknown: the payout ends on it. */
+  private async applyDecision(decided: Decided): Promise<void> {
+    await this.recordDecision(decided);
+    const d = decided.decision;
+    if (d.decision !== 'complete') return this.fail('operator_decision');
     await this.conclude({
       kind: 'completed',
       txHash: d.txHash!,
       amountUnits: d.amountUsdtUnits!,
       confirmedAt: now(),
+    });
+  }
+
+  private async recordDecision({ decision: d }: Decided): Promise<void> {
+    await bookkeeping.recordOperatorDecision({ payoutId: this.record.id, ...d });
+    log.warn('operator decided the payout', {
+      payoutId: this.record.id,
+      decision: d.decision,
+      by: d.decidedBy,
     });
   }
 
@@ -525,47 +282,6 @@ class PayoutProcess {
     );
   }
 
-  // --- Refunds and alerts ---
-
-  /** Opens the refund cases due while the payout runs; returns once it has ended and none is left. */
-  private async runRefundDesk(): Promise<void> {
-    for (;;) {
-      await condition(() => this.inbox.refundsDue.length > 0 || this.ended);
-      if (this.inbox.refundsDue.length === 0) return;
-      await this.openDueRefunds();
-    }
-  }
-
-  private async openDueRefunds(): Promise<void> {
-    const due = this.inbox.refundsDue;
-    for (let next = due.shift(); next !== undefined; next = due.shift()) {
-      const { event, kind, reason } = next;
-      await bookkeeping.recordLatePayment({ payoutId: this.record.id, event, reason, kind });
-    }
-  }
-
-  private async alertLateSettlements(): Promise<void> {
-    const late = this.inbox.lateSettlements;
-    for (let event = late.shift(); event !== undefined; event = late.shift()) {
-      if (event.type === 'settlement.completed' && event.txHash === this.record.blockchainTxId) {
-        // The report of the very transfer that completed the payout, read after its status proved it.
-        continue;
-      }
-      if (event.type === 'settlement.completed') {
-        await bookkeeping.alertLateSettlement({
-          payoutId: this.record.id,
-          status: this.record.status,
-          event,
-        });
-      } else {
-        log.info('settlement failure reported for an ended payout', {
-          eventId: event.eventId,
-          status: this.record.status,
-        });
-      }
-    }
-  }
-
   // --- The read model ---
 
   private async save(next: PayoutRecord): Promise<void> {
@@ -586,14 +302,6 @@ class PayoutProcess {
     // Partner callback, started once the read model agrees, so a partner who GETs on receipt sees it.
     await startPartnerCallback(this.record);
   }
-}
-
-function notResolvable(message: string): ApplicationFailure {
-  return ApplicationFailure.create({ type: PAYOUT_NOT_RESOLVABLE, message, nonRetryable: true });
-}
-
-function notCancellable(message: string): ApplicationFailure {
-  return ApplicationFailure.create({ type: PAYOUT_NOT_CANCELLABLE, message, nonRetryable: true });
 }
 
 /** Workflow time: deterministic on replay. */

@@ -12,6 +12,7 @@ import type { ProviderEvent } from '../domain/provider-event';
 import { providerEventSignal } from './payout.contract';
 import type { ProviderEventInput, ProviderEventOutcome } from './provider-event.contract';
 import { isUuid } from '../domain/ids';
+import { actOnEventAfterTheEnd } from './payout/refunds-and-late-reports';
 
 type Lookups = Pick<ProviderActivities, 'fetchProviderEvent'> &
   Pick<PayoutBookkeepingActivities, 'findPayoutWorkflow'>;
@@ -27,10 +28,7 @@ const read: Lookups = {
   fetchProviderEvent: proxyLocalActivities<Lookups>(asLocal(NOTIFICATION_FETCH)).fetchProviderEvent,
   findPayoutWorkflow: proxyLocalActivities<Lookups>(asLocal(BOOKKEEPING)).findPayoutWorkflow,
 };
-const bookkeeping =
-  proxyActivities<
-    Pick<PayoutBookkeepingActivities, 'findPayoutWorkflow' | 'recordLatePayment' | 'alertLateSettlement'>
-  >(BOOKKEEPING);
+const bookkeeping = proxyActivities<Pick<PayoutBookkeepingActivities, 'findPayoutWorkflow'>>(BOOKKEEPING);
 
 /**
  * How long an event for a payout id we have no read-model row for is retried before it is given up
@@ -89,21 +87,10 @@ export async function providerEventWorkflow(input: ProviderEventInput): Promise<
     // Signalling a workflow fails only when it has no open run: the payout is COMPLETED or FAILED.
     // The run may have closed after the lookup above, so its final status is read again.
     const ended = (await bookkeeping.findPayoutWorkflow(target.payoutId)) ?? target;
-    if (event.type === 'pix.received') {
-      const refund = await bookkeeping.recordLatePayment({
-        payoutId: target.payoutId,
-        event,
-        reason: `payment received after the payout was ${ended.status}`,
-      });
-      // The redelivered event of the payment the payout settled is no second payment.
-      return refund === 'payment_settles_its_payout' ? 'duplicate_payment' : 'late_payment';
-    }
-    if (event.type === 'settlement.completed') {
-      await bookkeeping.alertLateSettlement({ payoutId: target.payoutId, status: ended.status, event });
-      return 'late_settlement';
-    }
-    log.warn('event for a finished payout ignored', { eventId: event.eventId, type: event.type });
-    return 'ignored';
+    return actOnEventAfterTheEnd(
+      { id: target.payoutId, status: ended.status, blockchainTxId: ended.blockchainTxId },
+      event,
+    );
   }
 }
 

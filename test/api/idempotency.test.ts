@@ -1,3 +1,5 @@
+import { generatePrivateKey, privateKeyToAddress } from 'viem/accounts';
+import { denyWallet } from '../../src/adapters/db/screening-denylist-repo';
 import { randomUUID } from 'node:crypto';
 import { useStack, VALID_PAYOUT } from '../support/stack';
 import { until } from '../support/until';
@@ -312,6 +314,25 @@ describe('Idempotency-Key', () => {
     expect(idOf(res)).toBe(claimedId);
     expect(await keyRow(partnerId, 'abandoned')).toEqual({ payout_id: claimedId, state: 'recorded' });
     expect(idOf(await withKey(apiKey, 'abandoned'))).toBe(claimedId);
+  });
+
+  it('a stale claim whose payout had started answers that payout, even if its receiver is listed since', async () => {
+    const { partnerId, apiKey } = await stack.createPartner();
+    const wallet = privateKeyToAddress(generatePrivateKey());
+    const first = await withKey(apiKey, 'started', { ...VALID_PAYOUT, receiver_wallet: wallet });
+    expect(first.status).toBe(201);
+    // The request died after starting the payout, before recording it; the wallet is listed since.
+    await stack.db.query(
+      `UPDATE idempotency_keys SET state = 'claimed', claimed_at = now() - interval '5 minutes'
+        WHERE partner_id = $1 AND key = 'started'`,
+      [partnerId],
+    );
+    await denyWallet(stack.db, { wallet, by: 'test', reason: 'listed after the payout started' });
+    const resumed = await withKey(apiKey, 'started', { ...VALID_PAYOUT, receiver_wallet: wallet });
+    expect(resumed.status).toBe(201);
+    expect(idOf(resumed)).toBe(idOf(first));
+    expect(await keyRow(partnerId, 'started')).toEqual({ payout_id: idOf(first), state: 'recorded' });
+    expect(await countPayouts(stack.db, partnerId)).toBe(1);
   });
 
   it('after 24 hours the key creates a new payout', async () => {

@@ -6,6 +6,7 @@ import { startReceiver, type Receiver } from '../callbacks/receiver';
 import { useStack, VALID_PAYOUT } from '../support/stack';
 import { until } from '../support/until';
 import { call, expectError, post, type ApiResponse } from './helpers';
+import { payloadKeysOf } from '../../src/main/wiring';
 
 // POST /v1/payouts/{id}/cancel on the real stack (api, worker, Temporal, PostgreSQL, sandbox over
 // HTTP): the workflow decides between the cancel and the payment, the sandbox removes the charge.
@@ -115,7 +116,7 @@ describe('POST /v1/payouts/{id}/cancel', () => {
       stack.db,
       partnerId,
       { url: receiver.url, secret: generateCallbackSecret() },
-      createSecretBox(stack.config),
+      createSecretBox(payloadKeysOf(stack.config)),
     );
     const created = await post(stack.apiUrl, apiKey, JSON.stringify(VALID_PAYOUT));
     const payout = created.json as Payout;

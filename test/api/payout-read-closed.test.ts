@@ -1,6 +1,7 @@
 import { toPayoutResponse, type PayoutRecord } from '../../src/domain/payout';
 import { useStack, VALID_PAYOUT } from '../support/stack';
 import { getPayout, post } from './helpers';
+import { DEFAULT_NETWORK } from '../support/network';
 
 // A payout that reached COMPLETED or FAILED never changes again: GET answers it from the read model
 // the workflow wrote before closing, without querying (and so replaying) the closed workflow.
@@ -33,7 +34,7 @@ describe('GET /v1/payouts/{id} of a closed payout', () => {
 
     const before = await getPayout(stack.apiUrl, apiKey, id);
     expect(before.status).toBe(200);
-    expect(before.json).toEqual(JSON.parse(JSON.stringify(toPayoutResponse(final))));
+    expect(before.json).toEqual(JSON.parse(JSON.stringify(toPayoutResponse(final, DEFAULT_NETWORK))));
 
     // A field no transition writes, changed in the read model only: the answer shows where it came
     // from. A query would answer the workflow's value.

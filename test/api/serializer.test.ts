@@ -1,7 +1,8 @@
-import { payoutResponseSchema } from '../../src/api/payouts/schemas';
+import { payoutResponseSchema } from '../../src/api/payouts/payout.schemas';
 import { PAYOUT_STATUSES, toPayoutResponse, type PayoutRecord } from '../../src/domain/payout';
 import { completedPayout } from '../support/payouts';
 import { PAYOUT_KEYS } from './helpers';
+import { DEFAULT_NETWORK } from '../support/network';
 
 // The one serializer (docs/api.md "The Payout object"): a whitelist, so no internal field can leak
 // whatever the record holds; settlement fields and timestamps only on COMPLETED.
@@ -22,7 +23,7 @@ function recordWith(status: PayoutRecord['status']): PayoutRecord {
 
 describe('toPayoutResponse', () => {
   it.each(PAYOUT_STATUSES)('%s: only spec keys, snake_case, no internal field', (status) => {
-    const response = toPayoutResponse(recordWith(status));
+    const response = toPayoutResponse(recordWith(status), DEFAULT_NETWORK);
     const expected =
       status === 'COMPLETED' ? [...PAYOUT_KEYS, 'confirmed_at', 'paid_at'].sort() : PAYOUT_KEYS;
     expect(Object.keys(response).sort()).toEqual(expected);
@@ -41,7 +42,7 @@ describe('toPayoutResponse', () => {
   it.each(['PENDING', 'PROCESSING', 'FAILED'] as const)(
     '%s shows the initial settlement values even when the record holds others',
     (status) => {
-      expect(toPayoutResponse(recordWith(status))).toMatchObject({
+      expect(toPayoutResponse(recordWith(status), DEFAULT_NETWORK)).toMatchObject({
         settled_amount_usdt: 0,
         blockchain_network: '',
         blockchain_chain_id: 0,
@@ -51,8 +52,8 @@ describe('toPayoutResponse', () => {
     },
   );
 
-  it('COMPLETED carries the settlement, as JSON numbers and the chain of docs/decisions.md D23', () => {
-    expect(toPayoutResponse(recordWith('COMPLETED'))).toMatchObject({
+  it('COMPLETED carries the settlement, as JSON numbers, on the default network (docs/decisions.md D41)', () => {
+    expect(toPayoutResponse(recordWith('COMPLETED'), DEFAULT_NETWORK)).toMatchObject({
       amount_brl: 100,
       min_amount_usdt: 17.152658,
       settled_amount_usdt: 17.825311,
@@ -65,9 +66,18 @@ describe('toPayoutResponse', () => {
     });
   });
 
+  it('names the configured settlement network, never one of its own', () => {
+    const testnet = { name: 'Arbitrum Sepolia', chainId: 421614, explorerUrl: 'https://sepolia.arbiscan.io' };
+    expect(toPayoutResponse(recordWith('COMPLETED'), testnet)).toMatchObject({
+      blockchain_network: 'Arbitrum Sepolia',
+      blockchain_chain_id: 421614,
+      block_explorer_url: `https://sepolia.arbiscan.io/tx/${TX}`,
+    });
+  });
+
   it('the route response schema drops any key the serializer might one day add by mistake', () => {
     const leaky = {
-      ...toPayoutResponse(recordWith('PENDING')),
+      ...toPayoutResponse(recordWith('PENDING'), DEFAULT_NETWORK),
       providerChargeId: 'chg_internal',
       version: 7,
     };

@@ -3,12 +3,12 @@ import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { freePort } from '../../dev/local/infra/ports';
 
-// The api as production starts it (`src/api/server.ts`, its own OS process): settings that must
+// The api as production starts it (`src/main/api.ts`, its own OS process): settings that must
 // stop it do so before it serves anything, with a message naming the variable.
 const ROOT = path.resolve(__dirname, '../..');
 
 async function startApi(env: Record<string, string>): Promise<{ code: number | null; stderr: string }> {
-  const child = spawn(path.join(ROOT, 'node_modules/.bin/tsx'), ['src/api/server.ts'], {
+  const child = spawn(path.join(ROOT, 'node_modules/.bin/tsx'), ['src/main/api.ts'], {
     cwd: ROOT,
     env: {
       PATH: process.env.PATH,

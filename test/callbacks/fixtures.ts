@@ -1,15 +1,19 @@
+import { DEFAULT_NETWORK } from '../support/network';
 import { randomBytes } from 'node:crypto';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Worker } from '@temporalio/worker';
-import { createCallbackActivities } from '../../src/activities/callback-activities';
+import { createCallbackActivities } from '../../src/activities/callback.activities';
 import { createPartner, setPartnerCallback } from '../../src/adapters/db/partners-repo';
 import type { Db } from '../../src/adapters/db/pool';
 import { createSecretBox } from '../../src/adapters/secrets/secret-box';
+import { payloadKeysOf } from '../../src/main/wiring';
 import { createLogger } from '../../src/observability/logger';
 import { workflowBundle } from '../support/stack';
 
 /** Seals callback secrets as a worker with its own payload key does. */
-export const testSecrets = createSecretBox({ PAYLOAD_ENCRYPTION_KEY: randomBytes(32).toString('base64') });
+export const testSecrets = createSecretBox(
+  payloadKeysOf({ PAYLOAD_ENCRYPTION_KEY: randomBytes(32).toString('base64') }),
+);
 
 /** A partner of its own per test, optionally with a callback URL and secret. */
 export async function partnerWithCallback(
@@ -32,6 +36,7 @@ export async function createCallbackWorker(
     taskQueue,
     workflowBundle: await workflowBundle(),
     activities: createCallbackActivities({
+      network: DEFAULT_NETWORK,
       secrets: testSecrets,
       db,
       logger: createLogger({ level: 'silent', name: 'test' }),

@@ -9,6 +9,7 @@ import { useStack } from '../support/stack';
 import { until } from '../support/until';
 import { startReceiver, type Receiver } from './receiver';
 import { WorkflowNotFoundError } from '@temporalio/client';
+import { payloadKeysOf } from '../../src/main/wiring';
 
 // The whole service on real servers: a payout paid through the sandbox reaches COMPLETED (or
 // FAILED) and the partner's receiver, on loopback (explicitly allowed), is told with the GET shape.
@@ -40,7 +41,12 @@ describe('partner callbacks end to end', () => {
   async function partnerWithCallback(): Promise<{ partnerId: string; apiKey: string }> {
     const partner = await stack.createPartner();
     const callback = { url: receiver.url, secret };
-    await setPartnerCallback(stack.db, partner.partnerId, callback, createSecretBox(stack.config));
+    await setPartnerCallback(
+      stack.db,
+      partner.partnerId,
+      callback,
+      createSecretBox(payloadKeysOf(stack.config)),
+    );
     return partner;
   }
 

@@ -15,6 +15,7 @@ import {
   resolveCallbackRetry,
 } from '../../src/domain/callback-event';
 import { toPayoutResponse } from '../../src/domain/payout';
+import { DEFAULT_NETWORK } from '../support/network';
 import { completedPayout } from '../support/payouts';
 
 const secret = generateCallbackSecret();
@@ -110,8 +111,11 @@ describe('callback event', () => {
   });
 
   it('carries the payout in the one partner-facing shape, without internal fields', () => {
-    const parsed = JSON.parse(callbackBody('payout.completed', record)) as Record<string, unknown>;
-    expect(parsed).toEqual({ event: 'payout.completed', payout: toPayoutResponse(record) });
+    const parsed = JSON.parse(callbackBody('payout.completed', record, DEFAULT_NETWORK)) as Record<
+      string,
+      unknown
+    >;
+    expect(parsed).toEqual({ event: 'payout.completed', payout: toPayoutResponse(record, DEFAULT_NETWORK) });
     expect(JSON.stringify(parsed)).not.toMatch(/providerChargeId|chg_1|version/);
   });
 

@@ -1,6 +1,6 @@
 import { createPublicClient, createWalletClient, http, type Abi, type Address, type Hex } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
-import { compileTestUsdt } from '../../dev/local/compile-test-usdt';
+import { compileContract } from '../../dev/local/compile-contracts';
 
 // A test-only contract that pays several (receiver, amount) pairs in one transaction, as a batching
 // payer would: one transaction, several USDT Transfer logs. Compiled here with solc-js (a
@@ -70,7 +70,7 @@ export async function deployBatchSender(opts: {
   const approveHash = await wallet.writeContract({
     address: opts.usdt,
     // The service's ABI has no approve (it never needs one): the test token's full ABI does.
-    abi: compileTestUsdt().abi,
+    abi: compileContract('TestUSDT').abi,
     functionName: 'approve',
     args: [sender, 2n ** 256n - 1n],
     chain: null,

@@ -1,3 +1,4 @@
+import { createChainAndDenylistScreening } from '../../src/adapters/screening/receiver-screening';
 import { randomUUID } from 'node:crypto';
 import { ApplicationFailure } from '@temporalio/common';
 import { createPublicClient, http, parseTransaction, type Address, type Hex, type PublicClient } from 'viem';
@@ -12,7 +13,7 @@ import { createMetrics, type Metrics } from '../../src/observability/metrics';
 import { maxGasCostOf } from '../../src/adapters/chain/usdt-ledger';
 import { deployBatchSender } from './batch-sender';
 import { anvilAccount } from '../../dev/local/infra/anvil';
-import { startTestChain, type TestChain } from '../support/chain';
+import { startTestChain, type TestChain, sentHash } from '../support/chain';
 import { testDatabaseUrl } from '../support/env';
 
 // The settlement activities against a real chain (anvil, chain id 42161) and the real PostgreSQL:
@@ -59,6 +60,15 @@ async function treasuryWorld(usdtUnits: bigint, opts: { repriceAfterSeconds?: nu
     metrics,
     nonceConflictProof: { receiptLookups: 3, spacingMs: 20 },
     treasuryRepriceAfterSeconds: opts.repriceAfterSeconds ?? 120,
+    // Only the denylist: these activity tests never screen (the screening step has tests of its own).
+    screening: createChainAndDenylistScreening({
+      rpcUrl: anvil.rpcUrl,
+      db: db,
+      sources: ['denylist'],
+      tokenAddress: usdt,
+      oracleAddress: usdt,
+      cacheSeconds: 0,
+    }),
   });
   return { key, address, ledger, metrics, activities };
 }
@@ -211,7 +221,7 @@ it('an empty treasury is not final: the transfer retries with the alert until to
   expect(await counter(world.metrics, 'treasuryInsufficientFunds')).toBe(1);
 
   await anvil.transfer(providerWallet.privateKey, world.address, 3_000_000n);
-  const { txHash } = await world.activities.sendTreasuryTransfer(req);
+  const txHash = sentHash(await world.activities.sendTreasuryTransfer(req));
   await rpc.waitForTransactionReceipt({ hash: txHash, pollingInterval: 50 });
   await expect(
     world.activities.confirmTreasuryTransfer({ ...req, minConfirmations: 1 }),
@@ -350,7 +360,7 @@ describe('a treasury transfer left unmined', () => {
     const world = await holdingWorld(10_000_000n);
     const receiver = privateKeyToAddress(generatePrivateKey());
     const req = { payoutId: randomUUID(), to: receiver, amountUnits: '4000000', minConfirmations: 1 };
-    const { txHash: original } = await world.activities.sendTreasuryTransfer(req);
+    const original = sentHash(await world.activities.sendTreasuryTransfer(req));
 
     // Waiting in the pool at today's fees: re-pricing cannot help, so it is not re-priced.
     await expect(world.activities.confirmTreasuryTransfer(req)).rejects.toMatchObject({
@@ -395,7 +405,7 @@ describe('a treasury transfer left unmined', () => {
     const world = await holdingWorld(10_000_000n);
     const receiver = privateKeyToAddress(generatePrivateKey());
     const req = { payoutId: randomUUID(), to: receiver, amountUnits: '3000000', minConfirmations: 1 };
-    const { txHash: original } = await world.activities.sendTreasuryTransfer(req);
+    const original = sentHash(await world.activities.sendTreasuryTransfer(req));
     const [originalRaw] = await rawOf(req.payoutId);
     await priceOut();
     await expect(world.activities.confirmTreasuryTransfer(req)).rejects.toMatchObject({

@@ -13,7 +13,7 @@ import {
   type PublicClient,
 } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
-import { compileFresh, compileTestUsdt, sourceKey } from '../../dev/local/compile-test-usdt';
+import { compileContract, compileFresh, sourceKey } from '../../dev/local/compile-contracts';
 import { USDT_ABI } from '../../src/adapters/chain/usdt-abi';
 import { ChainError, createUsdtLedger, type UsdtLedger } from '../../src/adapters/chain/usdt-ledger';
 import { deployBatchSender } from './batch-sender';
@@ -77,19 +77,19 @@ describe('local chain setup', () => {
   });
 
   it('serves the compiled contract from the cache on later calls, and recompiles a stale one', () => {
-    // The committed artefact is current (test/build/test-usdt-artifact.test.ts), so it is what
-    // compileTestUsdt deploys; a fresh compile goes through the cache, keyed by source and settings.
-    const committed = compileTestUsdt();
+    // The committed artefact is current (test/build/contract-artifacts.test.ts), so it is what
+    // compileContract deploys; a fresh compile goes through the cache, keyed by source and settings.
+    const committed = compileContract('TestUSDT');
     const cacheDir = mkdtempSync(path.join(os.tmpdir(), 'usdt-cache-'));
     try {
       const cacheFile = path.join(cacheDir, 'TestUSDT.json');
-      const key = sourceKey();
+      const key = sourceKey('TestUSDT');
       // A marker no compiler would produce: getting it back proves the cache answered, not solc.
       writeFileSync(cacheFile, JSON.stringify({ key, abi: [], bytecode: '0xcafe' }));
-      expect(compileFresh({ cacheFile })).toEqual({ abi: [], bytecode: '0xcafe' });
+      expect(compileFresh('TestUSDT', { cacheFile })).toEqual({ abi: [], bytecode: '0xcafe' });
       // Another key (source or settings changed): compiled again, and the cache rewritten.
       writeFileSync(cacheFile, JSON.stringify({ key: 'stale', abi: [], bytecode: '0xcafe' }));
-      expect(compileFresh({ cacheFile }).bytecode).toBe(committed.bytecode);
+      expect(compileFresh('TestUSDT', { cacheFile }).bytecode).toBe(committed.bytecode);
       expect((JSON.parse(readFileSync(cacheFile, 'utf8')) as { key: string }).key).toBe(key);
     } finally {
       rmSync(cacheDir, { recursive: true, force: true });
@@ -254,7 +254,7 @@ describe('verifyTransfer', () => {
       minConfirmations: 1,
     });
     const receipt = await rpc.getTransactionReceipt({ hash });
-    expect(check).toEqual({ status: 'reverted', blockNumber: receipt.blockNumber });
+    expect(check).toEqual({ status: 'reverted', blockNumber: receipt.blockNumber, confirmations: 1 });
   });
 });
 

@@ -9,6 +9,7 @@ import { createPool, type Db } from '../../src/adapters/db/pool';
 import { callbackEventId } from '../../src/domain/callback-event';
 import { testDatabaseUrl } from '../support/env';
 import { partnerWithCallback } from '../callbacks/fixtures';
+import { payloadKeysOf } from '../../src/main/wiring';
 
 const ROOT = path.resolve(__dirname, '../..');
 const payloadKey = randomBytes(32).toString('base64');
@@ -22,7 +23,7 @@ function admin(
   return new Promise((resolve) => {
     const child = execFile(
       process.execPath,
-      ['--import', 'tsx', 'src/cli/admin.ts', ...args],
+      ['--import', 'tsx', 'src/main/admin.ts', ...args],
       {
         cwd: ROOT,
         env: { ...process.env, DATABASE_URL: testDatabaseUrl(), NODE_ENV: 'development', ...env },
@@ -76,7 +77,11 @@ describe('admin CLI: callbacks', () => {
     expect(allowed.code).toBe(0);
     expect(JSON.parse(allowed.stdout)).toEqual({ partner_id: id, callback_url: 'http://127.0.0.1:8080/cb' });
     expect(
-      await findPartnerCallback(db, id, createSecretBox({ PAYLOAD_ENCRYPTION_KEY: payloadKey })),
+      await findPartnerCallback(
+        db,
+        id,
+        createSecretBox(payloadKeysOf({ PAYLOAD_ENCRYPTION_KEY: payloadKey })),
+      ),
     ).toEqual({
       url: 'http://127.0.0.1:8080/cb',
       secret,

@@ -15,7 +15,7 @@ async function cli(args: string[]): Promise<{ code: number; stdout: string; stde
   try {
     const { stdout, stderr } = await run(
       path.join(ROOT, 'node_modules/.bin/tsx'),
-      ['src/cli/admin.ts', ...args],
+      ['src/main/admin.ts', ...args],
       {
         cwd: ROOT,
         env: { PATH: process.env.PATH, HOME: process.env.HOME, DATABASE_URL: testDatabaseUrl() },

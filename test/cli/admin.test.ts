@@ -1,3 +1,4 @@
+import { payloadKeysOf } from '../../src/main/wiring';
 import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import path from 'node:path';
@@ -26,7 +27,7 @@ async function cli(
     stdin = '',
   }: { command?: string; env?: Record<string, string>; stdin?: string } = {},
 ): Promise<CliResult> {
-  const argv = command.endsWith('tsx') ? ['src/cli/admin.ts', ...args] : args;
+  const argv = command.endsWith('tsx') ? ['src/main/admin.ts', ...args] : args;
   try {
     const running = run(command, argv, {
       cwd: ROOT,
@@ -91,6 +92,15 @@ describe('admin CLI', () => {
     expect(await res.json()).toMatchObject({ partner_id: created.partner_id });
   });
 
+  it("reads only the settings a command uses: the worker's treasury mode without its key does not stop `partner create`", async () => {
+    const created = json(
+      await cli(['partner', 'create', '--name', 'treasury shell'], {
+        env: { SETTLEMENT_MODE: 'treasury', EVM_RPC_URL: 'not a url', TEMPORAL_PROFILE: 'no-such-profile' },
+      }),
+    ) as { api_key: string };
+    expect((await postWith(created.api_key)).status).toBe(201);
+  });
+
   it('partner list shows partners with status and callback URL, never a key', async () => {
     const { partner_id, api_key } = await create('listed partner');
     const listed = json(await cli(['partner', 'list'])) as { partners: Record<string, unknown>[] };
@@ -146,7 +156,7 @@ describe('admin CLI', () => {
       CALLBACK_ALLOW_PRIVATE_NETWORKS: 'true',
       PAYLOAD_ENCRYPTION_KEY: stack.config.PAYLOAD_ENCRYPTION_KEY!,
     };
-    const secrets = createSecretBox(stack.config);
+    const secrets = createSecretBox(payloadKeysOf(stack.config));
     const stored = async () =>
       (
         await stack.db.query<{ callback_url: string; callback_secret: string }>(
@@ -303,7 +313,7 @@ describe('admin CLI', () => {
   it('an unreachable database -> exit 1 with a hint', async () => {
     const result = await run(
       path.join(ROOT, 'node_modules/.bin/tsx'),
-      ['src/cli/admin.ts', 'partner', 'list'],
+      ['src/main/admin.ts', 'partner', 'list'],
       {
         cwd: ROOT,
         env: {

@@ -2,9 +2,10 @@ import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { privateKeyToAddress } from 'viem/accounts';
 import { parse } from 'yaml';
-import { CONFIG_KEYS, loadConfig } from '../../src/config';
+import { loadApiConfig, loadMigrateConfig, loadWorkerConfig, PROCESS_VARIABLES } from '../../src/config';
 import { PAYOUT_SEARCH_ATTRIBUTES } from '../../src/workflows/search-attributes';
 import { anvilAccount } from '../../dev/local/infra/anvil';
+import { FRESH_CHAIN_CONTRACTS } from '../../dev/local/local-contracts';
 import { loadSandboxConfig, SANDBOX_ENV_KEYS } from '../../dev/sandbox/config';
 
 // There is no Docker engine here, so docker-compose.yml is checked statically against the code:
@@ -36,11 +37,7 @@ function loadCompose(hostEnv: Record<string, string> = {}): { services: Record<s
 }
 const services = loadCompose().services;
 const published = (name: string) => (services[name]?.ports ?? []).map((p) => p.split(':'));
-// chain-setup.ts runs main() on import, so its constant is read from the source instead.
-const tokenAddress = /EXPECTED_ADDRESS = '(0x[0-9a-fA-F]{40})'/.exec(
-  readFileSync(path.join(ROOT, 'dev/local/chain-setup.ts'), 'utf8'),
-)![1]!;
-
+const tokenAddress = FRESH_CHAIN_CONTRACTS.usdtAddress;
 describe('docker-compose.yml', () => {
   it('has every part of the system', () => {
     expect(Object.keys(services)).toEqual(
@@ -102,7 +99,7 @@ describe('docker-compose.yml', () => {
   });
 
   it('migrates once, in a one-shot job the api and the worker wait for', () => {
-    expect(services.migrate!.command).toEqual(['node', 'dist/src/cli/migrate.js']);
+    expect(services.migrate!.command).toEqual(['node', 'dist/src/main/migrate.js']);
     expect(services.migrate!.restart).toBe('no');
     for (const name of ['api', 'worker'])
       expect(services[name]!.depends_on).toMatchObject({
@@ -119,10 +116,14 @@ describe('docker-compose.yml', () => {
     });
     // The namespace the api and the worker connect to (the service's own, not "default") is the one
     // the setup creates, and every search attribute the workflows upsert is registered in it.
-    const namespaces = ['api', 'worker'].map(
-      (name) => loadConfig(services[name]!.environment!).TEMPORAL_NAMESPACE,
-    );
-    expect(namespaces).toEqual([loadConfig({}).TEMPORAL_NAMESPACE, loadConfig({}).TEMPORAL_NAMESPACE]);
+    const namespaces = [
+      loadApiConfig(services.api!.environment!).TEMPORAL_NAMESPACE,
+      loadWorkerConfig(services.worker!.environment!).TEMPORAL_NAMESPACE,
+    ];
+    expect(namespaces).toEqual([
+      loadApiConfig({}).TEMPORAL_NAMESPACE,
+      loadWorkerConfig({}).TEMPORAL_NAMESPACE,
+    ]);
     const namespace = namespaces[0]!;
     expect(namespace).not.toBe('default');
     const setup = String(services['temporal-setup']!.command);
@@ -146,39 +147,59 @@ describe('docker-compose.yml', () => {
       scrape_configs: { job_name: string; static_configs: { targets: string[] }[] }[];
     };
     expect(prometheus.rule_files).toEqual(['/etc/prometheus/alerts.yml']);
-    const api = loadConfig(services.api!.environment!);
+    const api = loadApiConfig(services.api!.environment!);
+    const worker = loadWorkerConfig(services.worker!.environment!);
     const targets = Object.fromEntries(
       prometheus.scrape_configs.map((c) => [c.job_name, c.static_configs.flatMap((s) => s.targets)]),
     );
     expect(targets).toEqual({
       'payout-api': [`api:${api.METRICS_PORT}`],
-      'payout-worker': [`worker:${api.WORKER_METRICS_PORT}`],
+      'payout-worker': [`worker:${worker.WORKER_METRICS_PORT}`],
     });
   });
 
-  it.each(['api', 'worker'])('gives the %s only variables the config knows, and valid ones', (name) => {
-    const env = services[name]!.environment!;
-    for (const key of Object.keys(env)) expect(CONFIG_KEYS).toContain(key);
-    const config = loadConfig(env);
-    expect(config.TEMPORAL_ADDRESS).toBe('temporal:7233');
-    expect(new URL(config.PROVIDER_API_URL).host).toBe('sandbox:4000');
-    expect(new URL(config.EVM_RPC_URL).host).toBe('anvil:8545');
-    expect(config.EVM_CHAIN_ID).toBe(42161);
-    expect(config.USDT_CONTRACT_ADDRESS.toLowerCase()).toBe(tokenAddress.toLowerCase());
-    expect(privateKeyToAddress(config.TREASURY_PRIVATE_KEY as `0x${string}`)).toBe(
+  it.each([
+    ['api', 'api'],
+    ['worker', 'worker'],
+    ['migrate', 'migrate'],
+    ['admin', 'admin'],
+  ] as const)('gives the %s service only variables its process reads', (service, process) => {
+    for (const key of Object.keys(services[service]!.environment!))
+      expect({ service, key, read: PROCESS_VARIABLES[process].includes(key as never) }).toEqual({
+        service,
+        key,
+        read: true,
+      });
+  });
+
+  it('gives the api and the worker valid settings for the stack', () => {
+    const api = loadApiConfig(services.api!.environment!);
+    const worker = loadWorkerConfig(services.worker!.environment!);
+    for (const config of [api, worker]) {
+      expect(config.TEMPORAL_ADDRESS).toBe('temporal:7233');
+      expect(new URL(config.PROVIDER_API_URL).host).toBe('sandbox:4000');
+      expect(config.EVM_CHAIN_ID).toBe(42161);
+    }
+    for (const config of [api, worker]) {
+      expect(new URL(config.EVM_RPC_URL).host).toBe('anvil:8545');
+      expect(config.USDT_CONTRACT_ADDRESS.toLowerCase()).toBe(tokenAddress.toLowerCase());
+      expect(config.SANCTIONS_ORACLE_ADDRESS.toLowerCase()).toBe(
+        FRESH_CHAIN_CONTRACTS.sanctionsOracleAddress.toLowerCase(),
+      );
+    }
+    expect(privateKeyToAddress(worker.TREASURY_PRIVATE_KEY as `0x${string}`)).toBe(
       anvilAccount('treasury').address,
     );
-    if (name === 'api') {
-      expect(published('api')).toContainEqual([String(config.PORT), String(config.PORT)]);
-      expect(published('api')).toContainEqual([String(config.METRICS_PORT), String(config.METRICS_PORT)]);
-    }
+    expect(published('api')).toContainEqual([String(api.PORT), String(api.PORT)]);
+    expect(published('api')).toContainEqual([String(api.METRICS_PORT), String(api.METRICS_PORT)]);
+    expect(loadMigrateConfig(services.migrate!.environment!).DATABASE_URL).toBe(api.DATABASE_URL);
   });
 
   it('points the sandbox at the api webhook, the chain and its funded wallet', () => {
     const env = services.sandbox!.environment!;
     for (const key of Object.keys(env)) expect(SANDBOX_ENV_KEYS).toContain(key);
     const sandbox = loadSandboxConfig(env);
-    const api = loadConfig(services.api!.environment!);
+    const api = loadApiConfig(services.api!.environment!);
     expect(sandbox.webhookUrl).toBe(`http://api:${api.PORT}/webhooks/${api.PROVIDER_NAME}`);
     expect(sandbox.port).toBe(4000);
     expect(sandbox.usdtAddress?.toLowerCase()).toBe(tokenAddress.toLowerCase());
@@ -187,10 +208,10 @@ describe('docker-compose.yml', () => {
 
   it('lets the Web UI decode payloads through the api codec endpoint', () => {
     const ui = services['temporal-ui']!.environment!;
-    const api = loadConfig(services.api!.environment!);
+    const api = loadApiConfig(services.api!.environment!);
     expect(ui.TEMPORAL_CODEC_ENDPOINT).toBe(`http://localhost:${api.METRICS_PORT}/codec`);
     expect(api.CODEC_CORS_ORIGINS.split(',')).toContain('http://localhost:8233');
-    const worker = loadConfig(services.worker!.environment!);
+    const worker = loadWorkerConfig(services.worker!.environment!);
     expect(published('worker')).toContainEqual([
       String(worker.WORKER_METRICS_PORT),
       String(worker.WORKER_METRICS_PORT),
@@ -198,14 +219,21 @@ describe('docker-compose.yml', () => {
   });
 
   it('runs the worker versioned when the host sets TEMPORAL_WORKER_BUILD_ID, unversioned otherwise', () => {
-    const unset = loadConfig(services.worker!.environment!);
+    const unset = loadWorkerConfig(services.worker!.environment!);
     expect(unset.TEMPORAL_WORKER_BUILD_ID).toBeUndefined();
-    const worker = loadConfig(
+    const worker = loadWorkerConfig(
       loadCompose({ TEMPORAL_WORKER_BUILD_ID: '5aac218' }).services.worker!.environment!,
     );
     expect(worker.TEMPORAL_WORKER_BUILD_ID).toBe('5aac218');
     // The only worker of the demo: it promotes its own build, or no new payout would start.
     expect(worker.TEMPORAL_WORKER_SET_CURRENT).toBe(true);
+  });
+
+  it('starts the api and the worker only once the chain setup has deployed the contracts they read', () => {
+    for (const name of ['api', 'worker'])
+      expect(services[name]!.depends_on).toMatchObject({
+        'chain-setup': { condition: 'service_completed_successfully' },
+      });
   });
 
   it('starts anvil on chain id 42161', () => {

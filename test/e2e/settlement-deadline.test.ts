@@ -105,7 +105,7 @@ describe('settlement deadline (real servers, chain mined by the test)', () => {
     try {
       const { stdout, stderr } = await runFile(
         path.join(ROOT, 'node_modules/.bin/tsx'),
-        ['src/cli/admin.ts', ...args],
+        ['src/main/admin.ts', ...args],
         { cwd: ROOT, env, timeout: 60_000 },
       );
       return { code: 0, stdout, stderr };

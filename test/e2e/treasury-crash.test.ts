@@ -1,3 +1,5 @@
+import { sentHash } from '../support/chain';
+import { createChainAndDenylistScreening } from '../../src/adapters/screening/receiver-screening';
 import { createPublicClient, http, type Hex } from 'viem';
 import { generatePrivateKey, privateKeyToAddress } from 'viem/accounts';
 import { createActivities } from '../../src/activities';
@@ -85,6 +87,15 @@ describe('treasury transfer survives a worker crash (worker as a separate proces
       createActivities({
         db: stack.db,
         provider: {} as never, // not used by the treasury activities
+        // Only the denylist: these activity tests never screen (the screening step has tests of its own).
+        screening: createChainAndDenylistScreening({
+          rpcUrl: stack.rpcUrl,
+          db: stack.db,
+          sources: ['denylist'],
+          tokenAddress: stack.usdtAddress,
+          oracleAddress: stack.usdtAddress,
+          cacheSeconds: 0,
+        }),
         ledger: createUsdtLedger({
           rpcUrl: stack.rpcUrl,
           chainId: 42161,
@@ -138,7 +149,7 @@ describe('treasury transfer survives a worker crash (worker as a separate proces
       const req = { payoutId: crypto.randomUUID(), to: receiver, amountUnits: '2000000' };
       await stack.chain.setAutomine(false);
       try {
-        const { txHash } = await acts.sendTreasuryTransfer(req);
+        const txHash = sentHash(await acts.sendTreasuryTransfer(req));
         await stack.chain.rpc('anvil_dropTransaction', [txHash]);
         const client = createPublicClient({ transport: http(stack.rpcUrl) });
         await expect(client.getTransaction({ hash: txHash })).rejects.toThrow();

@@ -13,6 +13,7 @@ import { payoutWorkflowId } from '../../src/workflows/payout.contract';
 import { startProcessStack, type ApiProcess, type ProcessStack } from '../support/process-stack';
 import { until } from '../support/until';
 import { workflowBundle } from '../support/stack';
+import { payloadKeysOf } from '../../src/main/wiring';
 
 // Worker Versioning on a real Temporal dev server, with the service's real processes: two builds of
 // the worker whose payout workflow code is incompatible (test/e2e/fixtures/next-build-workflows.ts),
@@ -71,7 +72,7 @@ describe('worker versioning: two worker builds, one Temporal server, payouts in 
     try {
       const { stdout, stderr } = await run(
         path.join(ROOT, 'node_modules/.bin/tsx'),
-        ['src/cli/admin.ts', ...args],
+        ['src/main/admin.ts', ...args],
         {
           cwd: ROOT,
           env: { PATH: process.env.PATH, HOME: process.env.HOME, ...stack.serviceEnv },
@@ -197,9 +198,11 @@ describe('worker versioning: two worker builds, one Temporal server, payouts in 
     // The control: the two builds really cannot replay each other's payouts, so the above is the
     // pinning at work. Each history replays on its own build and fails on the other.
     // (The SDK core logs the two expected failures as WARN "[TMPRL1100] Nondeterminism error" lines.)
-    const dataConverter = createDataConverter({
-      PAYLOAD_ENCRYPTION_KEY: stack.serviceEnv.PAYLOAD_ENCRYPTION_KEY,
-    });
+    const dataConverter = createDataConverter(
+      payloadKeysOf({
+        PAYLOAD_ENCRYPTION_KEY: stack.serviceEnv.PAYLOAD_ENCRYPTION_KEY,
+      }),
+    );
     const replay = (code: string, payout: PayoutResponse) =>
       Worker.runReplayHistory(
         { workflowBundle: { code }, dataConverter },

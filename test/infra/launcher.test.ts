@@ -127,6 +127,7 @@ beforeAll(async () => {
     'EVM_RPC_URL',
     'PROVIDER_API_URL',
     'USDT_CONTRACT_ADDRESS',
+    'SANCTIONS_ORACLE_ADDRESS',
   ])
     delete env[key];
   apiUrl = `http://127.0.0.1:${env.PORT}`;
@@ -157,6 +158,7 @@ describe('npm start (dev/local/start.ts)', () => {
   let first: Launch;
   let partner: string;
   let usdt: string;
+  let oracle: string;
 
   it(
     'refuses a second start while one runs, naming the running launcher and its API',
@@ -164,6 +166,9 @@ describe('npm start (dev/local/start.ts)', () => {
       first = await started();
       partner = demoPartner();
       usdt = (await first.waitFor(/USDT test token at/)).match(/0x[0-9a-fA-F]{40}/)![0];
+      oracle = (await first.waitFor(/sanctions oracle \(test\) at/)).match(/0x[0-9a-fA-F]{40}/)![0];
+      // The summary shows what the api and worker were given: the local oracle, screening out of the box.
+      await first.waitFor(new RegExp(`^  Sanctions oracle ${oracle}$`));
 
       const second = launch();
       expect(await second.exited).toBe(1);
@@ -208,6 +213,7 @@ describe('npm start (dev/local/start.ts)', () => {
           expect.stringMatching(/^stopped Temporal dev server \(pid \d+\) left running/),
           expect.stringMatching(/^stopped anvil \(pid \d+\) left running/),
           `USDT test token at ${usdt}`,
+          `sanctions oracle (test) at ${oracle}`,
         ]),
       );
       expect(demoPartner()).toBe(partner);

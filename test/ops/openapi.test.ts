@@ -1,4 +1,4 @@
-import { loadConfig } from '../../src/config';
+import { loadApiConfig } from '../../src/config';
 import { PAYOUT_KEYS } from '../api/helpers';
 import { startApi, type RunningApi } from '../support/api';
 
@@ -36,7 +36,7 @@ describe('OpenAPI document', () => {
   };
 
   beforeAll(async () => {
-    const config = loadConfig({ LOG_LEVEL: 'silent', PUBLIC_BASE_URL: 'https://payouts.example.com' });
+    const config = loadApiConfig({ LOG_LEVEL: 'silent', PUBLIC_BASE_URL: 'https://payouts.example.com' });
     api = await startApi({ config, providerUrl: null });
     base = api.url;
     const res = await get('/openapi.json');

@@ -244,6 +244,10 @@ describe('api and worker processes: metrics, alert rules, logs, encrypted payloa
     expect(workerText).toMatch(/^payout_refund_cases_opened_total\{kind="wrong_amount"\} 0$/m);
     expect(workerText).toMatch(/^payout_transfer_claim_conflicts_total 0$/m);
     expect(workerText).toMatch(/^payout_treasury_insufficient_funds_total 0$/m);
+    expect(workerText).toMatch(/^payout_treasury_cannot_send_total\{reason="blocked_by_issuer"\} 0$/m);
+    expect(workerText).toMatch(/^payout_treasury_nonce_gaps_total 0$/m);
+    // Read from the chain at scrape time: this stack's treasury can send.
+    expect(workerText).toMatch(/^treasury_can_send\{address="0x[0-9a-fA-F]{40}",reason="none"\} 1$/m);
     expect(apiText).toMatch(/^webhook_deliveries_total\{provider="sandbox",outcome="failed"\} 0$/m);
 
     const exposed = new Set([...sampledMetricNames(apiText), ...sampledMetricNames(workerText)]);

@@ -1,17 +1,13 @@
 import { randomBytes } from 'node:crypto';
 import { defaultPayloadConverter, type Payload } from '@temporalio/common';
 import { Registry } from 'prom-client';
-import { ConfigError, loadConfig } from '../../src/config';
+import { parsePayloadKey, PayloadKeyError, payloadKeys } from '../../src/adapters/secrets/payload-keys';
+import { ConfigError, loadApiConfig, loadWorkerConfig } from '../../src/config';
 import { createLogger } from '../../src/observability/logger';
 import { startOpsServer, type OpsServer } from '../../src/observability/ops-server';
 import { createCodecEndpoint } from '../../src/temporal/codec-endpoint';
 import { createDataConverter, createPayloadCodec } from '../../src/temporal/data-converter';
-import {
-  AesGcmPayloadCodec,
-  isEncrypted,
-  parsePayloadKey,
-  PayloadKeyError,
-} from '../../src/temporal/payload-codec';
+import { AesGcmPayloadCodec, isEncrypted } from '../../src/temporal/payload-codec';
 
 // The AES-256-GCM payload codec and the codec endpoint the Temporal Web UI and CLI call. The
 // end-to-end proof (history fetched raw from a real server is unreadable and decodes back) is in
@@ -25,7 +21,7 @@ const text = (payload: Payload) => Buffer.from(payload.data ?? []).toString('lat
 
 describe('AesGcmPayloadCodec', () => {
   const key = newKey();
-  const codec = createPayloadCodec({ PAYLOAD_ENCRYPTION_KEY: key })!;
+  const codec = createPayloadCodec(payloadKeys(key))!;
 
   it('encrypts every payload so that nothing of it is readable, and decrypts it back', async () => {
     const original = toPayload({ payoutId: 'p-1', pixKey: CPF, pixKeyType: 'CPF' });
@@ -58,10 +54,7 @@ describe('AesGcmPayloadCodec', () => {
 
   it('decrypts with a previous key during a rotation, and says which key is missing otherwise', async () => {
     const [underOld] = await codec.encode([toPayload(CPF)]);
-    const rotated = createPayloadCodec({
-      PAYLOAD_ENCRYPTION_KEY: newKey(),
-      PAYLOAD_ENCRYPTION_PREVIOUS_KEYS: key,
-    })!;
+    const rotated = createPayloadCodec(payloadKeys(newKey(), key))!;
     expect(fromPayload((await rotated.decode([underOld!]))[0]!)).toBe(CPF);
     const [underNew] = await rotated.encode([toPayload(CPF)]);
     await expect(codec.decode([underNew!])).rejects.toThrow(/unknown key id/);
@@ -78,22 +71,23 @@ describe('AesGcmPayloadCodec', () => {
 });
 
 describe('payload key configuration', () => {
-  it('is required in production and validated everywhere', () => {
-    expect(() => loadConfig({ NODE_ENV: 'production' })).toThrow(
+  it.each([
+    ['api', loadApiConfig],
+    ['worker', loadWorkerConfig],
+  ])('is required in production and validated by the %s', (_process, load) => {
+    expect(() => load({ NODE_ENV: 'production' })).toThrow(
       /PAYLOAD_ENCRYPTION_KEY is required when NODE_ENV=production/,
     );
-    expect(loadConfig({ NODE_ENV: 'production', PAYLOAD_ENCRYPTION_KEY: newKey() }).NODE_ENV).toBe(
-      'production',
+    expect(load({ NODE_ENV: 'production', PAYLOAD_ENCRYPTION_KEY: newKey() }).NODE_ENV).toBe('production');
+    expect(() => load({ PAYLOAD_ENCRYPTION_KEY: 'too-short' })).toThrow(ConfigError);
+    expect(() => load({ PAYLOAD_ENCRYPTION_KEY: newKey(), PAYLOAD_ENCRYPTION_PREVIOUS_KEYS: 'x,y' })).toThrow(
+      /PAYLOAD_ENCRYPTION_PREVIOUS_KEYS/,
     );
-    expect(() => loadConfig({ PAYLOAD_ENCRYPTION_KEY: 'too-short' })).toThrow(ConfigError);
-    expect(() =>
-      loadConfig({ PAYLOAD_ENCRYPTION_KEY: newKey(), PAYLOAD_ENCRYPTION_PREVIOUS_KEYS: 'x,y' }),
-    ).toThrow(/PAYLOAD_ENCRYPTION_PREVIOUS_KEYS/);
   });
 
   it('leaves payloads plain only when no key is set (outside production)', () => {
-    expect(createDataConverter({})).toEqual({});
-    expect(createDataConverter({ PAYLOAD_ENCRYPTION_KEY: newKey() }).payloadCodecs).toHaveLength(1);
+    expect(createDataConverter(payloadKeys())).toEqual({});
+    expect(createDataConverter(payloadKeys(newKey())).payloadCodecs).toHaveLength(1);
   });
 });
 
@@ -102,7 +96,7 @@ describe('codec endpoint (ops port)', () => {
   const TOKEN = 'operator-token-0123456789';
   let server: OpsServer;
   let base: string;
-  const codec = createPayloadCodec({ PAYLOAD_ENCRYPTION_KEY: newKey() })!;
+  const codec = createPayloadCodec(payloadKeys(newKey()))!;
 
   beforeAll(async () => {
     server = await startOpsServer({
@@ -188,7 +182,7 @@ describe('codec endpoint (ops port)', () => {
     expect((await post('decode', { payloads: [] }, { authorization: 'Bearer wrong' })).status).toBe(401);
     expect((await post('decode', { payloads: [] }, { authorization: '' })).status).toBe(401);
     expect((await post('decode', { payloads: 'x' })).status).toBe(400);
-    const foreign = await createPayloadCodec({ PAYLOAD_ENCRYPTION_KEY: newKey() })!.encode([toPayload(CPF)]);
+    const foreign = await createPayloadCodec(payloadKeys(newKey()))!.encode([toPayload(CPF)]);
     const res = await post('decode', asJson(foreign));
     expect(res.status).toBe(422);
     expect(((await res.json()) as { error: string }).error).toMatch(/unknown key id/);

@@ -1,5 +1,5 @@
 import { Writable } from 'node:stream';
-import { loadConfig } from '../../src/config';
+import { loadApiConfig } from '../../src/config';
 import { createLogger } from '../../src/observability/logger';
 import { startApi } from '../support/api';
 
@@ -15,7 +15,7 @@ async function logsOf(level: string, paths: string[]): Promise<{ msg: string; ur
     },
   });
   const api = await startApi({
-    config: loadConfig({ LOG_LEVEL: level }),
+    config: loadApiConfig({ LOG_LEVEL: level }),
     providerUrl: null,
     logger: createLogger({ level, name: 'test', destination }),
   });

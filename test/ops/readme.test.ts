@@ -1,7 +1,17 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { parse } from 'yaml';
-import { CONFIG_KEYS, loadConfig } from '../../src/config';
+import { API_ERRORS, type HttpError } from '../../src/api/errors';
+import {
+  CONFIG_KEYS,
+  loadAdminCallbacksConfig,
+  loadAdminDatabaseConfig,
+  loadAdminTemporalConfig,
+  loadApiConfig,
+  loadMigrateConfig,
+  loadWorkerConfig,
+  PROCESS_VARIABLES,
+} from '../../src/config';
 import { SANDBOX_ENV_KEYS } from '../../dev/sandbox/config';
 import { LAUNCHER_DEFAULTS } from '../../dev/local/stack-settings';
 
@@ -23,10 +33,14 @@ function section(markdown: string, titleStart: string): string {
   return markdown.slice(start, end < 0 ? undefined : end);
 }
 
-/** `| \`NAME\` | default | meaning |` rows of a markdown table, by variable name. */
-function variableRows(markdown: string): Map<string, string> {
-  const rows = new Map<string, string>();
-  for (const m of markdown.matchAll(/^\| `([A-Z][A-Z0-9_]*)`\s*\|\s*([^|]*?)\s*\|/gm)) rows.set(m[1]!, m[2]!);
+/** `| \`NAME\` | default | ... |` rows of a markdown table: the cells after the name, by variable name. */
+function variableRows(markdown: string): Map<string, string[]> {
+  const rows = new Map<string, string[]>();
+  for (const m of markdown.matchAll(/^\| `([A-Z][A-Z0-9_]*)`\s*\|(.*)\|\s*$/gm))
+    rows.set(
+      m[1]!,
+      m[2]!.split('|').map((cell) => cell.trim()),
+    );
   return rows;
 }
 
@@ -50,18 +64,35 @@ const alertRules = (
 ).groups.flatMap((g) => g.rules);
 
 describe('docs/configuration.md', () => {
-  const serviceRows = variableRows(section(configuration, 'api and worker'));
+  const serviceRows = variableRows(section(configuration, "The service's processes"));
 
-  it('lists every variable of the api and worker with its real default', () => {
-    const defaults = loadConfig({}) as Record<string, unknown>;
+  it('lists every variable of the service with its real default', () => {
+    // Each process's own default, which must be the same wherever a variable is read.
+    const defaults: Record<string, unknown> = {
+      ...loadAdminDatabaseConfig({}),
+      ...loadAdminTemporalConfig({}),
+      ...loadAdminCallbacksConfig({}),
+      ...loadMigrateConfig({}),
+      ...loadWorkerConfig({}),
+      ...loadApiConfig({}),
+    };
     for (const key of CONFIG_KEYS) {
       const value = defaults[key];
       const expected = value === undefined ? '—' : `\`${String(value)}\``;
-      expect({ key, cell: serviceRows.get(key) }).toEqual({ key, cell: expected });
+      expect({ key, cell: serviceRows.get(key)?.[0] }).toEqual({ key, cell: expected });
     }
   });
 
-  it('lists no api or worker variable that the config does not read', () => {
+  it('says which processes read each variable', () => {
+    for (const key of CONFIG_KEYS) {
+      const readers = Object.entries(PROCESS_VARIABLES)
+        .filter(([, names]) => (names as readonly string[]).includes(key))
+        .map(([process]) => process);
+      expect({ key, readBy: serviceRows.get(key)?.[1] }).toEqual({ key, readBy: readers.join(', ') });
+    }
+  });
+
+  it('lists no variable of the service that no process reads', () => {
     const known = new Set<string>(CONFIG_KEYS);
     for (const key of serviceRows.keys()) expect({ key, read: known.has(key) }).toEqual({ key, read: true });
   });
@@ -69,13 +100,75 @@ describe('docs/configuration.md', () => {
   it('lists every variable of the launcher with its real default', () => {
     const toolingRows = variableRows(section(configuration, 'Tooling and demo'));
     for (const [key, value] of Object.entries(LAUNCHER_DEFAULTS))
-      expect({ key, cell: toolingRows.get(key) }).toEqual({ key, cell: `\`${value}\`` });
+      expect({ key, cell: toolingRows.get(key)?.[0] }).toEqual({ key, cell: `\`${value}\`` });
   });
 
   it('lists every variable of the provider sandbox', () => {
     const sandboxRows = variableRows(section(configuration, 'Provider sandbox'));
     for (const key of SANDBOX_ENV_KEYS)
       expect({ key, listed: sandboxRows.has(key) }).toEqual({ key, listed: true });
+  });
+});
+
+describe('docs/decisions.md', () => {
+  const entries = [...read('docs/decisions.md').matchAll(/^### (D\d+)\. .+\n\n((?:.+\n)+)/gm)];
+
+  it('is a record: every decision has the date it was written and its status', () => {
+    expect(entries.length).toBeGreaterThan(30);
+    for (const [, id, meta] of entries) {
+      const lines = meta!.trimEnd().split('\n');
+      expect({ id, date: lines[0] }).toEqual({
+        id,
+        date: expect.stringMatching(/^Date: \d{4}-\d\d-\d\d\\$/),
+      });
+      expect({ id, status: lines[1] }).toEqual({
+        id,
+        status: expect.stringMatching(
+          /^Status: (active|superseded by \[D\d+\]\(#[\w-]+\).* on \d{4}-\d\d-\d\d)\\?$/,
+        ),
+      });
+      if (lines[2] !== undefined)
+        expect({ id, revised: lines[2] }).toEqual({
+          id,
+          revised: expect.stringMatching(/^Revised: \d{4}-\d\d-\d\d /),
+        });
+    }
+  });
+
+  it('never reuses a number', () => {
+    const ids = entries.map(([, id]) => id);
+    expect(new Set(ids).size).toBe(ids.length);
+  });
+});
+
+describe('partner-facing messages', () => {
+  // The messages of the api's one table of errors that take no argument.
+  const messages = Object.values(API_ERRORS)
+    .filter((make) => make.length === 0)
+    .map((make) => (make as () => HttpError)().message);
+
+  it('docs/api.md quotes every one', () => {
+    const api = read('docs/api.md');
+    for (const message of messages)
+      expect({ message, quoted: api.includes(`\`${message}\``) }).toEqual({ message, quoted: true });
+  });
+
+  it('no other page quotes one: they link to docs/api.md', () => {
+    const pages = [
+      'README.md',
+      ...readdirSync(path.join(ROOT, 'docs'))
+        .filter((f) => f.endsWith('.md'))
+        .map((f) => `docs/${f}`),
+    ];
+    for (const page of pages.filter((p) => p !== 'docs/api.md')) {
+      const text = read(page);
+      for (const message of messages)
+        expect({ page, message, quoted: text.includes(`\`${message}\``) }).toEqual({
+          page,
+          message,
+          quoted: false,
+        });
+    }
   });
 });
 

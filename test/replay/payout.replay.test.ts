@@ -25,6 +25,7 @@ describe('workflow replay', () => {
         'payout-provider-failed.json',
         'payout-charge-expired.json',
         'payout-treasury-overdue-completed.json',
+        'payout-treasury-blocked-completed.json',
         'payout-provider-status-completed.json',
         'provider-event-late-payment.json',
       ]),

@@ -131,6 +131,35 @@ async function main(): Promise<void> {
       (id) => [pixReceived(id)],
     );
 
+    // Treasury health: the send refused a round for a blocked treasury (its attention item raised),
+    // then the transfer mined and reverted by the treasury, sent again in a new round, confirmed.
+    let sends = 0;
+    let reverted = false;
+    const blockedTreasury = fakeActivities({
+      sendTreasuryTransfer: async () => {
+        // More attempts than a 5-minute round holds: the first round ends refused.
+        if (++sends <= 15) {
+          throw ApplicationFailure.retryable(
+            'treasury cannot send (blocked_by_issuer)',
+            'TreasuryCannotSend',
+          );
+        }
+        return { txHash: TREASURY_TX_HASH };
+      },
+      confirmTreasuryTransfer: async () => {
+        if (reverted) return { status: 'confirmed' as const, txHash: TREASURY_TX_HASH };
+        reverted = true;
+        return { status: 'reverted_by_sender' as const, txHash: TREASURY_TX_HASH };
+      },
+    });
+    await payout(
+      env,
+      'payout-treasury-blocked-completed',
+      { settlementMode: 'treasury' },
+      blockedTreasury,
+      (id) => [pixReceived(id)],
+    );
+
     // A provider event for a payout that has already ended: the late-payment branch.
     let location: PayoutLocation | null = null;
     let event: ProviderEvent | null = null;

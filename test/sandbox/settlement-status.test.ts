@@ -13,7 +13,7 @@ import type { FastifyInstance } from 'fastify';
 import { createPublicClient, erc20Abi, http, parseEventLogs, type Address, type PublicClient } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 
-import { createProviderActivities } from '../../src/activities/provider';
+import { createProviderActivities } from '../../src/activities/provider.activities';
 import { createHttpProvider } from '../../src/adapters/provider/http-provider';
 import { ProviderError, type PaymentProvider } from '../../src/adapters/provider/types';
 import type { ProviderEvent } from '../../src/domain/provider-event';

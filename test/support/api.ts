@@ -4,7 +4,8 @@ import { createPool } from '../../src/adapters/db/pool';
 import { createHttpProvider } from '../../src/adapters/provider/http-provider';
 import { createCachedQuote } from '../../src/adapters/provider/quote-cache';
 import { buildApp, type ApiDeps } from '../../src/api/app';
-import { loadConfig, type Config } from '../../src/config';
+import { loadApiConfig, type ApiConfig } from '../../src/config';
+import { createChainAndDenylistScreening } from '../../src/adapters/screening/receiver-screening';
 import { createLogger } from '../../src/observability/logger';
 import { createMetrics } from '../../src/observability/metrics';
 
@@ -23,17 +24,30 @@ export const FIXED_QUOTE: ApiDeps['quote'] = async () => ({
 /**
  * The api in this process on a loopback port (a free one unless `port` is given). Anything not given is what a test that does not
  * look at it needs: quotes from `config.PROVIDER_API_URL` (or FIXED_QUOTE when `providerUrl` is
- * null), a pool and a Temporal client that connect only when used, a silent logger, fresh metrics.
+ * null), a pool and a Temporal client that connect only when used, a silent logger, fresh metrics,
+ * screening by the config's sources.
  */
 export async function startApi(
-  deps: Partial<ApiDeps> & { config?: Config; providerUrl?: string | null; port?: number } = {},
+  deps: Partial<ApiDeps> & { config?: ApiConfig; providerUrl?: string | null; port?: number } = {},
 ): Promise<RunningApi> {
-  const config = deps.config ?? loadConfig({ LOG_LEVEL: 'silent' });
+  const config = deps.config ?? loadApiConfig({ LOG_LEVEL: 'silent' });
   const providerUrl = deps.providerUrl === undefined ? config.PROVIDER_API_URL : deps.providerUrl;
   const ownDb = deps.db === undefined ? createPool(config.DATABASE_URL, 1) : undefined;
+  const db = deps.db ?? ownDb!;
   const app = await buildApp({
     config,
-    db: deps.db ?? ownDb!,
+    db,
+    // The config's own sources, as the api process screens (a test without a chain sets SCREENING_SOURCES).
+    screening:
+      deps.screening ??
+      createChainAndDenylistScreening({
+        rpcUrl: config.EVM_RPC_URL,
+        db,
+        sources: config.SCREENING_SOURCES,
+        tokenAddress: config.USDT_CONTRACT_ADDRESS,
+        oracleAddress: config.SANCTIONS_ORACLE_ADDRESS,
+        cacheSeconds: config.SCREENING_CACHE_SECONDS,
+      }),
     temporal: deps.temporal ?? new Client(),
     quote:
       deps.quote ??

@@ -2,8 +2,8 @@ import { createPublicClient, createWalletClient, http, type Address, type Hash, 
 import { generatePrivateKey, privateKeyToAccount, privateKeyToAddress } from 'viem/accounts';
 import { USDT_ABI } from '../../src/adapters/chain/usdt-abi';
 import { countTransfersTo } from '../../src/adapters/chain/usdt-ledger';
-import { deployTestUsdt } from '../../dev/local/deploy-test-usdt';
-import { anvilAccount, startAnvil } from '../../dev/local/infra/anvil';
+import { ensureLocalContracts } from '../../dev/local/local-contracts';
+import { startAnvil } from '../../dev/local/infra/anvil';
 import { freePort } from '../../dev/local/infra/ports';
 
 /** One JSON-RPC call to a test chain (anvil): its result, or an Error naming the method. */
@@ -39,6 +39,8 @@ const GAS_MONEY = '0x56BC75E2D63100000';
 export interface TestChain {
   rpcUrl: string;
   usdtAddress: Address;
+  /** The test sanctions oracle (isSanctioned), owned by the anvil deployer. */
+  sanctionsOracleAddress: Address;
   rpc<T = unknown>(method: string, params?: unknown[]): Promise<T>;
   /** Mines `blocks` blocks at once. */
   mine(blocks?: number): Promise<void>;
@@ -70,9 +72,8 @@ export async function startTestChain(
     const reserve = { address: privateKeyToAddress(reserveKey), privateKey: reserveKey };
     const funded = [...(opts.funded ?? []), { wallet: reserve.address, usdtUnits: 1_000_000_000_000n }];
     for (const { wallet } of funded) await rpc(rpcUrl, 'anvil_setBalance', [wallet, GAS_MONEY]);
-    const usdtAddress = await deployTestUsdt({
-      rpcUrl,
-      deployerKey: anvilAccount('deployer').privateKey,
+    // The token and the test sanctions oracle, both owned by the anvil deployer (test/support/screening.ts).
+    const { usdtAddress, sanctionsOracleAddress } = await ensureLocalContracts(rpcUrl, {
       mints: funded.flatMap(({ wallet, usdtUnits }) => (usdtUnits ? [{ to: wallet, units: usdtUnits }] : [])),
     });
     const client = createPublicClient({ transport: http(rpcUrl) });
@@ -92,6 +93,7 @@ export async function startTestChain(
     return {
       rpcUrl,
       usdtAddress,
+      sanctionsOracleAddress,
       rpc: (method, params) => rpc(rpcUrl, method, params),
       mine: async (blocks = 1) => {
         await rpc(rpcUrl, 'anvil_mine', [`0x${blocks.toString(16)}`]);
@@ -122,4 +124,16 @@ export async function startTestChain(
     await anvil.stop();
     throw err;
   }
+}
+
+/**
+ * The hash a treasury send answered; fails the test when it answered that screening flagged the
+ * receiver instead (a test of the treasury, not of screening).
+ */
+export function sentHash(
+  sent: { txHash: `0x${string}` } | { flagged: { source: string; detail: string } },
+): `0x${string}` {
+  if ('flagged' in sent)
+    throw new Error(`receiver flagged by ${sent.flagged.source}: ${sent.flagged.detail}`);
+  return sent.txHash;
 }

@@ -1,3 +1,4 @@
+import { payloadKeysOf } from '../../src/main/wiring';
 import { randomBytes } from 'node:crypto';
 import { chmod, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
@@ -26,9 +27,10 @@ import { until } from './until';
 /**
  * The whole service as separate OS processes, for fault and invariant tests: its own PostgreSQL
  * (a persistent cluster, so it can be restarted on the same data), a Temporal dev server on a SQLite
- * file (restartable on the same file), anvil with the USDT test token and a funded treasury, the
- * provider sandbox behind a proxy the test can take down, and any number of api and worker
- * processes (`src/api/server.ts`, `src/worker.ts`) that the test SIGKILLs and restarts at will.
+ * file (restartable on the same file), anvil with the USDT test token, the test sanctions oracle
+ * and a funded treasury, the provider sandbox behind a proxy the test can take down, and any number
+ * of api and worker processes (`src/main/api.ts`, `src/worker.ts`) that the test SIGKILLs and
+ * restarts at will.
  */
 export interface ProcessStack {
   db: Db;
@@ -121,7 +123,7 @@ export async function startProcessStack(opts: { env?: Record<string, string> } =
     const temporal = new Client({
       connection,
       namespace,
-      dataConverter: createDataConverter({ PAYLOAD_ENCRYPTION_KEY: payloadKey }),
+      dataConverter: createDataConverter(payloadKeysOf({ PAYLOAD_ENCRYPTION_KEY: payloadKey })),
     });
 
     const treasuryKey = generatePrivateKey();

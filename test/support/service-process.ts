@@ -6,7 +6,7 @@ import { until } from './until';
 const ROOT = path.resolve(__dirname, '../..');
 
 /**
- * A service entry point (`src/worker.ts`, `src/api/server.ts`) as its own OS process, started the
+ * A service entry point (`src/worker.ts`, `src/main/api.ts`) as its own OS process, started the
  * way it is deployed (node with tsx's loader, no wrapper process in between, so a SIGKILL hits the
  * service itself). Its JSON log lines are kept for waiting on events and for error messages.
  */

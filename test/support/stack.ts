@@ -1,6 +1,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { Client } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import { createChainAndDenylistScreening } from '../../src/adapters/screening/receiver-screening';
 import {
   bundleWorkflowCode,
   DefaultLogger,
@@ -10,20 +11,22 @@ import {
 } from '@temporalio/worker';
 import type { Address } from 'viem';
 import { generatePrivateKey, privateKeyToAddress } from 'viem/accounts';
-import { callbackSenderOptions } from '../../src/adapters/callbacks/http-sender';
 import { createUsdtLedger } from '../../src/adapters/chain/usdt-ledger';
+import { createTreasuryHealthProbe } from '../../src/adapters/chain/treasury-health';
 import { createPartner } from '../../src/adapters/db/partners-repo';
 import { createPool, type Db } from '../../src/adapters/db/pool';
 import { createSecretBox } from '../../src/adapters/secrets/secret-box';
 import { createHttpProvider } from '../../src/adapters/provider/http-provider';
 import type { ApiDeps } from '../../src/api/app';
-import { loadConfig, type Config } from '../../src/config';
+import { loadApiConfig, loadWorkerConfig, type ApiConfig, type WorkerConfig } from '../../src/config';
+import { callbackSenderOptionsOf, payloadKeysOf } from '../../src/main/wiring';
 import type { PayoutResponse } from '../../src/domain/payout';
 import { freePort } from '../../dev/local/infra/ports';
 import { SERVICE_ENTRIES, serviceEnv } from '../../dev/local/stack-env';
 import { createLogger } from '../../src/observability/logger';
 import { createMetrics } from '../../src/observability/metrics';
-import { createPayoutWorker } from '../../src/worker';
+import { createPayoutWorker } from '../../src/main/worker';
+import { settlementNetworkOf } from '../../src/main/wiring';
 import { createDataConverter } from '../../src/temporal/data-converter';
 import { PAYOUT_SEARCH_ATTRIBUTES } from '../../src/workflows/search-attributes';
 import { startApi, type RunningApi } from './api';
@@ -40,16 +43,19 @@ import { until } from './until';
 
 /**
  * The whole service on real servers, in one test file: a Temporal dev server, the shared test
- * PostgreSQL, anvil (chain id 42161) with the USDT test token, the provider sandbox, a worker and
- * the api, each on a free loopback port. Nothing is mocked.
+ * PostgreSQL, anvil (chain id 42161) with the USDT test token and the test sanctions oracle, the
+ * provider sandbox, a worker and the api, each on a free loopback port. Nothing is mocked.
  */
 export interface TestStack {
-  config: Config;
+  /** The settings of the api and of the worker, which run in this process. */
+  config: ApiConfig & WorkerConfig;
   apiUrl: string;
   sandboxUrl: string;
   chain: TestChain;
   rpcUrl: string;
   usdtAddress: Address;
+  /** The test sanctions oracle (owner: the anvil deployer; see test/support/screening.ts to change its list). */
+  sanctionsOracleAddress: Address;
   /** This stack's own funded treasury (treasury mode): stacks share PostgreSQL, never a nonce sequence. */
   treasury: Wallet;
   /** The wallet the sandbox settles from: this stack's own, so its transfers are this stack's alone. */
@@ -73,7 +79,7 @@ export interface TestStack {
    * Closed with the stack.
    */
   startApi(
-    overrides?: Partial<Config>,
+    overrides?: Partial<ApiConfig>,
     deps?: Partial<ApiDeps> & { providerUrl?: string | null; port?: number },
   ): Promise<RunningApi>;
   /**
@@ -184,7 +190,9 @@ export async function startStack(opts: StackOptions = {}): Promise<TestStack> {
   try {
     // Payloads are encrypted as in production (a test may pass PAYLOAD_ENCRYPTION_KEY: '' to turn it off).
     const payloadKey = opts.env?.PAYLOAD_ENCRYPTION_KEY ?? randomBytes(32).toString('base64');
-    const dataConverter = createDataConverter({ PAYLOAD_ENCRYPTION_KEY: payloadKey || undefined });
+    const dataConverter = createDataConverter(
+      payloadKeysOf({ PAYLOAD_ENCRYPTION_KEY: payloadKey || undefined }),
+    );
     const testEnv = await createDevServerEnv({
       server: { searchAttributes: SEARCH_ATTRIBUTES },
       client: { dataConverter },
@@ -243,7 +251,8 @@ export async function startStack(opts: StackOptions = {}): Promise<TestStack> {
       WEBHOOK_RATE_LIMIT_PER_MINUTE: '1000000',
       ...opts.env,
     };
-    const config = loadConfig({ LOG_LEVEL: quiet, PORT: String(apiPort), ...env });
+    const settings = { LOG_LEVEL: quiet, PORT: String(apiPort), ...env };
+    const config = { ...loadWorkerConfig(settings), ...loadApiConfig(settings) };
     const db = createPool(config.DATABASE_URL, 5);
     closers.push(() => db.end());
     const seeded: string[] = [];
@@ -252,6 +261,14 @@ export async function startStack(opts: StackOptions = {}): Promise<TestStack> {
     const metrics = createMetrics();
     const provider = createHttpProvider({ baseUrl: config.PROVIDER_API_URL, timeoutMs: 5_000 });
     const temporal = testEnv.client;
+    const screening = createChainAndDenylistScreening({
+      rpcUrl: config.EVM_RPC_URL,
+      db,
+      sources: config.SCREENING_SOURCES,
+      tokenAddress: config.USDT_CONTRACT_ADDRESS,
+      oracleAddress: config.SANCTIONS_ORACLE_ADDRESS,
+      cacheSeconds: config.SCREENING_CACHE_SECONDS,
+    });
 
     const startApiHere: TestStack['startApi'] = async (overrides = {}, deps = {}) => {
       const api = await startApi({
@@ -260,6 +277,17 @@ export async function startStack(opts: StackOptions = {}): Promise<TestStack> {
         temporal,
         logger,
         metrics,
+        screening,
+        ...(config.SETTLEMENT_MODE === 'treasury' && {
+          treasuryHealth: createTreasuryHealthProbe({
+            rpcUrl: config.EVM_RPC_URL,
+            chainId: config.EVM_CHAIN_ID,
+            usdtAddress: chain.usdtAddress,
+            treasuryAddress: treasury.address,
+            // Tests flip the block and look at once.
+            cacheMs: 0,
+          }),
+        }),
         ...deps,
       });
       closers.push(() => api.close());
@@ -288,9 +316,11 @@ export async function startStack(opts: StackOptions = {}): Promise<TestStack> {
           }),
           logger,
           metrics,
+          screening,
         },
-        callbacks: callbackSenderOptions(config),
-        secrets: createSecretBox(config),
+        callbacks: callbackSenderOptionsOf(config),
+        secrets: createSecretBox(payloadKeysOf(config)),
+        network: settlementNetworkOf(config),
       });
       running = worker.run();
     };
@@ -324,6 +354,7 @@ export async function startStack(opts: StackOptions = {}): Promise<TestStack> {
       chain,
       rpcUrl: chain.rpcUrl,
       usdtAddress: chain.usdtAddress,
+      sanctionsOracleAddress: chain.sanctionsOracleAddress,
       treasury,
       sandboxWallet,
       webhookTokens: tap?.tokens ?? [],

@@ -1,6 +1,6 @@
 import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import { createPool } from '../../src/adapters/db/pool';
-import { createPayoutBookkeepingActivities } from '../../src/activities/payout-bookkeeping';
+import { createPayoutBookkeepingActivities } from '../../src/activities/payout-bookkeeping.activities';
 import type { PayoutRecord } from '../../src/domain/payout';
 import { createLogger } from '../../src/observability/logger';
 import { createMetrics } from '../../src/observability/metrics';

@@ -25,6 +25,7 @@ import {
   runPayout,
   type PayoutHandle,
 } from './harness';
+import { DEFAULT_NETWORK } from '../support/network';
 import { historyOf, timerOf } from '../support/history';
 import { until } from '../support/until';
 
@@ -83,7 +84,10 @@ describe('payoutWorkflow (time-skipping)', () => {
     expect(done).toMatchObject({ status: 'FAILED', failureReason: 'charge_expired' });
     expect(fake.savedStatuses()).toEqual(['PENDING', 'PENDING', 'FAILED']);
     expect(fake.callsOf('requestSettlement')).toHaveLength(0);
-    expect(toPayoutResponse(done)).toMatchObject({ settled_amount_usdt: 0, blockchain_tx_id: '' });
+    expect(toPayoutResponse(done, DEFAULT_NETWORK)).toMatchObject({
+      settled_amount_usdt: 0,
+      blockchain_tx_id: '',
+    });
   });
 
   it('fails the payout when the provider cannot create the PIX charge', async () => {
@@ -135,10 +139,10 @@ describe('payoutWorkflow (time-skipping)', () => {
       const payout = await processing(h);
       expect(payout.paidAt).toBe('2026-11-21T22:01:02.000Z');
       // docs/api.md: paid_at is shown only once the payout is COMPLETED.
-      expect(toPayoutResponse(payout)).not.toHaveProperty('paid_at');
+      expect(toPayoutResponse(payout, DEFAULT_NETWORK)).not.toHaveProperty('paid_at');
       expect(fake.savedStatuses()).toEqual(['PENDING', 'PENDING', 'PROCESSING']);
       await signal(h, settlementCompleted(input.payoutId));
-      expect(toPayoutResponse(await result(h)).paid_at).toBe('2026-11-21T22:01:02.000Z');
+      expect(toPayoutResponse(await result(h), DEFAULT_NETWORK).paid_at).toBe('2026-11-21T22:01:02.000Z');
     });
   });
 
@@ -158,7 +162,7 @@ describe('payoutWorkflow (time-skipping)', () => {
       paidAt: '2026-11-21T22:00:00.000Z',
       confirmedAt: '2026-11-21T22:00:05.000Z',
     });
-    expect(toPayoutResponse(done)).toMatchObject({
+    expect(toPayoutResponse(done, DEFAULT_NETWORK)).toMatchObject({
       status: 'COMPLETED',
       settled_amount_usdt: 17.825311,
       blockchain_network: 'Arbitrum One',
@@ -229,7 +233,7 @@ describe('payoutWorkflow (time-skipping)', () => {
     expect(fake.callsOf('fetchSettlementStatus')).toEqual([
       [{ payoutId: done.id, settlementId: SETTLEMENT_ID }],
     ]);
-    const response = toPayoutResponse(done);
+    const response = toPayoutResponse(done, DEFAULT_NETWORK);
     expect(response).toMatchObject({
       settled_amount_usdt: 0,
       blockchain_network: '',

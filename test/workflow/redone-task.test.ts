@@ -9,7 +9,7 @@ import { Worker } from '@temporalio/worker';
 import { createPartner } from '../../src/adapters/db/partners-repo';
 import { createPool, type Db } from '../../src/adapters/db/pool';
 import { openRefundCase } from '../../src/adapters/db/refund-cases-repo';
-import { createPayoutBookkeepingActivities } from '../../src/activities/payout-bookkeeping';
+import { createPayoutBookkeepingActivities } from '../../src/activities/payout-bookkeeping.activities';
 import type { PayoutRecord } from '../../src/domain/payout';
 import { createLogger } from '../../src/observability/logger';
 import { createMetrics } from '../../src/observability/metrics';

@@ -1,10 +1,8 @@
 import http from 'node:http';
 import https from 'node:https';
 import type { LookupFunction } from 'node:net';
-import type { Config } from '../../config';
 import { signCallback } from './signature';
 import {
-  callbackUrlPolicy,
   CallbackUrlRefused,
   vetCallbackUrl,
   type CallbackUrlPolicy,
@@ -26,12 +24,6 @@ export const DEFAULT_CALLBACK_SENDER: CallbackSenderOptions = {
   requireHttps: true,
   allowPrivateNetworks: false,
 };
-
-export function callbackSenderOptions(
-  config: Pick<Config, 'NODE_ENV' | 'CALLBACK_ALLOW_PRIVATE_NETWORKS' | 'CALLBACK_TIMEOUT_MS'>,
-): CallbackSenderOptions {
-  return { ...callbackUrlPolicy(config), timeoutMs: config.CALLBACK_TIMEOUT_MS };
-}
 
 export interface CallbackRequest {
   url: string;

@@ -1,6 +1,5 @@
 import { lookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
-import type { Config } from '../../config';
 import { classifyAddress, isAddressAllowed } from './address-policy';
 
 /** Which callback URLs the service may call; the same rules at set-callback time and at send time. */
@@ -9,15 +8,6 @@ export interface CallbackUrlPolicy {
   requireHttps: boolean;
   /** CALLBACK_ALLOW_PRIVATE_NETWORKS: loopback, private and link-local destinations. */
   allowPrivateNetworks: boolean;
-}
-
-export function callbackUrlPolicy(
-  config: Pick<Config, 'NODE_ENV' | 'CALLBACK_ALLOW_PRIVATE_NETWORKS'>,
-): CallbackUrlPolicy {
-  return {
-    requireHttps: config.NODE_ENV === 'production',
-    allowPrivateNetworks: config.CALLBACK_ALLOW_PRIVATE_NETWORKS,
-  };
 }
 
 /** The URL is not one the service will call; the message says why and is safe to show an operator. */

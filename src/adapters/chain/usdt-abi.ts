@@ -40,3 +40,14 @@ export const USDT_ABI = [
 ] as const satisfies Abi;
 
 export const TRANSFER_EVENT = USDT_ABI[3];
+
+/** USDT0's issuer blocklist (and the test token's): a blocked wallet cannot send. Not every USDT has it. */
+export const IS_BLOCKED_ABI = [
+  {
+    type: 'function',
+    name: 'isBlocked',
+    stateMutability: 'view',
+    inputs: [{ name: 'account', type: 'address' }],
+    outputs: [{ name: '', type: 'bool' }],
+  },
+] as const satisfies Abi;

@@ -1,4 +1,7 @@
 import {
+  BaseError,
+  ContractFunctionRevertedError,
+  ContractFunctionZeroDataError,
   createPublicClient,
   encodeFunctionData,
   http,
@@ -6,14 +9,16 @@ import {
   keccak256,
   parseEventLogs,
   parseTransaction,
+  recoverTransactionAddress,
   TransactionNotFoundError,
   TransactionReceiptNotFoundError,
   type Address,
   type Hex,
   type PublicClient,
+  type TransactionSerialized,
 } from 'viem';
 import { privateKeyToAccount, type PrivateKeyAccount } from 'viem/accounts';
-import { TRANSFER_EVENT, USDT_ABI } from './usdt-abi';
+import { IS_BLOCKED_ABI, TRANSFER_EVENT, USDT_ABI } from './usdt-abi';
 
 export type TransferCheck =
   /**
@@ -26,7 +31,8 @@ export type TransferCheck =
   | { status: 'pending'; confirmations: number; mined: boolean }
   /** No such transaction known to the node. */
   | { status: 'not_found' }
-  | { status: 'reverted'; blockNumber: bigint }
+  /** Mined and reverted: no USDT moved, and the transaction's nonce is used up. */
+  | { status: 'reverted'; blockNumber: bigint; confirmations: number }
   /** Mined OK, but no USDT Transfer(to, amount) emitted by the token contract. */
   | { status: 'mismatch'; reason: string };
 
@@ -58,17 +64,36 @@ export interface UsdtLedger {
   signReplacement(rawTransaction: Hex): Promise<ReplacementTransaction | null>;
   /** Idempotent: a tx the node already has (pooled or mined) counts as sent. Returns the tx hash. */
   broadcast(rawTransaction: Hex): Promise<Hex>;
-  /** The treasury's next nonce, counting transactions still in the pool. */
-  nextNonce(): Promise<number>;
+  /**
+   * The treasury's next nonce, counting transactions in the pool that can run (none missing below
+   * them); `account` reads another sender's (a treasury key used before a rotation).
+   */
+  nextNonce(account?: Address): Promise<number>;
   /** The treasury's nonce as of the finalized block: transactions below it can never be replaced. */
-  finalizedNonce(): Promise<number>;
+  finalizedNonce(account?: Address): Promise<number>;
   /** The treasury's nonce as of the latest block: its transactions below it are mined (and paid for). */
-  minedNonce(): Promise<number>;
+  minedNonce(account?: Address): Promise<number>;
   /** Whether the node has a receipt for this transaction (it was mined). */
   hasReceipt(txHash: Hex): Promise<boolean>;
+  /** Whether the node knows this transaction at all: mined, waiting in its pool, or queued behind a gap. */
+  knowsTransaction(txHash: Hex): Promise<boolean>;
+  /**
+   * Whether `sender` can send the token now: not on the issuer's blocklist (when the token has one),
+   * and a transfer from it does not revert. Throws a ChainError when the chain cannot tell.
+   */
+  senderHealth(sender: Address): Promise<SenderHealth>;
   treasuryAddress(): Address | undefined;
   balanceOf(owner: Address): Promise<bigint>;
 }
+
+/**
+ * What the token answers about a sender: it can send, or it cannot because the issuer blocked it
+ * (`isBlocked`), or because every transfer from it reverts (a block the token does not expose, a
+ * paused token). Neither is about a receiver or an amount.
+ */
+export type SenderHealth = { ok: true } | { ok: false; reason: SenderProblem; detail: string };
+export type SenderProblem = 'blocked_by_issuer' | 'cannot_send';
+export const SENDER_PROBLEMS: readonly SenderProblem[] = ['blocked_by_issuer', 'cannot_send'];
 
 export interface ReplacementTransaction {
   rawTransaction: Hex;
@@ -179,6 +204,16 @@ function client(rpcUrl: string): PublicClient {
 
 const sameAddress = (a: string, b: string) => a.toLowerCase() === b.toLowerCase();
 
+/** The contract answered, but not with the function: no code there, or a revert (no such selector). */
+function isMissingFunction(err: unknown): boolean {
+  if (!(err instanceof BaseError)) return false;
+  return (
+    err.walk(
+      (e) => e instanceof ContractFunctionZeroDataError || e instanceof ContractFunctionRevertedError,
+    ) !== null
+  );
+}
+
 export function createUsdtLedger(opts: UsdtLedgerOptions): UsdtLedger {
   const rpc = client(opts.rpcUrl);
   const usdt = opts.usdtAddress;
@@ -231,28 +266,24 @@ export function createUsdtLedger(opts: UsdtLedgerOptions): UsdtLedger {
       );
     },
 
-    async nextNonce() {
-      const account = requireTreasury();
+    async nextNonce(account) {
+      const address = account ?? requireTreasury().address;
+      await ensureReady();
+      return call('eth_getTransactionCount', () => rpc.getTransactionCount({ address, blockTag: 'pending' }));
+    },
+
+    async finalizedNonce(account) {
+      const address = account ?? requireTreasury().address;
       await ensureReady();
       return call('eth_getTransactionCount', () =>
-        rpc.getTransactionCount({ address: account.address, blockTag: 'pending' }),
+        rpc.getTransactionCount({ address, blockTag: 'finalized' }),
       );
     },
 
-    async finalizedNonce() {
-      const account = requireTreasury();
+    async minedNonce(account) {
+      const address = account ?? requireTreasury().address;
       await ensureReady();
-      return call('eth_getTransactionCount', () =>
-        rpc.getTransactionCount({ address: account.address, blockTag: 'finalized' }),
-      );
-    },
-
-    async minedNonce() {
-      const account = requireTreasury();
-      await ensureReady();
-      return call('eth_getTransactionCount', () =>
-        rpc.getTransactionCount({ address: account.address, blockTag: 'latest' }),
-      );
+      return call('eth_getTransactionCount', () => rpc.getTransactionCount({ address, blockTag: 'latest' }));
     },
 
     async hasReceipt(txHash) {
@@ -264,6 +295,45 @@ export function createUsdtLedger(opts: UsdtLedgerOptions): UsdtLedger {
         }),
       );
       return receipt !== undefined;
+    },
+
+    async knowsTransaction(txHash) {
+      await ensureReady();
+      return (await findTransaction(txHash)) !== undefined;
+    },
+
+    async senderHealth(sender) {
+      await ensureReady();
+      const blocked = await call('isBlocked', () =>
+        rpc
+          .readContract({ address: usdt, abi: IS_BLOCKED_ABI, functionName: 'isBlocked', args: [sender] })
+          .catch((err: unknown) => {
+            // A token without a blocklist: the simulation below still finds a sender that cannot send.
+            if (isMissingFunction(err)) return undefined;
+            throw err;
+          }),
+      );
+      if (blocked) {
+        return {
+          ok: false,
+          reason: 'blocked_by_issuer',
+          detail: `${sender} is on the blocklist of the token ${usdt} (isBlocked)`,
+        };
+      }
+      // Zero units to itself: nothing a receiver or an amount could refuse, so a revert is the sender's.
+      const data = encodeFunctionData({ abi: USDT_ABI, functionName: 'transfer', args: [sender, 0n] });
+      try {
+        await rpc.call({ account: sender, to: usdt, data });
+      } catch (err) {
+        const error = toChainError(err, 'eth_call transfer');
+        if (error.kind !== 'reverted') throw error;
+        return {
+          ok: false,
+          reason: 'cannot_send',
+          detail: `a transfer from ${sender} reverts: ${error.message}`,
+        };
+      }
+      return { ok: true };
     },
 
     async verifyTransfer({ txHash, to, amountUnits, minConfirmations }) {
@@ -284,7 +354,13 @@ export function createUsdtLedger(opts: UsdtLedgerOptions): UsdtLedger {
           ? { status: 'pending', confirmations: 0, mined: false }
           : { status: 'not_found' };
       }
-      if (receipt.status !== 'success') return { status: 'reverted', blockNumber: receipt.blockNumber };
+      if (receipt.status !== 'success') {
+        return {
+          status: 'reverted',
+          blockNumber: receipt.blockNumber,
+          confirmations: await confirmationsOf(receipt.blockNumber),
+        };
+      }
 
       // Any contract can emit an event named Transfer: only logs from the token contract itself count.
       const transfers = parseEventLogs({ abi: USDT_ABI, eventName: 'Transfer', logs: receipt.logs }).filter(
@@ -299,10 +375,7 @@ export function createUsdtLedger(opts: UsdtLedgerOptions): UsdtLedger {
         };
       }
 
-      // cacheTime 0: viem otherwise serves a block number up to 4 s old.
-      const latest = await call('eth_blockNumber', () => rpc.getBlockNumber({ cacheTime: 0 }));
-      // A load-balanced RPC may answer from a node a block behind the one that gave the receipt: clamp at 0.
-      const confirmations = Math.max(0, Number(latest - receipt.blockNumber + 1n));
+      const confirmations = await confirmationsOf(receipt.blockNumber);
       return confirmations >= minConfirmations && confirmations > 0
         ? {
             status: 'confirmed',
@@ -366,7 +439,13 @@ export function createUsdtLedger(opts: UsdtLedgerOptions): UsdtLedger {
         old.to === null ||
         !sameAddress(old.to, usdt) ||
         old.chainId !== opts.chainId ||
-        old.nonce === undefined
+        old.nonce === undefined ||
+        // Signed by another key (one rotated out): a "replacement" from this key would be a second
+        // transfer, from another account, that could land beside the first.
+        !sameAddress(
+          await recoverTransactionAddress({ serializedTransaction: oldRaw as TransactionSerialized }),
+          account.address,
+        )
       ) {
         throw new ChainError('not a treasury USDT transfer signed by this service', { kind: 'invalid' });
       }
@@ -416,6 +495,13 @@ export function createUsdtLedger(opts: UsdtLedgerOptions): UsdtLedger {
       }
     },
   };
+
+  async function confirmationsOf(blockNumber: bigint): Promise<number> {
+    // cacheTime 0: viem otherwise serves a block number up to 4 s old.
+    const latest = await call('eth_blockNumber', () => rpc.getBlockNumber({ cacheTime: 0 }));
+    // A load-balanced RPC may answer from a node a block behind the one that gave the receipt: clamp at 0.
+    return Math.max(0, Number(latest - blockNumber + 1n));
+  }
 
   /**
    * The fee caps a transaction is signed with today: twice the latest base fee plus the suggested tip,

@@ -76,7 +76,7 @@ export async function countOpenAttention(db: Db): Promise<Record<AttentionKind, 
 
 export interface OperatorDecision {
   payoutId: string;
-  decision: 'fail' | 'complete';
+  decision: 'fail' | 'complete' | 'refund' | 'release';
   decidedBy: string;
   reason: string;
   txHash?: string;
@@ -87,7 +87,7 @@ export interface OperatorDecision {
 export async function recordOperatorDecision(db: Db, d: OperatorDecision): Promise<void> {
   await db.query(
     `INSERT INTO operator_decisions (payout_id, decision, decided_by, reason, tx_hash, amount_usdt_units)
-     VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (payout_id) DO NOTHING`,
+     VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (payout_id, decision) DO NOTHING`,
     [d.payoutId, d.decision, d.decidedBy, d.reason, d.txHash ?? null, d.amountUsdtUnits ?? null],
   );
 }

@@ -1,10 +1,15 @@
 import type { Db } from './pool';
 
 export type IdempotencyClaim =
-  /** This request owns the key: create the payout (or resume the one an abandoned claim started). */
-  | { kind: 'claimed'; payoutId: string; workflowId: string }
+  /**
+   * This request owns the key: create the payout, or (`resumed`) resume the one an abandoned claim
+   * may have started already.
+   */
+  | { kind: 'claimed'; payoutId: string; workflowId: string; resumed?: true }
   /** The key already produced a payout: replay it. */
   | { kind: 'recorded'; payoutId: string; workflowId: string }
+  /** The key's request was refused by screening: the same refusal again. */
+  | { kind: 'refused'; refusal: string }
   /** Another request holds the key and has not recorded its payout yet: 409. */
   | { kind: 'in_flight' };
 
@@ -21,7 +26,8 @@ export interface ClaimRequest {
 interface KeyRow {
   payout_id: string;
   workflow_id: string;
-  state: 'claimed' | 'recorded';
+  state: 'claimed' | 'recorded' | 'refused';
+  refusal: string | null;
   expired: boolean;
   stale: boolean;
 }
@@ -58,7 +64,7 @@ async function tryClaim(db: Db, req: ClaimRequest): Promise<IdempotencyClaim | u
     // FOR UPDATE waits for a transaction holding the row; if that one deletes it (a released
     // claim), the row is gone by the time this read returns.
     const { rows } = await client.query<KeyRow>(
-      `SELECT payout_id, workflow_id, state, expires_at <= now() AS expired,
+      `SELECT payout_id, workflow_id, state, refusal, expires_at <= now() AS expired,
               claimed_at <= now() - make_interval(secs => $3) AS stale
          FROM idempotency_keys WHERE partner_id = $1 AND key = $2 FOR UPDATE`,
       [req.partnerId, req.key, req.staleClaimSeconds],
@@ -72,7 +78,7 @@ async function tryClaim(db: Db, req: ClaimRequest): Promise<IdempotencyClaim | u
     if (row.expired) {
       // Past 24 h the key starts a new payout (docs/decisions.md D10).
       await client.query(
-        `UPDATE idempotency_keys SET payout_id = $3, workflow_id = $4, state = 'claimed', claimed_at = now(),
+        `UPDATE idempotency_keys SET payout_id = $3, workflow_id = $4, state = 'claimed', refusal = NULL, claimed_at = now(),
                 expires_at = now() + make_interval(secs => $5)
           WHERE partner_id = $1 AND key = $2`,
         [req.partnerId, req.key, req.newPayoutId, req.newWorkflowId, req.ttlSeconds],
@@ -80,6 +86,8 @@ async function tryClaim(db: Db, req: ClaimRequest): Promise<IdempotencyClaim | u
       outcome = { kind: 'claimed', payoutId: req.newPayoutId, workflowId: req.newWorkflowId };
     } else if (row.state === 'recorded') {
       outcome = { kind: 'recorded', payoutId: row.payout_id, workflowId: row.workflow_id };
+    } else if (row.state === 'refused') {
+      outcome = { kind: 'refused', refusal: row.refusal ?? '' };
     } else if (!row.stale) {
       outcome = { kind: 'in_flight' };
     } else {
@@ -87,7 +95,7 @@ async function tryClaim(db: Db, req: ClaimRequest): Promise<IdempotencyClaim | u
         'UPDATE idempotency_keys SET claimed_at = now() WHERE partner_id = $1 AND key = $2',
         [req.partnerId, req.key],
       );
-      outcome = { kind: 'claimed', payoutId: row.payout_id, workflowId: row.workflow_id };
+      outcome = { kind: 'claimed', payoutId: row.payout_id, workflowId: row.workflow_id, resumed: true };
     }
     await client.query('COMMIT');
     return outcome;
@@ -112,6 +120,24 @@ export async function markIdempotencyKeyRecorded(
   );
 }
 
+/**
+ * The key's request was refused for good (screening flagged the receiver): nothing was created, and
+ * a replay within the key's 24 h gets the same refusal.
+ */
+export async function markIdempotencyKeyRefused(
+  db: Db,
+  partnerId: string,
+  key: string,
+  payoutId: string,
+  refusal: string,
+): Promise<void> {
+  await db.query(
+    `UPDATE idempotency_keys SET state = 'refused', refusal = $4
+      WHERE partner_id = $1 AND key = $2 AND payout_id = $3 AND state = 'claimed'`,
+    [partnerId, key, payoutId, refusal],
+  );
+}
+
 /** Gives up a claim whose payout could not be created, so the key is free for a new attempt. */
 export async function releaseIdempotencyKey(
   db: Db,
@@ -125,17 +151,17 @@ export async function releaseIdempotencyKey(
   );
 }
 
-/** A live recorded key, for replays that skip body validation entirely. */
+/** A live recorded (or refused) key, for replays that skip body validation entirely. */
 export async function findRecordedKey(
   db: Db,
   partnerId: string,
   key: string,
-): Promise<{ payoutId: string; workflowId: string } | null> {
-  const { rows } = await db.query<{ payout_id: string; workflow_id: string }>(
-    `SELECT payout_id, workflow_id FROM idempotency_keys
-      WHERE partner_id = $1 AND key = $2 AND state = 'recorded' AND expires_at > now()`,
+): Promise<{ payoutId: string; workflowId: string; refusal: string | null } | null> {
+  const { rows } = await db.query<{ payout_id: string; workflow_id: string; refusal: string | null }>(
+    `SELECT payout_id, workflow_id, refusal FROM idempotency_keys
+      WHERE partner_id = $1 AND key = $2 AND state IN ('recorded', 'refused') AND expires_at > now()`,
     [partnerId, key],
   );
   const row = rows[0];
-  return row ? { payoutId: row.payout_id, workflowId: row.workflow_id } : null;
+  return row ? { payoutId: row.payout_id, workflowId: row.workflow_id, refusal: row.refusal } : null;
 }

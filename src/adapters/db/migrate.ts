@@ -16,7 +16,7 @@ export function migrationsDir(): string {
 
 /**
  * Applies pending migrations (node-pg-migrate, SQL files in /migrations). In production this is a
- * one-shot job (`node dist/src/cli/migrate.js`) run before the new api and worker replicas start;
+ * one-shot job (`node dist/src/main/migrate.js`) run before the new api and worker replicas start;
  * the local launcher and the tests call it directly. node-pg-migrate takes an advisory lock with a
  * *try* and fails at once when another process holds it, so this waits for the other migrator to
  * finish and then runs again (finding nothing left to do): two jobs started at once both succeed.
@@ -69,7 +69,7 @@ export async function assertSchemaCurrent(db: Db): Promise<void> {
   if (missing.length > 0) {
     throw new Error(
       `the database schema is not up to date (${missing.length} migration(s) not applied: ${missing.join(', ')}); ` +
-        'run the migrations job first: node dist/src/cli/migrate.js (npm run migrate from a checkout)',
+        'run the migrations job first: node dist/src/main/migrate.js (npm run migrate from a checkout)',
     );
   }
 }

@@ -30,6 +30,8 @@ export interface PayoutLocation {
   workflowId: string;
   runId: string;
   status: PayoutRecord['status'];
+  /** The transfer that completed it, once COMPLETED (absent in answers recorded by older code). */
+  blockchainTxId?: string;
 }
 
 function toRecord(row: PayoutRow): PayoutRecord {
@@ -131,14 +133,18 @@ export async function findPartnerPayout(
 }
 
 export async function findPayoutLocation(db: Db, payoutId: string): Promise<PayoutLocation | null> {
-  const { rows } = await db.query<Pick<PayoutRow, 'id' | 'workflow_id' | 'run_id' | 'status'>>(
-    'SELECT id, workflow_id, run_id, status FROM payouts WHERE id = $1',
-    [payoutId],
-  );
+  const { rows } = await db.query<
+    Pick<PayoutRow, 'id' | 'workflow_id' | 'run_id' | 'status' | 'blockchain_tx_id'>
+  >('SELECT id, workflow_id, run_id, status, blockchain_tx_id FROM payouts WHERE id = $1', [payoutId]);
   const row = rows[0];
-  return row
-    ? { payoutId: row.id, workflowId: row.workflow_id, runId: row.run_id, status: row.status }
-    : null;
+  if (!row) return null;
+  return {
+    payoutId: row.id,
+    workflowId: row.workflow_id,
+    runId: row.run_id,
+    status: row.status,
+    ...(row.blockchain_tx_id ? { blockchainTxId: row.blockchain_tx_id } : {}),
+  };
 }
 
 export interface PayoutListQuery {

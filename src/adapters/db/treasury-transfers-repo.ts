@@ -9,8 +9,19 @@ export interface TreasuryTransferAttempt {
   signedAt: Date;
 }
 
+/**
+ * One round of a payout's treasury transfer: a nonce and the transactions signed for it. A payout
+ * has one round, unless a round's transaction was mined and reverted because the treasury could not
+ * send: that round is closed (`revertedAt`), nothing of it can land any more, and the payout sends
+ * again in a new round, at a new nonce.
+ */
 export interface TreasuryTransfer {
   payoutId: string;
+  /** 0 for the first; at most one round of a payout is open (revertedAt null). */
+  round: number;
+  chainId: number;
+  /** The treasury account that signed it (lower case). */
+  fromAddress: string;
   nonce: number;
   toAddress: string;
   amountUnits: bigint;
@@ -24,13 +35,15 @@ export interface TreasuryTransfer {
   attempts: TreasuryTransferAttempt[];
   /** The attempt seen mined (confirmed or reverted), once seen. */
   minedTxHash: `0x${string}` | null;
+  /** When the round was closed after its mined revert, the treasury unable to send; null while open. */
+  revertedAt: Date | null;
 }
 
 export type SignedTransaction = { rawTransaction: `0x${string}`; txHash: `0x${string}` };
 
 /** Transfers already signed from the same account, seen by the signer while it holds the nonce lock. */
 export interface SignedTransfers {
-  /** This account's stored transfers at or above `nonce` (i.e. not yet mined when `nonce` is the mined count). */
+  /** This account's open transfers at or above `nonce` (i.e. not yet mined when `nonce` is the mined count). */
   fromNonce(nonce: number): Promise<TreasuryTransfer[]>;
 }
 
@@ -38,13 +51,16 @@ export interface SignedTransfers {
 const TREASURY_NONCE_LOCK = 42_161;
 
 const COLUMNS =
-  'payout_id, nonce, to_address, amount_units, raw_transaction, tx_hash, mined_tx_hash, created_at';
+  'payout_id, round, chain_id, from_address, nonce, to_address, amount_units, raw_transaction, tx_hash, mined_tx_hash, reverted_at, created_at';
+/** The payout's latest round, open or closed. */
+const LATEST_ROUND = `SELECT ${COLUMNS} FROM treasury_transfers WHERE payout_id = $1 ORDER BY round DESC LIMIT 1`;
 
 /**
- * Returns the payout's treasury transfer, signing and storing it first if there is none. The signed
- * transaction is committed before anyone broadcasts it, so retries and new workers re-send exactly
- * that transaction and the payout is paid once. `sign` runs under the nonce lock and is shown the
- * account's other signed transfers, so it can reserve the funds they may still spend.
+ * Returns the payout's open treasury transfer, signing and storing it first if there is none (no
+ * round yet, or only closed ones: then a new round). The signed transaction is committed before
+ * anyone broadcasts it, so retries and new workers re-send exactly that transaction and the payout is
+ * paid once. `sign` runs under the nonce lock and is shown the account's other signed transfers, so
+ * it can reserve the funds they may still spend.
  */
 export async function getOrCreateTreasuryTransfer(
   db: Db,
@@ -63,15 +79,14 @@ export async function getOrCreateTreasuryTransfer(
   try {
     await client.query('BEGIN');
     await client.query('SELECT pg_advisory_xact_lock($1)', [TREASURY_NONCE_LOCK]);
-    const existing = await client.query<TransferRow>(
-      `SELECT ${COLUMNS} FROM treasury_transfers WHERE payout_id = $1`,
-      [req.payoutId],
-    );
-    if (existing.rows[0]) {
+    const existing = await client.query<TransferRow>(LATEST_ROUND, [req.payoutId]);
+    const latest = existing.rows[0];
+    if (latest && latest.reverted_at === null) {
       const [transfer] = await withAttempts(client, existing.rows);
       await client.query('COMMIT');
       return transfer!;
     }
+    const round = latest ? latest.round + 1 : 0;
     const fromAddress = req.fromAddress.toLowerCase();
     const { rows } = await client.query<{ next: bigint | null }>(
       'SELECT max(nonce) + 1 AS next FROM treasury_transfers WHERE chain_id = $1 AND from_address = $2',
@@ -82,7 +97,8 @@ export async function getOrCreateTreasuryTransfer(
       fromNonce: async (from) => {
         const pending = await client.query<TransferRow>(
           `SELECT ${COLUMNS} FROM treasury_transfers
-            WHERE chain_id = $1 AND from_address = $2 AND nonce >= $3 ORDER BY nonce`,
+            WHERE chain_id = $1 AND from_address = $2 AND nonce >= $3 AND reverted_at IS NULL
+            ORDER BY nonce`,
           [req.chainId, fromAddress, from],
         );
         return withAttempts(client, pending.rows);
@@ -90,11 +106,12 @@ export async function getOrCreateTreasuryTransfer(
     });
     const inserted = await client.query<TransferRow>(
       `INSERT INTO treasury_transfers
-         (payout_id, nonce, to_address, amount_units, raw_transaction, tx_hash, chain_id, from_address)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+         (payout_id, round, nonce, to_address, amount_units, raw_transaction, tx_hash, chain_id, from_address)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
        RETURNING ${COLUMNS}`,
       [
         req.payoutId,
+        round,
         nonce,
         req.toAddress,
         req.amountUnits,
@@ -105,9 +122,9 @@ export async function getOrCreateTreasuryTransfer(
       ],
     );
     await client.query(
-      `INSERT INTO treasury_transfer_attempts (payout_id, attempt, raw_transaction, tx_hash)
-       VALUES ($1, 0, $2, $3)`,
-      [req.payoutId, signed.rawTransaction, signed.txHash],
+      `INSERT INTO treasury_transfer_attempts (payout_id, round, attempt, raw_transaction, tx_hash)
+       VALUES ($1, $2, 0, $3, $4)`,
+      [req.payoutId, round, signed.rawTransaction, signed.txHash],
     );
     const [transfer] = await withAttempts(client, inserted.rows);
     await client.query('COMMIT');
@@ -120,18 +137,50 @@ export async function getOrCreateTreasuryTransfer(
   }
 }
 
+/** The payout's latest round, open or closed (`revertedAt`); null when nothing was ever signed for it. */
 export async function findTreasuryTransfer(db: Db, payoutId: string): Promise<TreasuryTransfer | null> {
-  const { rows } = await db.query<TransferRow>(
-    `SELECT ${COLUMNS} FROM treasury_transfers WHERE payout_id = $1`,
-    [payoutId],
-  );
+  const { rows } = await db.query<TransferRow>(LATEST_ROUND, [payoutId]);
   if (!rows[0]) return null;
   const [transfer] = await withAttempts(db, rows);
   return transfer!;
 }
 
+/** The account's open rounds at these nonces: the transactions of ours that may fill them. */
+export async function findOpenTreasuryTransfersAt(
+  db: Db,
+  account: { chainId: number; fromAddress: string },
+  nonces: number[],
+): Promise<TreasuryTransfer[]> {
+  const { rows } = await db.query<TransferRow>(
+    `SELECT ${COLUMNS} FROM treasury_transfers
+      WHERE chain_id = $1 AND from_address = $2 AND nonce = ANY($3::bigint[]) AND reverted_at IS NULL
+      ORDER BY nonce`,
+    [account.chainId, account.fromAddress.toLowerCase(), nonces],
+  );
+  return withAttempts(db, rows);
+}
+
 /**
- * Signs and stores a replacement for the payout's transfer (same nonce, higher fees) when its latest
+ * Closes the payout's open round after its transaction `minedTxHash` was mined and reverted (its
+ * nonce is used up, no USDT moved): the next getOrCreateTreasuryTransfer signs a new round. True when
+ * this call closed it, false when it was closed already (a retry).
+ */
+export async function closeTreasuryRound(
+  db: Db,
+  payoutId: string,
+  round: number,
+  minedTxHash: string,
+): Promise<boolean> {
+  const { rowCount } = await db.query(
+    `UPDATE treasury_transfers SET reverted_at = now(), mined_tx_hash = $3
+      WHERE payout_id = $1 AND round = $2 AND reverted_at IS NULL`,
+    [payoutId, round, minedTxHash],
+  );
+  return rowCount === 1;
+}
+
+/**
+ * Signs and stores a replacement for the payout's open transfer (same nonce, higher fees) when its latest
  * attempt was signed at least `afterSeconds` ago and `sign` decides one is due; null otherwise. The
  * row lock makes concurrent activity attempts sign one replacement, not one each, and the attempt is
  * committed before the caller broadcasts it, so every hash that may land is known.
@@ -146,7 +195,7 @@ export async function addTreasuryTransferAttempt(
   try {
     await client.query('BEGIN');
     const { rows } = await client.query<TransferRow>(
-      `SELECT ${COLUMNS} FROM treasury_transfers WHERE payout_id = $1 FOR UPDATE`,
+      `SELECT ${COLUMNS} FROM treasury_transfers WHERE payout_id = $1 AND reverted_at IS NULL FOR UPDATE`,
       [payoutId],
     );
     const [transfer] = await withAttempts(client, rows);
@@ -162,9 +211,9 @@ export async function addTreasuryTransferAttempt(
       return null;
     }
     await client.query(
-      `INSERT INTO treasury_transfer_attempts (payout_id, attempt, raw_transaction, tx_hash)
-       VALUES ($1, $2, $3, $4)`,
-      [payoutId, latest.attempt + 1, signed.rawTransaction, signed.txHash],
+      `INSERT INTO treasury_transfer_attempts (payout_id, round, attempt, raw_transaction, tx_hash)
+       VALUES ($1, $2, $3, $4, $5)`,
+      [payoutId, transfer.round, latest.attempt + 1, signed.rawTransaction, signed.txHash],
     );
     const [updated] = await withAttempts(client, rows);
     await client.query('COMMIT');
@@ -178,24 +227,29 @@ export async function addTreasuryTransferAttempt(
 }
 
 /**
- * Records which attempt was seen mined. Only one can be mined at a time, but a reorg may swap which:
- * the latest sighting wins, and the one seen confirmed is the last written.
+ * Records which attempt of the open round was seen mined. Only one can be mined at a time, but a
+ * reorg may swap which: the latest sighting wins, and the one seen confirmed is the last written.
  */
 export async function recordMinedTreasuryTransfer(db: Db, payoutId: string, txHash: string): Promise<void> {
   await db.query(
-    'UPDATE treasury_transfers SET mined_tx_hash = $2 WHERE payout_id = $1 AND mined_tx_hash IS DISTINCT FROM $2',
+    `UPDATE treasury_transfers SET mined_tx_hash = $2
+      WHERE payout_id = $1 AND reverted_at IS NULL AND mined_tx_hash IS DISTINCT FROM $2`,
     [payoutId, txHash],
   );
 }
 
 interface TransferRow {
   payout_id: string;
+  round: number;
+  chain_id: number;
+  from_address: string;
   nonce: bigint;
   to_address: string;
   amount_units: bigint;
   raw_transaction: `0x${string}`;
   tx_hash: `0x${string}`;
   mined_tx_hash: `0x${string}` | null;
+  reverted_at: Date | null;
   created_at: Date;
 }
 
@@ -203,18 +257,19 @@ async function withAttempts(db: Db | PoolClient, rows: TransferRow[]): Promise<T
   if (rows.length === 0) return [];
   const { rows: attempts } = await db.query<{
     payout_id: string;
+    round: number;
     attempt: number;
     raw_transaction: `0x${string}`;
     tx_hash: `0x${string}`;
     signed_at: Date;
   }>(
-    `SELECT payout_id, attempt, raw_transaction, tx_hash, signed_at FROM treasury_transfer_attempts
-      WHERE payout_id = ANY($1::uuid[]) ORDER BY payout_id, attempt`,
+    `SELECT payout_id, round, attempt, raw_transaction, tx_hash, signed_at FROM treasury_transfer_attempts
+      WHERE payout_id = ANY($1::uuid[]) ORDER BY payout_id, round, attempt`,
     [rows.map((r) => r.payout_id)],
   );
   return rows.map((row) => {
     const own = attempts
-      .filter((a) => a.payout_id === row.payout_id)
+      .filter((a) => a.payout_id === row.payout_id && a.round === row.round)
       .map((a) => ({
         attempt: a.attempt,
         rawTransaction: a.raw_transaction,
@@ -223,6 +278,9 @@ async function withAttempts(db: Db | PoolClient, rows: TransferRow[]): Promise<T
       }));
     return {
       payoutId: row.payout_id,
+      round: row.round,
+      chainId: row.chain_id,
+      fromAddress: row.from_address,
       nonce: Number(row.nonce),
       toAddress: row.to_address,
       amountUnits: row.amount_units,
@@ -243,6 +301,7 @@ async function withAttempts(db: Db | PoolClient, rows: TransferRow[]): Promise<T
             ...own,
           ],
       minedTxHash: row.mined_tx_hash,
+      revertedAt: row.reverted_at,
     };
   });
 }

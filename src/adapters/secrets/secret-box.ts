@@ -1,6 +1,5 @@
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
-import type { Config } from '../../config';
-import { parsePayloadKey, payloadKeyId } from '../../temporal/payload-codec';
+import { payloadKeyId, type PayloadKeys } from './payload-keys';
 
 /**
  * Secrets the service keeps in its database (partners' callback signing secrets) are sealed with
@@ -28,14 +27,9 @@ export class SecretKeyError extends Error {
   override readonly name = 'SecretKeyError';
 }
 
-export function createSecretBox(
-  config: Pick<Config, 'PAYLOAD_ENCRYPTION_KEY' | 'PAYLOAD_ENCRYPTION_PREVIOUS_KEYS'>,
-): SecretBox {
-  const current = config.PAYLOAD_ENCRYPTION_KEY ? parsePayloadKey(config.PAYLOAD_ENCRYPTION_KEY) : undefined;
+export function createSecretBox({ current, previous }: PayloadKeys): SecretBox {
   const keys = new Map<string, Buffer>();
-  const previous = (config.PAYLOAD_ENCRYPTION_PREVIOUS_KEYS ?? '').split(',').filter((k) => k.trim());
-  for (const key of [...(current ? [current] : []), ...previous.map(parsePayloadKey)])
-    keys.set(payloadKeyId(key), key);
+  for (const key of [...(current ? [current] : []), ...previous]) keys.set(payloadKeyId(key), key);
   const aad = (owner: string) => Buffer.from(`partner-secret:${owner}`, 'utf8');
 
   return {

@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import { errorBodySchema, idempotencyKeySchema } from '../payouts/schemas';
+import { API_ERRORS, type HttpError } from '../errors';
+import { errorBodySchema, idempotencyKeySchema } from '../payouts/payout.schemas';
 
 /**
  * What the route schemas cannot carry, added to the generated document: security, headers and the
@@ -59,27 +60,30 @@ const REQUEST_ID = {
   },
 };
 
+/** A message of the api's one table of errors, quoted. */
+const quoted = (error: HttpError) => `\`${error.message}\``;
+
 /** Every status any route may answer, with its meaning; exact messages where they are fixed. */
 const STATUS_MEANING: Record<string, string> = {
   '200': 'OK',
   '201': 'Created',
   '400':
     'Invalid request; the message names the field at fault (e.g. `amount_brl must be > 0`, ' +
-    '`receiver_wallet is required`, `pix_key is not a valid CPF key`), or `invalid JSON body`',
-  '401': 'Missing API key (`missing X-API-Key header`) or invalid/disabled key (`invalid API key`)',
-  '404': '`not found`',
-  '409': '`idempotency conflict`',
-  '413': 'Body over 16 KiB: `request body too large (limit 16 KiB)`',
-  '415': '`content-type must be application/json`',
+    `\`receiver_wallet is required\`, \`pix_key is not a valid CPF key\`), or ${quoted(API_ERRORS.invalidJsonBody())}`,
+  '401': `Missing API key (${quoted(API_ERRORS.missingApiKey())}) or invalid/disabled key (${quoted(API_ERRORS.invalidApiKey())})`,
+  '404': quoted(API_ERRORS.notFound()),
+  '409': quoted(API_ERRORS.idempotencyConflict()),
+  '413': `Body over 16 KiB: ${quoted(API_ERRORS.bodyTooLarge())}`,
+  '415': quoted(API_ERRORS.unsupportedMediaType()),
+  '422': 'The request is well formed but refused on its merits (see the operation)',
   '429':
-    'Rate limit exceeded: `rate limit exceeded, retry after 60 seconds`, with `Retry-After: 60`. Counted per ' +
+    `Rate limit exceeded: ${quoted(API_ERRORS.rateLimited())}, with \`Retry-After: 60\`. Counted per ` +
     'API key, and per client address for failed API keys (a valid key is never refused by the latter)',
-  '500': 'Unexpected error: `internal error` (no details are ever returned; quote X-Request-Id to support)',
-  '502':
-    'The payment provider could not create the PIX charge: `payment provider could not create the PIX charge, retry later`',
+  '500': `Unexpected error: ${quoted(API_ERRORS.internalError())} (no details are ever returned; quote X-Request-Id to support)`,
+  '502': `The payment provider could not create the PIX charge: ${quoted(API_ERRORS.chargeRefused())}`,
   '503':
-    'Temporarily unavailable, retry later: no exchange rate (`quote unavailable, retry later`) or ' +
-    'the provider is slow to create the charge (`payment provider unavailable, retry later`)',
+    `Temporarily unavailable, retry later: no exchange rate (${quoted(API_ERRORS.quoteUnavailable())}) or ` +
+    `the provider is slow to create the charge (${quoted(API_ERRORS.providerUnavailable())})`,
 };
 
 const PATH_PARAMETERS: Record<string, string> = {
@@ -150,6 +154,15 @@ const OPERATIONS: Record<string, OperationDoc> = {
         'answers 201 with the original payout as it is now and `Idempotent-Replayed: true`; the new body is ignored.',
       '409':
         'Another request with the same Idempotency-Key is still in flight: `idempotency conflict`. Retry after a short delay.',
+      '422':
+        `The receiver failed screening; nothing was created. ${quoted(API_ERRORS.receiverBlockedByIssuer())} ` +
+        `(USDT sent there could be frozen), or ${quoted(API_ERRORS.receiverFailedScreening())}. ` +
+        'Final: a replay of the same Idempotency-Key answers the same.',
+      '503':
+        `Nothing was created; retry later: ${quoted(API_ERRORS.quoteUnavailable())}, ` +
+        `${quoted(API_ERRORS.providerUnavailable())} (no PIX charge within 20 s), or ` +
+        `${quoted(API_ERRORS.screeningUnavailable())} (with \`Retry-After\`), or ` +
+        `${quoted(API_ERRORS.treasuryCannotSend())} (with \`Retry-After\`).`,
     },
   },
   'get /v1/payouts/{id}': {

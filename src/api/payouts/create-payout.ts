@@ -2,11 +2,13 @@ import { createHash, randomUUID } from 'node:crypto';
 import {
   WithStartWorkflowOperation,
   WorkflowExecutionAlreadyStartedError,
+  WorkflowNotFoundError,
   type Client,
 } from '@temporalio/client';
 import {
   claimIdempotencyKey,
   markIdempotencyKeyRecorded,
+  markIdempotencyKeyRefused,
   releaseIdempotencyKey,
 } from '../../adapters/db/idempotency-repo';
 import { findPartnerPayout, upsertPayout } from '../../adapters/db/payouts-repo';
@@ -17,7 +19,17 @@ import {
   ChargeRefusedError,
   ChargeTimeoutError,
   IdempotencyConflictError,
+  ReceiverRefusedError,
+  SCREENING_REFUSALS,
+  ScreeningUnavailableRequestError,
+  TreasuryCannotSendError,
+  type ScreeningRefusal,
 } from '../../domain/payout-request-errors';
+import {
+  ScreeningUnavailableError,
+  type ReceiverScreening,
+  type ScreeningSource,
+} from '../../domain/screening';
 import {
   awaitChargeUpdate,
   getPayoutQuery,
@@ -29,7 +41,7 @@ import {
 import { payoutWorkflow } from '../../workflows/payout.workflow';
 import { payoutSearchAttributes, payoutSummary } from '../../workflows/search-attributes';
 import { quoteMinAmount, type MinAmountDeps } from '../quotes/min-amount';
-import type { CreatePayoutBody } from './schemas';
+import type { CreatePayoutBody } from './payout.schemas';
 
 export interface CreatePayoutDeps extends MinAmountDeps {
   db: Db;
@@ -40,7 +52,17 @@ export interface CreatePayoutDeps extends MinAmountDeps {
   aboveQuoteTolerance: string;
   /** How long POST waits for the PIX charge before answering 503 (the workflow keeps going). */
   chargeWaitMs: number;
+  /** The receiver's screening, before anything is created (docs/decisions.md D45). */
+  screening: ReceiverScreening;
+  screeningCounters: { refused(source: ScreeningSource): void; unavailable(): void };
+  /** Treasury mode: whether the treasury can send now; new payouts are refused while it cannot. */
+  treasuryHealth?: {
+    treasuryCanSend(): Promise<{ ok: true } | { ok: false; reason: string; detail: string }>;
+  };
 }
+
+/** Where the create-payout service writes its one line per screening refusal. */
+export type ScreeningLog = { warn(o: object, msg: string): void };
 
 const IDEMPOTENCY_TTL_SECONDS = 24 * 60 * 60;
 // A claim whose request has not recorded its payout in this long is taken to have died.
@@ -58,6 +80,7 @@ export async function createPayout(
   partnerId: string,
   body: CreatePayoutBody,
   idempotencyKey: string | undefined,
+  log: ScreeningLog,
 ): Promise<CreatePayoutResult> {
   // The key is claimed first, so a duplicate of a request still in flight is always a conflict,
   // whatever the quote or the minimum check would say about it.
@@ -78,14 +101,64 @@ export async function createPayout(
     if (claim.kind === 'in_flight')
       throw new IdempotencyConflictError('the key is held by a request in flight');
     if (claim.kind === 'recorded') return { kind: 'replay', payoutId: claim.payoutId };
+    if (claim.kind === 'refused') throw replayedRefusal(claim.refusal);
     payoutId = claim.payoutId;
     workflowId = claim.workflowId;
+    // The abandoned request may have started the payout already: then it is that payout's answer,
+    // whatever screening or the quote would say now, and the key is never freed for a second one.
+    if (claim.resumed) {
+      const started = await resumeStartedPayout(deps, workflowId);
+      // One whose charge was refused was never shown to the partner: it is refused again below.
+      if (started && started.failureReason !== 'charge_creation_failed') {
+        await catchUpReadModel(deps.db, started);
+        await markIdempotencyKeyRecorded(deps.db, partnerId, idempotencyKey, started.id);
+        return { kind: 'created', payout: started };
+      }
+    }
   }
   // Nothing was started for a refused request: free the key so the partner's corrected retry works.
   const releaseClaim = async () => {
     if (idempotencyKey !== undefined)
       await releaseIdempotencyKey(deps.db, partnerId, idempotencyKey, payoutId);
   };
+
+  // Treasury mode: no payer pays into a payout the treasury cannot settle. A chain that cannot be read
+  // now is no verdict on the treasury: the payout would wait for it safely, so it is not refused.
+  if (deps.treasuryHealth) {
+    const health = await deps.treasuryHealth.treasuryCanSend().catch(() => undefined);
+    if (health && !health.ok) {
+      await releaseClaim();
+      log.warn(
+        { event: 'treasury_cannot_send', partnerId, reason: health.reason, detail: health.detail },
+        'payout refused at POST: the treasury cannot send USDT',
+      );
+      throw new TreasuryCannotSendError(`treasury cannot send: ${health.reason}`);
+    }
+  }
+
+  // Before any charge exists: a flagged receiver is refused for good (the key keeps the refusal), an
+  // unreadable source refuses for now (the key is freed for the retry).
+  let verdict: Awaited<ReturnType<ReceiverScreening['screen']>>;
+  try {
+    verdict = await deps.screening.screen(body.receiver_wallet);
+  } catch (err) {
+    await releaseClaim();
+    if (!(err instanceof ScreeningUnavailableError)) throw err;
+    deps.screeningCounters.unavailable();
+    throw new ScreeningUnavailableRequestError(err.message);
+  }
+  if (verdict.kind === 'flagged') {
+    const refusal: ScreeningRefusal =
+      verdict.source === 'token_blocklist' ? 'receiver_blocked_by_issuer' : 'receiver_failed_screening';
+    deps.screeningCounters.refused(verdict.source);
+    log.warn(
+      { event: 'receiver_refused', partnerId, source: verdict.source, detail: verdict.detail, payoutId },
+      'payout refused at POST: screening flagged the receiver; nothing was created',
+    );
+    if (idempotencyKey !== undefined)
+      await markIdempotencyKeyRefused(deps.db, partnerId, idempotencyKey, payoutId, refusal);
+    throw new ReceiverRefusedError(refusal, `receiver flagged by ${verdict.source}`);
+  }
 
   let minUnits: bigint;
   let rate: string;
@@ -150,30 +223,50 @@ async function startAndAwaitCharge(
       wallet: shortWallet(input.receiverWallet),
     }),
   });
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(
-      () =>
-        reject(
-          new ChargeTimeoutError(`payout ${input.payoutId}: no PIX charge after ${deps.chargeWaitMs} ms`),
-        ),
-      deps.chargeWaitMs,
-    );
-  });
   try {
-    return await Promise.race([
+    return await withChargeDeadline(
       deps.temporal.workflow.executeUpdateWithStart(awaitChargeUpdate, { startWorkflowOperation }),
-      timeout,
-    ]);
+      deps.chargeWaitMs,
+      input.payoutId,
+    );
   } catch (err) {
     // The payout's workflow already ran to its end (a resumed claim): its final state is the answer.
     if (err instanceof WorkflowExecutionAlreadyStartedError) {
       return deps.temporal.workflow.getHandle(workflowId).query(getPayoutQuery);
     }
     throw err;
+  }
+}
+
+/** `answer`, or ChargeTimeoutError (503) once POST has waited `ms` for the PIX charge. */
+async function withChargeDeadline<T>(answer: Promise<T>, ms: number, payoutId: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () => reject(new ChargeTimeoutError(`payout ${payoutId}: no PIX charge after ${ms} ms`)),
+      ms,
+    );
+  });
+  try {
+    return await Promise.race([answer, timeout]);
   } finally {
     clearTimeout(timer);
   }
+}
+
+/** The payout an abandoned request started, once its charge exists; null when it never started. */
+async function resumeStartedPayout(deps: CreatePayoutDeps, workflowId: string): Promise<PayoutRecord | null> {
+  const handle = deps.temporal.workflow.getHandle(workflowId);
+  let running: boolean;
+  try {
+    running = (await handle.describe()).status.name === 'RUNNING';
+  } catch (err) {
+    if (err instanceof WorkflowNotFoundError) return null;
+    throw err;
+  }
+  // Closed already (its charge refused, or ended since): its final state is the answer.
+  if (!running) return handle.query(getPayoutQuery);
+  return withChargeDeadline(handle.executeUpdate(awaitChargeUpdate), deps.chargeWaitMs, workflowId);
 }
 
 /**
@@ -190,4 +283,12 @@ async function catchUpReadModel(db: Db, payout: PayoutRecord): Promise<void> {
 
 function shortWallet(wallet: string): string {
   return `${wallet.slice(0, 6)}…${wallet.slice(-4)}`;
+}
+
+/** The refusal a key was given, again: a replay answers what the first request was answered. */
+export function replayedRefusal(refusal: string): ReceiverRefusedError {
+  const code = (SCREENING_REFUSALS as readonly string[]).includes(refusal)
+    ? (refusal as ScreeningRefusal)
+    : 'receiver_failed_screening';
+  return new ReceiverRefusedError(code, `replay of a request refused by screening (${refusal})`);
 }

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { centavosFromJsonNumberText, MoneyFormatError } from '../../domain/money';
-import { HttpError } from '../errors';
+import { API_ERRORS, type HttpError } from '../errors';
 import { topLevelMemberSource } from '../json-source';
 
 /**
@@ -33,6 +33,6 @@ function amountSourceError(text: string, body: unknown): HttpError | undefined {
     return undefined;
   } catch (err) {
     if (!(err instanceof MoneyFormatError)) throw err;
-    return new HttpError(400, err.message);
+    return API_ERRORS.invalidRequest(err.message);
   }
 }

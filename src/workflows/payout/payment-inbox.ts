@@ -5,6 +5,7 @@ import { formatCentavos, parseDecimal } from '../../domain/money';
 import { isTerminal, type PayoutRecord } from '../../domain/payout';
 import type { ProviderEvent } from '../../domain/provider-event';
 import type { SettlementMode } from '../payout.contract';
+import { paymentAfterTheEnd } from './refunds-and-late-reports';
 
 export type Payment = Extract<ProviderEvent, { type: 'pix.received' }>;
 export type SettlementEvent = Extract<ProviderEvent, { type: 'settlement.completed' | 'settlement.failed' }>;
@@ -122,7 +123,7 @@ export class PaymentInbox {
   private judge(event: Payment): void {
     const payout = this.payout();
     if (isTerminal(payout.status)) {
-      return this.refund(event, 'late_payment', `payment received after the payout was ${payout.status}`);
+      return this.refund(event, 'late_payment', paymentAfterTheEnd(payout.status));
     }
     if (this.holds > 0 || payout.providerChargeId === undefined) {
       this.held.push(event);

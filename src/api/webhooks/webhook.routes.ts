@@ -1,0 +1,127 @@
+import { createHash } from 'node:crypto';
+import { WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
+import { z } from 'zod';
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import type { Db } from '../../adapters/db/pool';
+import { isWebhookTokenRecorded, recordWebhookToken } from '../../adapters/db/webhook-tokens-repo';
+import type { Metrics } from '../../observability/metrics';
+import { providerEventWorkflowId } from '../../workflows/provider-event.contract';
+import { providerEventWorkflow } from '../../workflows/provider-event.workflow';
+import { errorBodySchema } from '../payouts/payout.schemas';
+import { API_ERRORS } from '../errors';
+import { spendRateLimitToken } from '../throttle';
+
+export interface WebhookRoutesOptions {
+  db: Db;
+  temporal: Client;
+  taskQueue: string;
+  providerName: string;
+  /** New tokens a client address may deliver per minute. */
+  newTokensPerMinute: number;
+  metrics: Metrics;
+}
+
+export const webhookBodySchema = z.object(
+  {
+    token: z
+      .string({ error: (i) => (i.input === undefined ? 'token is required' : 'token must be a string') })
+      .regex(
+        /^[A-Za-z0-9._~-]{1,512}$/,
+        'token must be 1-512 characters of A-Z, a-z, 0-9, ".", "_", "~", "-"',
+      )
+      .meta({
+        description:
+          "The provider's opaque notification token; the event is fetched back from the provider with it",
+        examples: ['ntf_7Hq2xK9mPzR4vW1s'],
+      }),
+  },
+  { error: 'request body must be a JSON object' },
+);
+
+export const webhookAckSchema = z.object({
+  received: z.literal(true).meta({ description: 'Always true: the token is recorded (or was already)' }),
+});
+
+/**
+ * POST /webhooks/{provider} (docs/decisions.md D20-D21). The answer is 200 once the token is durably
+ * recorded: a provider-event workflow exists for it (its id is made of provider and token, so a
+ * repeat cannot start a second one) and the de-dup row is written. All processing happens in that
+ * workflow, with retries, so a provider outage loses nothing.
+ *
+ * The workflow is started before the de-dup row is written, never after: a row therefore always
+ * means a workflow was started, so a crash between the two steps can only cause a redundant start
+ * attempt (rejected by Temporal), never a token marked as seen whose event nobody processes. The row,
+ * kept at least 90 days, outlives Temporal's retention of closed workflows: it is what keeps a very
+ * late redelivery from starting a second workflow once the first one has been purged.
+ */
+export const webhookRoutes: FastifyPluginAsyncZod<WebhookRoutesOptions> = async (app, opts) => {
+  // Every outcome's series exists from the start at 0: Prometheus' increase() (the webhook alerts)
+  // cannot see the first failure of a series that first appears already at 1.
+  for (const outcome of ['received', 'duplicate', 'throttled', 'failed'] as const) {
+    opts.metrics.webhooks.inc({ provider: opts.providerName, outcome }, 0);
+  }
+  opts.metrics.webhooks.inc({ provider: 'unknown', outcome: 'rejected' }, 0);
+  app.post(
+    '/webhooks/:provider',
+    {
+      schema: {
+        summary: 'Payment provider notification',
+        params: z.object({ provider: z.string() }),
+        body: webhookBodySchema,
+        response: {
+          200: webhookAckSchema,
+          400: errorBodySchema,
+          404: errorBodySchema,
+          429: errorBodySchema,
+        },
+      },
+      // Before the body is read: a wrong provider name is 404 whatever follows it (bad JSON, wrong
+      // content-type, an oversized body), and costs no parsing.
+      onRequest: async (request) => {
+        const { provider } = request.params as { provider: string };
+        if (provider !== opts.providerName) {
+          opts.metrics.webhooks.inc({ provider: 'unknown', outcome: 'rejected' });
+          throw API_ERRORS.unknownProvider();
+        }
+      },
+    },
+    async (request) => {
+      const { provider } = request.params;
+      const { token } = request.body;
+      // Only a hash of the token is kept anywhere outside the workflow's input (see provider-event.contract.ts).
+      const tokenHash = createHash('sha256').update(token).digest('hex');
+      if (await isWebhookTokenRecorded(opts.db, provider, tokenHash)) {
+        opts.metrics.webhooks.inc({ provider, outcome: 'duplicate' });
+        return { received: true as const };
+      }
+      // Only a token never seen before can start a workflow, so only those are throttled: a burst
+      // of junk tokens from one address cannot start workflows without bound, and the provider's
+      // redeliveries of a known token are always acknowledged.
+      try {
+        await spendRateLimitToken(opts.db, `webhook-new-token:${request.ip}`, opts.newTokensPerMinute);
+      } catch (err) {
+        opts.metrics.webhooks.inc({ provider, outcome: 'throttled' });
+        throw err;
+      }
+      let duplicate = false;
+      try {
+        await opts.temporal.workflow.start(providerEventWorkflow, {
+          workflowId: providerEventWorkflowId(provider, tokenHash),
+          taskQueue: opts.taskQueue,
+          args: [{ provider, token }],
+          workflowIdReusePolicy: 'REJECT_DUPLICATE',
+        });
+      } catch (err) {
+        if (!(err instanceof WorkflowExecutionAlreadyStartedError)) {
+          opts.metrics.webhooks.inc({ provider, outcome: 'failed' });
+          throw err;
+        }
+        duplicate = true;
+      }
+      duplicate = !(await recordWebhookToken(opts.db, provider, tokenHash)) || duplicate;
+      opts.metrics.webhooks.inc({ provider, outcome: duplicate ? 'duplicate' : 'received' });
+      request.log.info({ provider, duplicate }, 'provider webhook accepted');
+      return { received: true as const };
+    },
+  );
+};

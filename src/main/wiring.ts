@@ -1,0 +1,96 @@
+import type { CallbackSenderOptions } from '../adapters/callbacks/http-sender';
+import type { CallbackUrlPolicy } from '../adapters/callbacks/url-guard';
+import { createHttpProvider } from '../adapters/provider/http-provider';
+import type { PaymentProvider } from '../adapters/provider/types';
+import { payloadKeys, type PayloadKeys } from '../adapters/secrets/payload-keys';
+import type { ApiConfig, WorkerConfig } from '../config';
+import type { SettlementNetwork } from '../domain/payout';
+import type { Metrics } from '../observability/metrics';
+import type { Db } from '../adapters/db/pool';
+import { createChainAndDenylistScreening } from '../adapters/screening/receiver-screening';
+
+// Settings turned into the adapters' own options the same way by every process that needs them.
+
+/** The provider client as the api and the worker run it: configured, with its calls measured. */
+export function measuredProvider(
+  config: Pick<ApiConfig & WorkerConfig, 'PROVIDER_API_URL' | 'PROVIDER_API_KEY' | 'PROVIDER_TIMEOUT_MS'>,
+  metrics: Pick<Metrics, 'providerCallDuration'>,
+): PaymentProvider {
+  return createHttpProvider({
+    baseUrl: config.PROVIDER_API_URL,
+    apiKey: config.PROVIDER_API_KEY,
+    timeoutMs: config.PROVIDER_TIMEOUT_MS,
+    onCall: (m) =>
+      metrics.providerCallDuration.observe(
+        { operation: m.operation, outcome: m.outcome },
+        m.durationMs / 1000,
+      ),
+  });
+}
+
+export function payloadKeysOf(config: {
+  PAYLOAD_ENCRYPTION_KEY?: string | undefined;
+  PAYLOAD_ENCRYPTION_PREVIOUS_KEYS?: string | undefined;
+}): PayloadKeys {
+  return payloadKeys(config.PAYLOAD_ENCRYPTION_KEY, config.PAYLOAD_ENCRYPTION_PREVIOUS_KEYS);
+}
+
+/** The same callback URL rules when the admin CLI sets a URL and when the worker sends to it. */
+export function callbackUrlPolicyOf(config: {
+  NODE_ENV: string;
+  CALLBACK_ALLOW_PRIVATE_NETWORKS: boolean;
+}): CallbackUrlPolicy {
+  return {
+    requireHttps: config.NODE_ENV === 'production',
+    allowPrivateNetworks: config.CALLBACK_ALLOW_PRIVATE_NETWORKS,
+  };
+}
+
+export function callbackSenderOptionsOf(
+  config: Pick<WorkerConfig, 'NODE_ENV' | 'CALLBACK_ALLOW_PRIVATE_NETWORKS' | 'CALLBACK_TIMEOUT_MS'>,
+): CallbackSenderOptions {
+  return { ...callbackUrlPolicyOf(config), timeoutMs: config.CALLBACK_TIMEOUT_MS };
+}
+
+/** What a COMPLETED payout names of its chain, in answers, callbacks and the admin CLI alike. */
+export function settlementNetworkOf(config: {
+  EVM_CHAIN_ID: number;
+  SETTLEMENT_NETWORK_NAME: string;
+  BLOCK_EXPLORER_URL: string;
+}): SettlementNetwork {
+  return {
+    name: config.SETTLEMENT_NETWORK_NAME,
+    chainId: config.EVM_CHAIN_ID,
+    explorerUrl: config.BLOCK_EXPLORER_URL,
+  };
+}
+
+/** Runs a process's main: a failure to start or to stop is one line on stderr and exit code 1. */
+export function runProcess(main: () => Promise<void>): void {
+  main().catch((err: unknown) => {
+    console.error(err instanceof Error ? err.message : err);
+    process.exit(1);
+  });
+}
+
+/** Receiver screening as the api (at POST) and the worker (before sending) run it: the same sources. */
+export function screeningOf(
+  config: Pick<
+    ApiConfig & WorkerConfig,
+    | 'EVM_RPC_URL'
+    | 'USDT_CONTRACT_ADDRESS'
+    | 'SANCTIONS_ORACLE_ADDRESS'
+    | 'SCREENING_SOURCES'
+    | 'SCREENING_CACHE_SECONDS'
+  >,
+  db: Db,
+): ReturnType<typeof createChainAndDenylistScreening> {
+  return createChainAndDenylistScreening({
+    rpcUrl: config.EVM_RPC_URL,
+    db,
+    sources: config.SCREENING_SOURCES,
+    tokenAddress: config.USDT_CONTRACT_ADDRESS,
+    oracleAddress: config.SANCTIONS_ORACLE_ADDRESS,
+    cacheSeconds: config.SCREENING_CACHE_SECONDS,
+  });
+}

@@ -1,0 +1,175 @@
+import type { DataConverter } from '@temporalio/common';
+import { Worker, type NativeConnection, type WorkerOptions } from '@temporalio/worker';
+import { createActivities, type ActivityDeps } from '../activities';
+import { createCallbackActivities } from '../activities/callback.activities';
+import { DEFAULT_CALLBACK_SENDER, type CallbackSenderOptions } from '../adapters/callbacks/http-sender';
+import { createUsdtLedger } from '../adapters/chain/usdt-ledger';
+import { assertSchemaCurrent } from '../adapters/db/migrate';
+import { createPool } from '../adapters/db/pool';
+import { createSecretBox, type SecretBox } from '../adapters/secrets/secret-box';
+import { loadWorkerConfig } from '../config';
+import type { SettlementNetwork } from '../domain/payout';
+import { activityMetricsInterceptor } from '../observability/activity-metrics';
+import { createLogger } from '../observability/logger';
+import { createMetrics } from '../observability/metrics';
+import { registerTreasuryGauges } from '../observability/ops-gauges';
+import { scrapeLocal, startOpsServer } from '../observability/ops-server';
+import { onShutdown } from '../shutdown';
+import { connectWorker } from '../temporal/connection';
+import { createDataConverter } from '../temporal/data-converter';
+import { requireSearchAttributes } from '../temporal/search-attribute-registry';
+import { installWorkerRuntime } from '../temporal/worker-runtime';
+import {
+  setCurrentVersion,
+  workerDeploymentOptions,
+  type WorkerVersion,
+} from '../temporal/worker-versioning';
+import { workflowSource } from '../workflow-bundle';
+import {
+  callbackSenderOptionsOf,
+  measuredProvider,
+  payloadKeysOf,
+  screeningOf,
+  settlementNetworkOf,
+} from './wiring';
+import { reportScreeningSources } from '../adapters/screening/receiver-screening';
+
+export interface PayoutWorkerOptions {
+  connection: NativeConnection;
+  namespace: string;
+  taskQueue: string;
+  deps: ActivityDeps;
+  /** Partner callback sending (URL policy, timeout); https-only, public hosts only when omitted. */
+  callbacks?: CallbackSenderOptions;
+  /** A bundle built in-process (tests); otherwise dist/'s prebuilt one, or the sources bundled at start. */
+  workflowBundle?: WorkerOptions['workflowBundle'];
+  /** Opens partners' callback secrets: the payload keys (src/adapters/secrets/secret-box.ts). */
+  secrets: SecretBox;
+  /** What a COMPLETED payout's callback names of its chain. */
+  network: SettlementNetwork;
+  /** Must match the clients' (payload encryption, see src/temporal/data-converter.ts). */
+  dataConverter?: DataConverter;
+  /** Sticky cache size (WORKER_MAX_CACHED_WORKFLOWS); the SDK's heap-based default when omitted. */
+  maxCachedWorkflows?: number;
+  /** This build's worker deployment version (Worker Versioning, workflows pinned); unversioned when omitted. */
+  version?: WorkerVersion;
+}
+
+/** The payout worker: the workflow bundle plus activities wired to the real adapters. */
+export function createPayoutWorker(opts: PayoutWorkerOptions): Promise<Worker> {
+  return Worker.create({
+    connection: opts.connection,
+    namespace: opts.namespace,
+    taskQueue: opts.taskQueue,
+    dataConverter: opts.dataConverter,
+    ...(opts.maxCachedWorkflows !== undefined ? { maxCachedWorkflows: opts.maxCachedWorkflows } : {}),
+    ...(opts.workflowBundle ? { workflowBundle: opts.workflowBundle } : workflowSource()),
+    ...workerDeploymentOptions(opts.version),
+    interceptors: { activity: [activityMetricsInterceptor(opts.deps.metrics)] },
+    activities: {
+      ...createActivities(opts.deps),
+      ...createCallbackActivities({
+        db: opts.deps.db,
+        logger: opts.deps.logger,
+        sender: opts.callbacks ?? DEFAULT_CALLBACK_SENDER,
+        secrets: opts.secrets,
+        network: opts.network,
+      }),
+    },
+  });
+}
+
+/**
+ * The worker process: its configuration, adapters, metrics and Temporal connection, wired here
+ * only. src/worker.ts runs it.
+ */
+export async function main(): Promise<void> {
+  const config = loadWorkerConfig();
+  const logger = createLogger({ level: config.LOG_LEVEL, name: 'payout-worker' });
+  const metrics = createMetrics();
+  const db = createPool(config.DATABASE_URL, config.DATABASE_POOL_SIZE);
+  // Migrations are a separate one-shot job (src/main/migrate.ts); replicas only check for it.
+  await assertSchemaCurrent(db);
+  const provider = measuredProvider(config, metrics);
+  const ledger = createUsdtLedger({
+    rpcUrl: config.EVM_RPC_URL,
+    chainId: config.EVM_CHAIN_ID,
+    usdtAddress: config.USDT_CONTRACT_ADDRESS as `0x${string}`,
+    treasuryPrivateKey: config.TREASURY_PRIVATE_KEY as `0x${string}` | undefined,
+  });
+  // Never a reused verdict before money moves: a wallet listed a second ago is not paid (POST may reuse).
+  const screening = screeningOf({ ...config, SCREENING_CACHE_SECONDS: 0 }, db);
+  await reportScreeningSources(screening, logger);
+  // Before the first connection: SDK logs into pino, and the native worker metrics.
+  const runtime = await installWorkerRuntime(logger);
+  const connection = await connectWorker(config);
+  await requireSearchAttributes(connection.operatorService, config.TEMPORAL_NAMESPACE, logger);
+  registerTreasuryGauges(metrics.registry, ledger, logger);
+  const ops = await startOpsServer({
+    host: config.HOST,
+    port: config.WORKER_METRICS_PORT,
+    registry: metrics.registry,
+    extraMetrics: scrapeLocal(runtime.metricsUrl, logger),
+    logger,
+  });
+  const version: WorkerVersion | undefined = config.TEMPORAL_WORKER_BUILD_ID
+    ? { deploymentName: config.TEMPORAL_WORKER_DEPLOYMENT_NAME, buildId: config.TEMPORAL_WORKER_BUILD_ID }
+    : undefined;
+  const keys = payloadKeysOf(config);
+  const worker = await createPayoutWorker({
+    connection,
+    namespace: config.TEMPORAL_NAMESPACE,
+    taskQueue: config.TEMPORAL_TASK_QUEUE,
+    deps: {
+      db,
+      provider,
+      ledger,
+      logger,
+      metrics,
+      treasuryRepriceAfterSeconds: config.TREASURY_REPRICE_AFTER_SECONDS,
+      screening,
+    },
+    callbacks: callbackSenderOptionsOf(config),
+    secrets: createSecretBox(keys),
+    network: settlementNetworkOf(config),
+    dataConverter: createDataConverter(keys),
+    maxCachedWorkflows: config.WORKER_MAX_CACHED_WORKFLOWS,
+    ...(version ? { version } : {}),
+    ...(config.WORKFLOW_BUNDLE_PATH ? { workflowBundle: { codePath: config.WORKFLOW_BUNDLE_PATH } } : {}),
+  });
+  onShutdown(logger, async () => {
+    // Stops polling, lets running activities finish (up to the shutdown grace time), then returns.
+    worker.shutdown();
+  });
+  logger.info(
+    {
+      taskQueue: config.TEMPORAL_TASK_QUEUE,
+      mode: config.SETTLEMENT_MODE,
+      ...(version ? { deployment: version.deploymentName, buildId: version.buildId } : {}),
+    },
+    'worker started',
+  );
+  const running = worker.run();
+  let promotionFailure: unknown;
+  if (version && config.TEMPORAL_WORKER_SET_CURRENT) {
+    // The server knows a version only once it has polled, hence after run(); it refuses until then.
+    await setCurrentVersion(connection.workflowService, config.TEMPORAL_NAMESPACE, version, {
+      waitForPollersMs: 60_000,
+    }).then(
+      ({ previousBuildId }) =>
+        logger.info({ buildId: version.buildId, previousBuildId }, 'worker deployment version is current'),
+      (err: unknown) => {
+        // A single-worker setup whose build is not current starts no new payouts: stop loudly.
+        promotionFailure = err;
+        logger.error({ err, buildId: version.buildId }, 'could not make this build the current version');
+        worker.shutdown();
+      },
+    );
+  }
+  await running;
+  if (promotionFailure) throw promotionFailure;
+  await ops.close();
+  await connection.close();
+  await db.end();
+  logger.info('worker stopped');
+}

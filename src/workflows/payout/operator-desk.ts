@@ -1,0 +1,222 @@
+import {
+  ApplicationFailure,
+  CancellationScope,
+  condition,
+  isCancellation,
+  proxyActivities,
+  setHandler,
+} from '@temporalio/workflow';
+import type { ChainActivities } from '../../activities';
+import { isTerminal, type PayoutRecord } from '../../domain/payout';
+import { BOOKKEEPING, PROOF_ROUND } from '../activity-options';
+import {
+  PAYOUT_NOT_RESOLVABLE,
+  resolvePayoutUpdate,
+  type OperatorDecisionInput,
+  type PayoutSettings,
+} from '../payout.contract';
+import type { Attention } from './attention';
+
+const verifying = proxyActivities<Pick<ChainActivities, 'verifyUsdtTransfer'>>(PROOF_ROUND);
+const treasuryBook = proxyActivities<Pick<ChainActivities, 'hasOpenTreasuryTransfer'>>(BOOKKEEPING);
+
+/**
+ * What an operator may decide about the step that is waiting: a payout never paid can only fail; a
+ * flagged receiver is refunded or released.
+ */
+export type Decidable = 'fail' | 'fail_or_complete' | 'refund_or_release' | 'refund';
+
+/** An accepted decision, handed to the payout in place of the step's own outcome. */
+export interface Decided {
+  decision: OperatorDecisionInput;
+}
+
+/**
+ * Where an operator decides a payout that waits on an unknown (`admin payouts resolve`): one decision
+ * at a time, only for a step that waits with an attention item open, and proof always wins over it.
+ */
+export class OperatorDesk {
+  /** The decision accepted by the update handler, for the waiting step to act on. */
+  private decision: OperatorDecisionInput | undefined;
+  /**
+   * The steps that can be decided, outermost first: a step may run one inside it (the treasury's send
+   * waits on a flagged receiver inside the settlement). A decision is for the innermost.
+   */
+  private readonly waits: Decidable[] = [];
+  /** A decision is being taken (its transfer checked): a second one is refused meanwhile. */
+  private deciding = false;
+  /** Why the decision being taken did not apply (proof arrived first). */
+  private refusal: string | undefined;
+  /** The last decision handed to the payout. */
+  private taken: OperatorDecisionInput | undefined;
+
+  constructor(
+    private readonly payout: () => PayoutRecord,
+    private readonly settings: PayoutSettings,
+    private readonly attention: Attention,
+  ) {}
+
+  /** Takes `resolvePayout` updates from now on. */
+  open(): void {
+    setHandler(resolvePayoutUpdate, (d) => this.accept(d), {
+      validator: (d) => this.refuseUnlessWaiting(d),
+    });
+  }
+
+  /**
+   * Runs `step` until it ends or an operator's decision is accepted. The decision then cancels the
+   * step, but proof wins: a step that still ends with its outcome (a running attempt is waited for,
+   * WAIT_CANCELLATION_COMPLETED in activity-options.ts) keeps it, and the decision is refused.
+   */
+  async untilDecided<T>(allowed: Decidable, step: () => Promise<T>): Promise<T | Decided> {
+    const depth = this.waits.push(allowed);
+    const scope = new CancellationScope();
+    const running = scope.run(step);
+    try {
+      const first = await Promise.race([
+        running.then((value) => ({ value })),
+        condition(() => this.decision !== undefined && this.waits.length === depth).then(() => undefined),
+      ]);
+      if (first === undefined) {
+        scope.cancel();
+        const settled = await running.then(
+          (value) => ({ value }),
+          (err: unknown) => {
+            if (!isCancellation(err)) throw err;
+            return undefined;
+          },
+        );
+        if (settled === undefined) return this.take();
+        return this.proofWins(settled.value);
+      }
+      return this.decision === undefined ? first.value : this.proofWins(first.value);
+    } finally {
+      this.waits.pop();
+    }
+  }
+
+  /** What the innermost waiting step can be decided into; undefined when none waits. */
+  private get decidable(): Decidable | undefined {
+    return this.waits.at(-1);
+  }
+
+  /** Hands the accepted decision to the payout, and frees the desk for a later one. */
+  private take(): Decided {
+    const decision = this.decision!;
+    this.taken = decision;
+    this.decision = undefined;
+    return { decision };
+  }
+
+  /** The step found its answer while an operator's decision was being taken: the decision is refused. */
+  private proofWins<T>(value: T): T {
+    this.refusal = 'proof arrived while the decision was taken; the payout follows the proof';
+    this.decision = undefined;
+    return value;
+  }
+
+  private refuseUnlessWaiting(d: OperatorDecisionInput): void {
+    const refuse = (message: string) => {
+      throw notResolvable(message);
+    };
+    if (!d.decidedBy?.trim() || !d.reason?.trim()) refuse('a decision needs who decided and why');
+    const { status } = this.payout();
+    if (isTerminal(status)) refuse(`payout is already ${status}`);
+    if (this.decision !== undefined || this.deciding) refuse('payout already has a decision being taken');
+    if (this.decidable === undefined || !this.attention.waiting) {
+      refuse('payout is not waiting on an unknown: nothing to decide (see admin payouts attention)');
+    }
+    if (this.settings.settlementMode === 'treasury' && this.decidable === 'fail_or_complete') {
+      // Our own transaction may be signed and in a pool: only the chain can end it (D25).
+      refuse('a treasury transfer may be signed: only its proof ends the payout (see the runbook)');
+    }
+    const onScreening = d.decision === 'refund' || d.decision === 'release';
+    if (this.decidable === 'refund_or_release') {
+      if (!onScreening) refuse('payout waits on a flagged receiver: decide refund or release');
+    } else if (this.decidable === 'refund') {
+      // Screening could not be read: nothing was sent, so the payer may be refunded; never released.
+      if (d.decision !== 'refund')
+        refuse('payout waits on screening it cannot read: it can only be refunded');
+    } else if (onScreening) {
+      refuse(
+        this.decidable === 'fail'
+          ? 'payout waits on an unknown and was never paid: it can only be failed'
+          : 'payout waits on an unknown, not on a flagged receiver: decide fail or complete',
+      );
+    } else if (d.decision === 'complete') {
+      if (this.decidable !== 'fail_or_complete') refuse('payout was never paid: it can only be failed');
+      if (!d.txHash || !/^0x[0-9a-fA-F]{64}$/.test(d.txHash)) refuse('complete needs the transfer hash');
+      if (!d.amountUsdtUnits || !/^[1-9][0-9]*$/.test(d.amountUsdtUnits)) refuse('complete needs the amount');
+    } else if (d.decision !== 'fail') {
+      refuse('decision is fail, complete, refund or release');
+    }
+  }
+
+  /**
+   * A `complete` decision names a transfer, which is proven on chain and claimed for this payout
+   * before the decision is taken: an operator cannot complete a payout with USDT that did not land.
+   * Answers once the payout has ended on the decision, or refuses if proof came first.
+   */
+  private async accept(d: OperatorDecisionInput): Promise<PayoutRecord> {
+    // Taken synchronously, before any await: a second decision sent meanwhile is refused.
+    this.deciding = true;
+    try {
+      if (d.decision === 'complete') await this.proveNamedTransfer(d);
+      if (d.decision === 'refund') await this.refuseRefundWhileMoneyMayMove();
+      // The step may have found its proof while the transfer was checked: then proof wins.
+      if (isTerminal(this.payout().status) || this.decidable === undefined) {
+        throw notResolvable(`payout is already ${this.payout().status}`);
+      }
+      this.refusal = undefined;
+      this.decision = d;
+      // A release does not end the payout: it is answered once the waiting step has taken it.
+      await condition(
+        () =>
+          isTerminal(this.payout().status) ||
+          this.refusal !== undefined ||
+          (d.decision === 'release' && this.taken === d),
+      );
+      if (this.refusal !== undefined) throw notResolvable(this.refusal);
+      return this.payout();
+    } finally {
+      this.deciding = false;
+    }
+  }
+
+  /**
+   * A refund says no USDT will move. A treasury transfer signed for the payout (by an earlier run, say
+   * before an operator's reset) may still land: then only its proof ends the payout.
+   */
+  private async refuseRefundWhileMoneyMayMove(): Promise<void> {
+    if (this.settings.settlementMode !== 'treasury') return;
+    if (await treasuryBook.hasOpenTreasuryTransfer({ payoutId: this.payout().id })) {
+      throw notResolvable('a treasury transfer is signed for this payout and may still land: no refund');
+    }
+  }
+
+  private async proveNamedTransfer(d: OperatorDecisionInput): Promise<void> {
+    const payout = this.payout();
+    const verdict = await verifying
+      .verifyUsdtTransfer({
+        payoutId: payout.id,
+        txHash: d.txHash!,
+        to: payout.receiverWallet,
+        amountUnits: d.amountUsdtUnits!,
+        minConfirmations: this.settings.settlementConfirmations,
+      })
+      .catch(() => 'unproven' as const);
+    if (verdict !== 'confirmed') {
+      throw notResolvable(
+        `transfer ${d.txHash} is not a confirmed, unclaimed payment of that amount to the receiver (${verdict})`,
+      );
+    }
+  }
+}
+
+export function isDecided<T extends object>(outcome: T | Decided): outcome is Decided {
+  return 'decision' in outcome;
+}
+
+function notResolvable(message: string): ApplicationFailure {
+  return ApplicationFailure.create({ type: PAYOUT_NOT_RESOLVABLE, message, nonRetryable: true });
+}

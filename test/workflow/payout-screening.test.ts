@@ -1,0 +1,230 @@
+import { ApplicationFailure } from '@temporalio/common';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import type { PayoutRecord } from '../../src/domain/payout';
+import {
+  getPayoutQuery,
+  providerEventSignal,
+  resolvePayoutUpdate,
+  type PayoutWorkflowInput,
+} from '../../src/workflows/payout.contract';
+import { createTimeSkippingEnv } from '../support/temporal';
+import {
+  fakeActivities,
+  isolatedBundle,
+  payoutInput,
+  pixReceived,
+  settlementCompleted,
+  skipUntil,
+  startPayout,
+  waitForPayout,
+  TREASURY_TX_HASH,
+  withWorker,
+} from './harness';
+
+// The receiver is screened again right before the USDT is requested or signed (docs/decisions.md
+// D45): a wallet flagged since POST is never paid by itself, an unreadable source is never a clear.
+describe('payoutWorkflow: screening before money moves (time-skipping)', () => {
+  let env: TestWorkflowEnvironment;
+
+  beforeAll(async () => {
+    env = await createTimeSkippingEnv();
+    await isolatedBundle();
+  }, 60_000);
+  afterAll(() => env?.teardown());
+
+  type Fake = ReturnType<typeof fakeActivities>;
+  type Handle = Awaited<ReturnType<typeof startPayout>>;
+  const raised = (fake: Fake) => fake.callsOf('raiseAttention').map(([a]) => (a as { kind: string }).kind);
+  const sendingCalls = (fake: Fake) =>
+    fake.calls.filter((c) => c.name === 'requestSettlement' || c.name === 'sendTreasuryTransfer');
+  const flagged = async () => ({
+    kind: 'flagged' as const,
+    source: 'token_blocklist' as const,
+    detail: 'blocked by the token issuer',
+  });
+
+  function run<T>(fake: Fake, input: PayoutWorkflowInput, fn: (h: Handle) => Promise<T>): Promise<T> {
+    return withWorker(env, fake.activities, async (taskQueue) =>
+      fn(await startPayout(env, taskQueue, input)),
+    );
+  }
+
+  async function paid(h: Handle, input: PayoutWorkflowInput): Promise<void> {
+    await waitForPayout(h, (p) => p.pixCopyPaste !== '');
+    await h.signal(providerEventSignal, pixReceived(input.payoutId));
+  }
+
+  for (const mode of ['provider', 'treasury'] as const) {
+    it(`${mode} mode: a receiver flagged since POST is not paid; an operator refunds the payer`, async () => {
+      const input = payoutInput({ settlementMode: mode });
+      const fake = fakeActivities({ screenReceiver: flagged });
+      const done = await run(fake, input, async (h) => {
+        await paid(h, input);
+        await skipUntil(env, () => raised(fake).includes('receiver_flagged'));
+        // Hours pass: nothing is sent, nothing fails by itself.
+        await env.sleep('7 hours');
+        expect((await h.query(getPayoutQuery)).status).toBe('PROCESSING');
+        expect(sendingCalls(fake)).toEqual([]);
+        // The decisions of an unknown do not apply to a flagged receiver.
+        await expect(
+          h.executeUpdate(resolvePayoutUpdate, {
+            args: [{ decision: 'fail', decidedBy: 'ana', reason: 'x' }],
+          }),
+        ).rejects.toMatchObject({ cause: { message: expect.stringMatching(/refund or release/) } });
+        const decided = await h.executeUpdate(resolvePayoutUpdate, {
+          args: [{ decision: 'refund', decidedBy: 'ana@ops', reason: 'issuer blocked the wallet' }],
+        });
+        expect(decided).toMatchObject({ status: 'FAILED', failureReason: 'receiver_flagged' });
+        return (await h.result()) as PayoutRecord;
+      });
+      expect(done).toMatchObject({ status: 'FAILED', failureReason: 'receiver_flagged' });
+      expect(sendingCalls(fake)).toEqual([]);
+      // The payer's BRL goes to a refund case.
+      expect(fake.callsOf('recordLatePayment')).toEqual([
+        [expect.objectContaining({ payoutId: input.payoutId, kind: 'payout_failed' })],
+      ]);
+      expect(fake.callsOf('recordOperatorDecision')).toEqual([
+        [expect.objectContaining({ decision: 'refund', decidedBy: 'ana@ops' })],
+      ]);
+    });
+
+    it(`${mode} mode: an operator releases a flagged receiver and the payout is paid`, async () => {
+      const input = payoutInput({ settlementMode: mode });
+      const fake = fakeActivities({ screenReceiver: flagged });
+      const done = await run(fake, input, async (h) => {
+        await paid(h, input);
+        await skipUntil(env, () => raised(fake).includes('receiver_flagged'));
+        const released = await h.executeUpdate(resolvePayoutUpdate, {
+          args: [
+            { decision: 'release', decidedBy: 'ana@ops', reason: 'false positive, checked with issuer' },
+          ],
+        });
+        expect(released.status).not.toBe('FAILED');
+        if (mode === 'provider') await h.signal(providerEventSignal, settlementCompleted(input.payoutId));
+        return (await h.result()) as PayoutRecord;
+      });
+      expect(done.status).toBe('COMPLETED');
+      expect(sendingCalls(fake)).toHaveLength(1);
+      expect(fake.callsOf('clearAttention')).toContainEqual([
+        expect.objectContaining({ kinds: ['receiver_flagged'] }),
+      ]);
+      expect(fake.callsOf('recordLatePayment')).toEqual([]);
+    });
+  }
+
+  it('keeps retrying while a screening source cannot be read, raises attention, and sends once it answers', async () => {
+    let readable = false;
+    const input = payoutInput();
+    const fake = fakeActivities({
+      screenReceiver: async () => {
+        if (!readable) throw ApplicationFailure.retryable('oracle unreachable', 'ScreeningUnavailable');
+        return { kind: 'clear' as const };
+      },
+    });
+    const done = await run(fake, input, async (h) => {
+      await paid(h, input);
+      await skipUntil(env, () => raised(fake).includes('screening_unreadable'));
+      expect(sendingCalls(fake)).toEqual([]);
+      expect((await h.query(getPayoutQuery)).status).toBe('PROCESSING');
+      readable = true;
+      await skipUntil(env, () => sendingCalls(fake).length > 0);
+      await h.signal(providerEventSignal, settlementCompleted(input.payoutId));
+      return (await h.result()) as PayoutRecord;
+    });
+    expect(done.status).toBe('COMPLETED');
+    expect(fake.callsOf('clearAttention')).toContainEqual([
+      expect.objectContaining({ kinds: ['screening_unreadable'] }),
+    ]);
+  });
+
+  it('screens once, right before sending, with the payout and its wallet', async () => {
+    const input = payoutInput();
+    const fake = fakeActivities();
+    await run(fake, input, async (h) => {
+      await paid(h, input);
+      await h.signal(providerEventSignal, settlementCompleted(input.payoutId));
+      return h.result();
+    });
+    expect(fake.callsOf('screenReceiver')).toEqual([
+      [{ payoutId: input.payoutId, wallet: input.receiverWallet }],
+    ]);
+    const names = fake.calls.map((c) => c.name);
+    expect(names.indexOf('screenReceiver')).toBeLessThan(names.indexOf('requestSettlement'));
+  });
+
+  it('treasury mode: a receiver flagged right before signing waits; released, its transfer is signed unscreened', async () => {
+    const input = payoutInput({ settlementMode: 'treasury' });
+    const fake = fakeActivities({
+      sendTreasuryTransfer: async (req) =>
+        req.released ? { txHash: TREASURY_TX_HASH } : { flagged: await flagged() },
+    });
+    const done = await run(fake, input, async (h) => {
+      await paid(h, input);
+      await skipUntil(env, () => raised(fake).includes('receiver_flagged'));
+      // Inside the settlement step, the decision is for the flagged receiver, not the unknown outcome.
+      await expect(
+        h.executeUpdate(resolvePayoutUpdate, { args: [{ decision: 'fail', decidedBy: 'ana', reason: 'x' }] }),
+      ).rejects.toMatchObject({ cause: { message: expect.stringMatching(/refund or release/) } });
+      await h.executeUpdate(resolvePayoutUpdate, {
+        args: [{ decision: 'release', decidedBy: 'ana@ops', reason: 'issuer confirmed a false positive' }],
+      });
+      return (await h.result()) as PayoutRecord;
+    });
+    expect(done).toMatchObject({ status: 'COMPLETED', blockchainTxId: TREASURY_TX_HASH });
+    expect(
+      fake.callsOf('sendTreasuryTransfer').map(([req]) => (req as { released?: boolean }).released),
+    ).toEqual([undefined, true]);
+  });
+
+  it('treasury mode: a refund is refused while a transfer signed for the payout may still land', async () => {
+    const input = payoutInput({ settlementMode: 'treasury' });
+    let signed = true;
+    const fake = fakeActivities({ screenReceiver: flagged, hasOpenTreasuryTransfer: async () => signed });
+    const done = await run(fake, input, async (h) => {
+      await paid(h, input);
+      await skipUntil(env, () => raised(fake).includes('receiver_flagged'));
+      const refund = { decision: 'refund' as const, decidedBy: 'ana@ops', reason: 'listed' };
+      await expect(h.executeUpdate(resolvePayoutUpdate, { args: [refund] })).rejects.toMatchObject({
+        cause: { message: expect.stringMatching(/may still land/) },
+      });
+      signed = false;
+      await h.executeUpdate(resolvePayoutUpdate, { args: [{ ...refund, reason: 'listed, checked' }] });
+      return (await h.result()) as PayoutRecord;
+    });
+    expect(done).toMatchObject({ status: 'FAILED', failureReason: 'receiver_flagged' });
+    expect(sendingCalls(fake)).toEqual([]);
+  });
+
+  it('an operator may refund, never release, a payout whose screening cannot be read', async () => {
+    const input = payoutInput();
+    const fake = fakeActivities({
+      screenReceiver: async () => {
+        throw ApplicationFailure.retryable('oracle unreachable', 'ScreeningUnavailable');
+      },
+    });
+    const done = await run(fake, input, async (h) => {
+      await paid(h, input);
+      await skipUntil(env, () => raised(fake).includes('screening_unreadable'));
+      await expect(
+        h.executeUpdate(resolvePayoutUpdate, {
+          args: [{ decision: 'release', decidedBy: 'ana', reason: 'x' }],
+        }),
+      ).rejects.toMatchObject({ cause: { message: expect.stringMatching(/only be refunded/) } });
+      await h.executeUpdate(resolvePayoutUpdate, {
+        args: [
+          {
+            decision: 'refund',
+            decidedBy: 'ana@ops',
+            reason: 'oracle retired; payer asked for the money back',
+          },
+        ],
+      });
+      return (await h.result()) as PayoutRecord;
+    });
+    expect(done).toMatchObject({ status: 'FAILED', failureReason: 'operator_decision' });
+    expect(sendingCalls(fake)).toEqual([]);
+    expect(fake.callsOf('recordLatePayment')).toEqual([
+      [expect.objectContaining({ payoutId: input.payoutId, kind: 'payout_failed' })],
+    ]);
+  });
+});

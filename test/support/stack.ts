@@ -1,7 +1,6 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { Client } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { createChainAndDenylistScreening } from '../../src/adapters/screening/receiver-screening';
 import {
   bundleWorkflowCode,
   DefaultLogger,
@@ -29,7 +28,7 @@ import { createPayoutWorker } from '../../src/main/worker';
 import { settlementNetworkOf } from '../../src/main/wiring';
 import { createDataConverter } from '../../src/temporal/data-converter';
 import { PAYOUT_SEARCH_ATTRIBUTES } from '../../src/workflows/search-attributes';
-import { startApi, type RunningApi } from './api';
+import { configuredScreening, startApi, type RunningApi } from './api';
 import { startTestChain, type TestChain, type Wallet } from './chain';
 import { createOwnDatabase } from './database';
 import { testDatabaseUrl } from './env';
@@ -261,14 +260,7 @@ export async function startStack(opts: StackOptions = {}): Promise<TestStack> {
     const metrics = createMetrics();
     const provider = createHttpProvider({ baseUrl: config.PROVIDER_API_URL, timeoutMs: 5_000 });
     const temporal = testEnv.client;
-    const screening = createChainAndDenylistScreening({
-      rpcUrl: config.EVM_RPC_URL,
-      db,
-      sources: config.SCREENING_SOURCES,
-      tokenAddress: config.USDT_CONTRACT_ADDRESS,
-      oracleAddress: config.SANCTIONS_ORACLE_ADDRESS,
-      cacheSeconds: config.SCREENING_CACHE_SECONDS,
-    });
+    const screening = configuredScreening(config, db);
 
     const startApiHere: TestStack['startApi'] = async (overrides = {}, deps = {}) => {
       const api = await startApi({

@@ -184,6 +184,8 @@ class PayoutProcess {
       await this.recordDecision(screened.decided);
       if (screened.decided.decision.decision !== 'release') return this.fail(screened.refundReason);
     }
+    /** An operator released the flagged receiver: the treasury signs without screening it again. */
+    const released = screened !== 'clear';
     const { record, settings, inbox, attention } = this;
     const outcome = await attention.whenLate(
       settings.settlementTimeoutSeconds * 1000,
@@ -192,7 +194,7 @@ class PayoutProcess {
         this.desk.untilDecided('fail_or_complete', () =>
           settings.settlementMode === 'provider'
             ? settleThroughProvider(record, settings, inbox, attention)
-            : settleFromTreasury(record, settings, attention, (flag) => this.decideFlagged(flag)),
+            : settleFromTreasury(record, settings, attention, (flag) => this.decideFlagged(flag), released),
         ),
     );
     if (isDecided(outcome)) return this.applyDecision(outcome);

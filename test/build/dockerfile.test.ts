@@ -117,7 +117,12 @@ if (node.available && !asRoot)
       const output = await run(
         asUser(imageUser(runtime.user), [path.join(binDir, 'node'), 'dist/dev/local/chain-setup.js']),
         runtime.workdir,
-        { ...baseEnv(runtime.workdir), PATH: binDir, ...runtime.env, EVM_RPC_URL: anvil.rpcUrl },
+        {
+          ...baseEnv(runtime.workdir),
+          PATH: `${binDir}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin`,
+          ...runtime.env,
+          EVM_RPC_URL: anvil.rpcUrl,
+        },
       );
       expect(output).toBe(
         `USDT test token ready at ${FRESH_CHAIN_CONTRACTS.usdtAddress}, ` +

@@ -71,6 +71,7 @@ export async function startApi(
           })),
     logger: deps.logger ?? createLogger({ level: 'silent', name: 'test' }),
     metrics: deps.metrics ?? createMetrics(),
+    ...(deps.treasuryHealth ? { treasuryHealth: deps.treasuryHealth } : {}),
   });
   try {
     const url = await app.listen({ host: '127.0.0.1', port: deps.port ?? 0 });

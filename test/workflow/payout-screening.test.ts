@@ -82,7 +82,12 @@ describe('payoutWorkflow: screening before money moves (time-skipping)', () => {
 
     it(`${mode} mode: an operator releases a flagged receiver and the payout is paid`, async () => {
       const input = payoutInput({ settlementMode: mode });
-      const fake = fakeActivities({ screenReceiver: flagged });
+      const fake = fakeActivities({
+        screenReceiver: flagged,
+        // The treasury screens again before signing, unless the payout was released: it still flags.
+        sendTreasuryTransfer: async (req) =>
+          req.released ? { txHash: TREASURY_TX_HASH } : { flagged: await flagged() },
+      });
       const done = await run(fake, input, async (h) => {
         await paid(h, input);
         await skipUntil(env, () => raised(fake).includes('receiver_flagged'));

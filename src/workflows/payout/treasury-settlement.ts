@@ -35,11 +35,11 @@ export async function settleFromTreasury(
   settings: PayoutSettings,
   attention: Attention,
   onFlagged: (flag: Extract<ScreeningVerdict, { kind: 'flagged' }>) => Promise<'refund' | 'release'>,
+  /** An operator released the payout after the receiver was flagged: its transfers are signed unscreened. */
+  released = false,
 ): Promise<SettlementOutcome> {
   const amountUnits = payout.minAmountUsdtUnits;
   const transfer = { payoutId: payout.id, to: payout.receiverWallet, amountUnits };
-  /** An operator released the payout after the receiver was flagged: its transfers are signed unscreened. */
-  let released = false;
   for (;;) {
     let sent: Awaited<ReturnType<typeof treasury.sendTreasuryTransfer>>;
     try {

@@ -1,34 +1,9 @@
 import { request } from 'node:http';
 import net from 'node:net';
 import type { Db } from '../../src/adapters/db/pool';
+import { call, parseJson, type ApiResponse } from '../support/http';
 
-/** What a test needs of a response: status, headers, raw text and the parsed JSON (if it is JSON). */
-export interface ApiResponse {
-  status: number;
-  headers: Headers;
-  text: string;
-  json: unknown;
-}
-
-export async function call(
-  baseUrl: string,
-  path: string,
-  init: { method?: string; headers?: Record<string, string>; body?: string } = {},
-): Promise<ApiResponse> {
-  const res = await fetch(`${baseUrl}${path}`, {
-    method: init.method ?? 'GET',
-    headers: init.headers,
-    body: init.body,
-  });
-  const text = await res.text();
-  let json: unknown;
-  try {
-    json = JSON.parse(text);
-  } catch {
-    json = undefined;
-  }
-  return { status: res.status, headers: res.headers, text, json };
-}
+export { call, post, readResponse, type ApiResponse } from '../support/http';
 
 /**
  * A request sent from a chosen client address. Loopback is a whole /8 on Linux, so 127.x.y.z are as
@@ -58,17 +33,11 @@ export function callFrom(
         res.setEncoding('utf8');
         res.on('data', (chunk: string) => (text += chunk));
         res.on('end', () => {
-          let json: unknown;
-          try {
-            json = JSON.parse(text);
-          } catch {
-            json = undefined;
-          }
           const headers = new Headers();
           for (const [name, value] of Object.entries(res.headers)) {
             if (typeof value === 'string') headers.set(name, value);
           }
-          resolve({ status: res.statusCode!, headers, text, json });
+          resolve({ status: res.statusCode!, headers, text, json: parseJson(text) });
         });
       },
     );
@@ -79,24 +48,6 @@ export function callFrom(
 
 export function freshClientAddress(): string {
   return `127.${[0, 0, 0].map(() => 1 + Math.floor(Math.random() * 250)).join('.')}`;
-}
-
-/** POST /v1/payouts with a JSON body (a string is sent as is). */
-export function post(
-  baseUrl: string,
-  apiKey: string | undefined,
-  body: unknown,
-  headers: Record<string, string> = {},
-): Promise<ApiResponse> {
-  return call(baseUrl, '/v1/payouts', {
-    method: 'POST',
-    headers: {
-      'content-type': 'application/json',
-      ...(apiKey === undefined ? {} : { 'x-api-key': apiKey }),
-      ...headers,
-    },
-    body: typeof body === 'string' ? body : JSON.stringify(body),
-  });
 }
 
 export function getPayout(baseUrl: string, apiKey: string | undefined, id: string): Promise<ApiResponse> {
@@ -187,13 +138,7 @@ export function parseRawResponses(raw: string): { status: number; text: string; 
     const length = /^content-length:\s*(\d+)/im.exec(match[2]!);
     const end = match[0].length + (length ? Number(length[1]) : 0);
     const text = rest.slice(match[0].length, end);
-    let json: unknown;
-    try {
-      json = JSON.parse(text);
-    } catch {
-      json = undefined;
-    }
-    responses.push({ status: Number(match[1]), text, json });
+    responses.push({ status: Number(match[1]), text, json: parseJson(text) });
     rest = rest.slice(end);
   }
   return responses;

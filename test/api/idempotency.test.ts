@@ -2,6 +2,7 @@ import { generatePrivateKey, privateKeyToAddress } from 'viem/accounts';
 import { denyWallet } from '../../src/adapters/db/screening-denylist-repo';
 import { randomUUID } from 'node:crypto';
 import { useStack, VALID_PAYOUT } from '../support/stack';
+import { until } from '../support/until';
 import {
   countPayouts,
   expectError,
@@ -286,14 +287,17 @@ describe('Idempotency-Key', () => {
   async function waitForLockWaiter(holder: { query: typeof stack.db.query }): Promise<void> {
     const { rows } = await holder.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
     const pid = rows[0]!.pid;
-    for (;;) {
-      const waiting = await stack.db.query(
-        'SELECT 1 FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))',
-        [pid],
-      );
-      if (waiting.rowCount) return;
-      await new Promise((r) => setTimeout(r, 10));
-    }
+    await until(
+      'a request waiting on the held claim',
+      async () => {
+        const waiting = await stack.db.query(
+          'SELECT 1 FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))',
+          [pid],
+        );
+        return waiting.rowCount ? true : undefined;
+      },
+      { intervalMs: 10 },
+    );
   }
 
   it('a stale claim (its request died) is taken over and completes the claimed payout', async () => {

@@ -2,7 +2,7 @@ import jsQR from 'jsqr';
 import { PNG } from 'pngjs';
 import { freePort } from '../../dev/local/infra/ports';
 import { useStack, VALID_PAYOUT } from '../support/stack';
-import { call, expectError, getPayout, post, type ApiResponse } from './helpers';
+import { call, expectError, getPayout, post, readResponse } from './helpers';
 
 // GET /v1/quotes (a preview computed by POST's own code) and GET /v1/payouts/{id}/qr.svg|.png (the
 // payout's PIX charge as a scannable image), on the real stack.
@@ -115,17 +115,6 @@ describe('quote preview and QR code', () => {
       return res.json as Payout;
     }
 
-    async function asApiResponse(res: Response): Promise<ApiResponse> {
-      const text = await res.text();
-      let json: unknown;
-      try {
-        json = JSON.parse(text);
-      } catch {
-        json = undefined;
-      }
-      return { status: res.status, headers: res.headers, text, json };
-    }
-
     it('the PNG scans back to the payout’s pix_copy_paste', async () => {
       const { apiKey } = await stack.createPartner();
       const payout = await create(apiKey);
@@ -178,14 +167,10 @@ describe('quote preview and QR code', () => {
       expect((await getPayout(stack.apiUrl, stranger.apiKey, payout.id)).status).toBe(404);
       for (const id of [payout.id, '9b2c7a0e-0000-4000-8000-000000000000', 'not-an-id']) {
         for (const format of ['svg', 'png']) {
-          expectError(await asApiResponse(await qr(stranger.apiKey, id, format)), 404, 'payout not found');
+          expectError(await readResponse(await qr(stranger.apiKey, id, format)), 404, 'payout not found');
         }
       }
-      expectError(
-        await asApiResponse(await qr(undefined, payout.id, 'svg')),
-        401,
-        'missing X-API-Key header',
-      );
+      expectError(await readResponse(await qr(undefined, payout.id, 'svg')), 401, 'missing X-API-Key header');
     });
 
     it('is 410 once the payout is paid (COMPLETED), even for a cached copy', async () => {
@@ -197,7 +182,7 @@ describe('quote preview and QR code', () => {
       await stack.waitForStatus(apiKey, payout.id, ['COMPLETED']);
       for (const format of ['svg', 'png']) {
         expectError(
-          await asApiResponse(await qr(apiKey, payout.id, format)),
+          await readResponse(await qr(apiKey, payout.id, format)),
           410,
           'payout is COMPLETED: its PIX charge can no longer be paid',
         );
@@ -205,7 +190,7 @@ describe('quote preview and QR code', () => {
       const revalidated = await qr(apiKey, payout.id, 'svg', {
         'if-none-match': before.headers.get('etag')!,
       });
-      expectError(await asApiResponse(revalidated), 410);
+      expectError(await readResponse(revalidated), 410);
     });
   });
 

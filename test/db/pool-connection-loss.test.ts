@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { createPool } from '../../src/adapters/db/pool';
 import { testDatabaseUrl } from '../support/env';
+import { until } from '../support/until';
 
 // A service process must survive PostgreSQL dropping the connection of a client it has checked out
 // (a transaction between two statements, as the idempotency claim holds one): a restart or crash of
@@ -26,12 +27,11 @@ describe('pool: a checked-out client losing its connection', () => {
       child.once('exit', (code) => resolve(code)),
     );
 
-    const deadline = Date.now() + 30_000;
-    while (!/checked-out (\d+)/.test(out)) {
-      if (Date.now() > deadline || child.exitCode !== null) throw new Error(`child: ${out}\n${err}`);
-      await new Promise((r) => setTimeout(r, 50));
-    }
-    const pid = Number(/checked-out (\d+)/.exec(out)![1]);
+    const pid = await until('the child holding a client', () => {
+      if (child.exitCode !== null) throw new Error(`child: ${out}\n${err}`);
+      const held = /checked-out (\d+)/.exec(out);
+      return held ? Number(held[1]) : undefined;
+    });
     const admin = createPool(testDatabaseUrl(), 1);
     try {
       await admin.query('SELECT pg_terminate_backend($1)', [pid]);

@@ -1,10 +1,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { generatePrivateKey, privateKeyToAddress } from 'viem/accounts';
 import { parse } from 'yaml';
-import { countTransfersTo } from '../../src/adapters/chain/usdt-ledger';
-import type { PayoutResponse } from '../../src/domain/payout';
-import { postPayout, useStack, VALID_PAYOUT, type TestStack } from '../support/stack';
+import { useStack, type TestStack } from '../support/stack';
 
 // A provider whose spread is larger than our buffer settles less than the guaranteed minimum. The
 // payout still COMPLETES (the USDT was delivered and cannot be taken back), and the operator is
@@ -48,10 +45,7 @@ describe('settlement below the guaranteed minimum, end to end (sandbox spread 10
     expect(rule.expr).toMatch(/> 0\s*$/);
     const before = await counterValue(stack, counter!);
 
-    const receiver = privateKeyToAddress(generatePrivateKey());
-    const created = await postPayout(stack.apiUrl, apiKey, { ...VALID_PAYOUT, receiver_wallet: receiver });
-    expect(created.status).toBe(201);
-    const payout = created.body as unknown as PayoutResponse;
+    const { payout, receiver } = await stack.createPayout(apiKey);
     await stack.pay(payout.pix_copy_paste);
     const done = await stack.waitForStatus(apiKey, payout.id, ['COMPLETED', 'FAILED']);
 
@@ -61,9 +55,7 @@ describe('settlement below the guaranteed minimum, end to end (sandbox spread 10
       min_amount_usdt: 17.152658,
       settled_amount_usdt: 16.528925,
     });
-    expect(
-      await countTransfersTo({ rpcUrl: stack.rpcUrl, usdtAddress: stack.usdtAddress, to: receiver }),
-    ).toEqual({
+    expect(await stack.chain.transfersTo(receiver)).toEqual({
       count: 1,
       total: 16_528_925n,
       txHashes: [done.blockchain_tx_id],

@@ -1,8 +1,6 @@
 import { parsePix } from 'pix-utils';
-import { generatePrivateKey, privateKeyToAddress } from 'viem/accounts';
-import { countTransfersTo } from '../../src/adapters/chain/usdt-ledger';
 import { parseBrCode } from '../../src/domain/brcode';
-import { postPayout, useStack, VALID_PAYOUT } from '../support/stack';
+import { useStack } from '../support/stack';
 
 // The first vertical slice on real servers: POST creates a PENDING payout with a valid PIX code
 // through the payout workflow, GET answers from it, and paying the code completes it on chain.
@@ -15,10 +13,8 @@ describe('payout slice (dev server, PostgreSQL, anvil, sandbox, worker, api)', (
   });
 
   it('creates a PENDING payout whose PIX code an independent parser accepts, then settles it', async () => {
-    const receiver = privateKeyToAddress(generatePrivateKey()); // a wallet nothing else ever paid
-    const created = await postPayout(stack.apiUrl, apiKey, { ...VALID_PAYOUT, receiver_wallet: receiver });
-    expect(created.status).toBe(201);
-    const payout = created.body;
+    // To a wallet nothing else ever paid.
+    const { payout, receiver } = await stack.createPayout(apiKey);
     expect(payout).toMatchObject({
       status: 'PENDING',
       amount_brl: 100,
@@ -51,11 +47,7 @@ describe('payout slice (dev server, PostgreSQL, anvil, sandbox, worker, api)', (
     expect(done.paid_at).toEqual(expect.any(String));
     expect(done.confirmed_at).toEqual(expect.any(String));
 
-    const transfers = await countTransfersTo({
-      rpcUrl: stack.rpcUrl,
-      usdtAddress: stack.usdtAddress,
-      to: receiver,
-    });
+    const transfers = await stack.chain.transfersTo(receiver);
     expect(transfers.count).toBe(1);
     expect(transfers.total).toBe(17_825_311n);
     expect(transfers.txHashes).toEqual([done.blockchain_tx_id]);

@@ -3,7 +3,7 @@ import type { PayoutRecord, PayoutResponse } from '../../src/domain/payout';
 import { payoutWorkflowId } from '../../src/workflows/payout.contract';
 import { payoutWorkflow } from '../../src/workflows/payout.workflow';
 import { payoutInput } from '../support/payouts';
-import { postPayout, useStack, VALID_PAYOUT } from '../support/stack';
+import { useStack } from '../support/stack';
 import { until } from '../support/until';
 
 // Provider-mode settlement on real servers: the sandbox converts the PIX payment, sends USDT on
@@ -27,11 +27,8 @@ describe('provider settlement (dev server, PostgreSQL, anvil, sandbox, worker, a
       return row?.status === status ? row : undefined;
     });
 
-  async function create(receiver: `0x${string}`): Promise<PayoutResponse> {
-    const created = await postPayout(stack.apiUrl, apiKey, { ...VALID_PAYOUT, receiver_wallet: receiver });
-    expect(created.status).toBe(201);
-    return created.body as unknown as PayoutResponse;
-  }
+  const create = async (receiver: `0x${string}`): Promise<PayoutResponse> =>
+    (await stack.createPayout(apiKey, { receiver_wallet: receiver })).payout;
 
   it('completes with exactly one USDT Transfer of settled_amount_usdt to receiver_wallet', async () => {
     const receiver = privateKeyToAddress(generatePrivateKey());
@@ -126,15 +123,13 @@ describe('provider settlement (dev server, PostgreSQL, anvil, sandbox, worker, a
     // Only the provider-event workflow that handled the payment could start a settlement: once every
     // one of them has ended, nothing can move any more, and nothing did.
     const queue = `WorkflowType = 'providerEventWorkflow' AND TaskQueue = '${stack.config.TEMPORAL_TASK_QUEUE}'`;
-    for (let running = 1; running > 0;) {
-      running = 0;
+    await until('no provider-event workflow running', async () => {
       for await (const wf of stack.temporal.workflow.list({
         query: `${queue} AND ExecutionStatus = 'Running'`,
-      })) {
-        running += wf.workflowId ? 1 : 0;
-      }
-      if (running > 0) await new Promise((r) => setTimeout(r, 100));
-    }
+      }))
+        if (wf.workflowId) return undefined;
+      return true;
+    });
     expect((await transfersTo(receiver)).count).toBe(0);
   });
 });

@@ -1,8 +1,5 @@
 import { createPublicClient, http } from 'viem';
-import { generatePrivateKey, privateKeyToAddress } from 'viem/accounts';
-import { countTransfersTo } from '../../src/adapters/chain/usdt-ledger';
-import type { PayoutResponse } from '../../src/domain/payout';
-import { postPayout, useStack, VALID_PAYOUT } from '../support/stack';
+import { useStack } from '../support/stack';
 
 // Treasury-mode settlement on real servers: the worker itself sends min_amount_usdt from the
 // operator's treasury key on anvil (chain id 42161); the provider only collects the PIX payment.
@@ -15,10 +12,7 @@ describe('treasury settlement (dev server, PostgreSQL, anvil, sandbox, worker, a
   });
 
   it('completes with exactly one transfer of min_amount_usdt from the treasury', async () => {
-    const receiver = privateKeyToAddress(generatePrivateKey());
-    const created = await postPayout(stack.apiUrl, apiKey, { ...VALID_PAYOUT, receiver_wallet: receiver });
-    expect(created.status).toBe(201);
-    const payout = created.body as unknown as PayoutResponse;
+    const { payout, receiver } = await stack.createPayout(apiKey);
     await stack.pay(payout.pix_copy_paste);
     const done = await stack.waitForStatus(apiKey, payout.id, ['COMPLETED', 'FAILED']);
 
@@ -33,11 +27,7 @@ describe('treasury settlement (dev server, PostgreSQL, anvil, sandbox, worker, a
     expect(done.paid_at).toEqual(expect.any(String));
     expect(done.confirmed_at).toEqual(expect.any(String));
 
-    const transfers = await countTransfersTo({
-      rpcUrl: stack.rpcUrl,
-      usdtAddress: stack.usdtAddress,
-      to: receiver,
-    });
+    const transfers = await stack.chain.transfersTo(receiver);
     expect(transfers).toEqual({ count: 1, total: 17_152_658n, txHashes: [done.blockchain_tx_id] });
     const tx = await createPublicClient({ transport: http(stack.rpcUrl) }).getTransaction({
       hash: done.blockchain_tx_id as `0x${string}`,

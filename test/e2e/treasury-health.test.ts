@@ -1,12 +1,12 @@
 import { createWalletClient, http, type Address, type Hex } from 'viem';
-import { privateKeyToAccount, generatePrivateKey, privateKeyToAddress } from 'viem/accounts';
+import { privateKeyToAccount } from 'viem/accounts';
 import { createTreasuryHealthProbe } from '../../src/adapters/chain/treasury-health';
-import { countTransfersTo } from '../../src/adapters/chain/usdt-ledger';
 import type { PayoutResponse } from '../../src/domain/payout';
 import { payoutWorkflowId } from '../../src/workflows/payout.contract';
 import { anvilAccount } from '../../dev/local/infra/anvil';
-import { rpc } from '../support/chain';
-import { postPayout, startStack, VALID_PAYOUT, type TestStack } from '../support/stack';
+import { post } from '../support/http';
+import { useStack, VALID_PAYOUT } from '../support/stack';
+import { until } from '../support/until';
 
 // A treasury the token's issuer blocks, black-box on real servers (Temporal dev server, PostgreSQL,
 // anvil with the test USDT and its blocklist, the sandbox, the api and a worker): paid payouts wait
@@ -34,29 +34,18 @@ const BLOCKLIST_ABI = [
   },
 ] as const;
 
-async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs: number): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    await new Promise((r) => setTimeout(r, 250));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
+/** Waits on an observable event, polling every 250 ms. */
+const waitFor = <T>(what: string, probe: () => Promise<T | undefined>, timeoutMs: number) =>
+  until(what, probe, { timeoutMs, intervalMs: 250 });
 
 describe('a treasury blocked by the token issuer (real servers, treasury mode)', () => {
-  let stack: TestStack;
+  const stack = useStack({
+    env: { SETTLEMENT_MODE: 'treasury', SETTLEMENT_TIMEOUT_SECONDS: String(SETTLEMENT_TIMEOUT_SECONDS) },
+  });
   let apiKey: string;
 
   beforeAll(async () => {
-    stack = await startStack({
-      env: { SETTLEMENT_MODE: 'treasury', SETTLEMENT_TIMEOUT_SECONDS: String(SETTLEMENT_TIMEOUT_SECONDS) },
-    });
     ({ apiKey } = await stack.createPartner());
-  }, 120_000);
-  afterAll(async () => {
-    await rpc(stack?.rpcUrl, 'evm_setAutomine', [true]).catch(() => {});
-    await stack?.close();
   });
 
   /** The issuer blocks or lifts the block; with a high tip, it runs first in a block it shares. */
@@ -76,11 +65,10 @@ describe('a treasury blocked by the token issuer (real servers, treasury mode)',
     });
   }
   const receipt = (hash: Hex) =>
-    until(
+    waitFor(
       `the receipt of ${hash}`,
       async () =>
-        (await rpc<{ status: string } | null>(stack.rpcUrl, 'eth_getTransactionReceipt', [hash])) ??
-        undefined,
+        (await stack.chain.rpc<{ status: string } | null>('eth_getTransactionReceipt', [hash])) ?? undefined,
       30_000,
     );
 
@@ -88,10 +76,7 @@ describe('a treasury blocked by the token issuer (real servers, treasury mode)',
   async function paidPayout(
     beforePayment: () => Promise<unknown> = async () => {},
   ): Promise<{ payout: PayoutResponse; receiver: Address }> {
-    const receiver = privateKeyToAddress(generatePrivateKey());
-    const created = await postPayout(stack.apiUrl, apiKey, { ...VALID_PAYOUT, receiver_wallet: receiver });
-    expect(created.status).toBe(201);
-    const payout = created.body as unknown as PayoutResponse;
+    const { payout, receiver } = await stack.createPayout(apiKey);
     await beforePayment();
     await stack.pay(payout.pix_copy_paste);
     return { payout, receiver };
@@ -141,15 +126,15 @@ describe('a treasury blocked by the token issuer (real servers, treasury mode)',
         reason: 'blocked_by_issuer',
       });
       // Meanwhile no payer pays into a payout that cannot settle: POST answers 503, creating nothing.
-      const refused = await postPayout(stack.apiUrl, apiKey, VALID_PAYOUT);
+      const refused = await post(stack.apiUrl, apiKey, VALID_PAYOUT);
       expect(refused.status).toBe(503);
-      expect(refused.body).toEqual({
+      expect(refused.json).toEqual({
         error: 'payouts are paused: the treasury cannot send USDT, retry later',
       });
     });
 
     // The send is refused for the treasury's sake, counted (the alert), and retried: nothing signed.
-    await until(
+    await waitFor(
       'the send refused with TreasuryCannotSend',
       async () => {
         await processing(payout.id).catch(() => undefined);
@@ -163,7 +148,7 @@ describe('a treasury blocked by the token issuer (real servers, treasury mode)',
     expect(await rounds(payout.id)).toEqual([]);
 
     // Past the settlement deadline: still PROCESSING, with an attention item naming the payout.
-    await until(
+    await waitFor(
       'settlement_overdue raised',
       async () => {
         await processing(payout.id);
@@ -180,37 +165,39 @@ describe('a treasury blocked by the token issuer (real servers, treasury mode)',
 
     await receipt(await setBlocked(false));
     await expect(probe.treasuryCanSend()).resolves.toEqual({ ok: true });
-    expect((await postPayout(stack.apiUrl, apiKey, VALID_PAYOUT)).status).toBe(201);
+    expect((await post(stack.apiUrl, apiKey, VALID_PAYOUT)).status).toBe(201);
     const done = await stack.waitForStatus(apiKey, payout.id, ['COMPLETED', 'FAILED'], 180_000);
     expect(done).toMatchObject({ status: 'COMPLETED', settled_amount_usdt: 17.152658 });
-    expect(
-      await countTransfersTo({ rpcUrl: stack.rpcUrl, usdtAddress: stack.usdtAddress, to: receiver }),
-    ).toEqual({ count: 1, total: 17_152_658n, txHashes: [done.blockchain_tx_id] });
+    expect(await stack.chain.transfersTo(receiver)).toEqual({
+      count: 1,
+      total: 17_152_658n,
+      txHashes: [done.blockchain_tx_id],
+    });
     expect(await refundCases(payout.id)).toBe(0);
   }, 360_000);
 
   it('blocked between signing and mining: the reverted round is followed by a new one once unblocked, paid once', async () => {
-    await rpc(stack.rpcUrl, 'evm_setAutomine', [false]);
+    await stack.chain.setAutomine(false);
     const { payout, receiver } = await paidPayout();
-    const [signed] = await until(
+    const [signed] = await waitFor(
       'the treasury transfer signed and in the pool',
       async () => {
         const found = await rounds(payout.id);
         if (found.length === 0) return undefined;
-        const tx = await rpc<object | null>(stack.rpcUrl, 'eth_getTransactionByHash', [found[0]!.tx_hash]);
+        const tx = await stack.chain.rpc<object | null>('eth_getTransactionByHash', [found[0]!.tx_hash]);
         return tx ? found : undefined;
       },
       60_000,
     );
     // The block and our transfer in one block, the block first.
     const block = await setBlocked(true);
-    await rpc(stack.rpcUrl, 'evm_mine');
-    await rpc(stack.rpcUrl, 'evm_setAutomine', [true]);
+    await stack.chain.mine();
+    await stack.chain.setAutomine(true);
     expect((await receipt(block)).status).toBe('0x1');
     expect((await receipt(signed!.tx_hash)).status).toBe('0x0');
 
     // The revert is the treasury's: the round is closed, the payout waits to send again.
-    await until(
+    await waitFor(
       'the round closed and the new send refused',
       async () => {
         await processing(payout.id);
@@ -232,9 +219,11 @@ describe('a treasury blocked by the token issuer (real servers, treasury mode)',
       { round: 0, tx_hash: signed!.tx_hash, reverted: true },
       { round: 1, tx_hash: done.blockchain_tx_id, reverted: false },
     ]);
-    expect(
-      await countTransfersTo({ rpcUrl: stack.rpcUrl, usdtAddress: stack.usdtAddress, to: receiver }),
-    ).toEqual({ count: 1, total: 17_152_658n, txHashes: [done.blockchain_tx_id] });
+    expect(await stack.chain.transfersTo(receiver)).toEqual({
+      count: 1,
+      total: 17_152_658n,
+      txHashes: [done.blockchain_tx_id],
+    });
     expect(await refundCases(payout.id)).toBe(0);
   }, 360_000);
 });

@@ -1,11 +1,9 @@
 import { createHash } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { generatePrivateKey, privateKeyToAddress } from 'viem/accounts';
-import { countTransfersTo } from '../../src/adapters/chain/usdt-ledger';
 import { payoutWorkflowId } from '../../src/workflows/payout.contract';
 import { providerEventWorkflowId } from '../../src/workflows/provider-event.contract';
-import { postPayout, useStack, VALID_PAYOUT } from '../support/stack';
+import { useStack } from '../support/stack';
 import { until } from '../support/until';
 
 // POST /webhooks/{provider} on real servers (docs/api.md "Provider webhook"). The sandbox's own webhooks go
@@ -71,11 +69,9 @@ describe('provider webhook (dev server, PostgreSQL, anvil, sandbox, worker, 2 ap
   }
 
   it('starts one provider-event workflow and changes the payout once for 50 simultaneous deliveries on 2 replicas', async () => {
-    const receiver = privateKeyToAddress(generatePrivateKey());
-    const created = await postPayout(stack.apiUrl, apiKey, { ...VALID_PAYOUT, receiver_wallet: receiver });
-    expect(created.status).toBe(201);
-    const payoutId = created.body.id as string;
-    await stack.pay(created.body.pix_copy_paste as string);
+    const { payout, receiver } = await stack.createPayout(apiKey);
+    const payoutId = payout.id;
+    await stack.pay(payout.pix_copy_paste);
     const token = await nextToken('pix.received');
 
     const answers = await Promise.all(
@@ -89,12 +85,12 @@ describe('provider webhook (dev server, PostgreSQL, anvil, sandbox, worker, 2 ap
 
     // One workflow, under the id derived from the token's hash; visibility is eventually consistent.
     const expectedId = providerEventWorkflowId('sandbox', hash(token));
-    let ids: string[] = [];
-    for (let i = 0; i < 40 && ids.length === 0; i++) {
-      ids = await providerEventWorkflowsOnQueue();
-      if (ids.length === 0) await new Promise((r) => setTimeout(r, 250));
-    }
-    expect(ids).toEqual([expectedId]);
+    const workflowsOnQueue = (count: number) =>
+      until(`${count} provider-event workflows listed`, async () => {
+        const ids = await providerEventWorkflowsOnQueue();
+        return ids.length >= count ? ids : undefined;
+      });
+    expect(await workflowsOnQueue(1)).toEqual([expectedId]);
     await expect(stack.temporal.workflow.getHandle(expectedId).result()).resolves.toBe('delivered');
     const { rows } = await stack.db.query(
       'SELECT token FROM webhook_tokens WHERE provider = $1 AND token = $2',
@@ -119,18 +115,10 @@ describe('provider webhook (dev server, PostgreSQL, anvil, sandbox, worker, 2 ap
     expect((await deliver(replica.url, { token: settlementToken })).status).toBe(200);
     const done = await stack.waitForStatus(apiKey, payoutId, ['COMPLETED', 'FAILED']);
     expect(done.status).toBe('COMPLETED');
-    const transfers = await countTransfersTo({
-      rpcUrl: stack.rpcUrl,
-      usdtAddress: stack.usdtAddress,
-      to: receiver,
-    });
+    const transfers = await stack.chain.transfersTo(receiver);
     expect(transfers.count).toBe(1);
     // Two tokens in all (payment, settlement), two workflows; visibility may lag a moment behind.
-    for (let i = 0; i < 40 && ids.length < 2; i++) {
-      ids = await providerEventWorkflowsOnQueue();
-      if (ids.length < 2) await new Promise((r) => setTimeout(r, 250));
-    }
-    expect(ids).toHaveLength(2);
+    expect(await workflowsOnQueue(2)).toHaveLength(2);
   });
 
   it('answers 404 unknown provider for a provider that is not configured', async () => {

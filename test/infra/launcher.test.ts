@@ -7,6 +7,7 @@ import { pathToFileURL } from 'node:url';
 import { freePort } from '../../dev/local/infra/ports';
 import { findLeftovers } from '../../dev/local/leftovers';
 import { workflowBundle } from '../support/stack';
+import { until } from '../support/until';
 
 // The real launcher (`dev/local/start.ts`, as `npm start` runs it) on free loopback ports and a
 // data folder of its own, ended every way it can end. One stack is shared where a case leaves it
@@ -190,10 +191,10 @@ describe('npm start (dev/local/start.ts)', () => {
         new RegExp(`postgres \\(pid ${postmaster}\\) exited unexpectedly \\(killed by SIGKILL\\)`),
       );
       await first.waitFor(/"postgres restarted/);
-      // /readyz answers 200 again once the api's pool reconnects; poll it with a generous cap.
-      const deadline = Date.now() + 60_000;
-      while ((await readyz()) !== 200 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 500));
-      expect(await readyz()).toBe(200);
+      // /readyz answers 200 again once the api's pool reconnects.
+      await until('the api ready again', async () => ((await readyz()) === 200 ? true : undefined), {
+        intervalMs: 500,
+      });
     },
     CAP_MS,
   );

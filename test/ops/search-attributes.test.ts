@@ -18,6 +18,7 @@ import {
 } from '../../src/workflows/search-attributes';
 import { payoutInput } from '../support/payouts';
 import { workflowBundle } from '../support/stack';
+import { until } from '../support/until';
 import { useTimeSkippingEnv } from '../workflow/harness';
 
 // PayoutId is set at start; PayoutStatus, PartnerId and PayoutFailureReason follow the payout through its transitions, on the time-skipping test
@@ -76,7 +77,9 @@ describe('payout search attributes', () => {
         }),
       });
       // PENDING with its charge; time does not skip until the result is awaited.
-      while (!recorded.some((p) => p.pixCopyPaste !== '')) await new Promise((r) => setTimeout(r, 50));
+      await until('the charge recorded', () =>
+        recorded.some((p) => p.pixCopyPaste !== '') ? true : undefined,
+      );
       const pending = (await handle.describe()).typedSearchAttributes;
       expect(pending.get(PAYOUT_STATUS)).toBe('PENDING');
       expect(pending.get(PARTNER_ID)).toBe(input.partnerId);

@@ -6,6 +6,7 @@ import type { FastifyInstance } from 'fastify';
 import { buildSandboxApp } from '../../dev/sandbox/app';
 import { loadSandboxConfig } from '../../dev/sandbox/config';
 import { startWebhookReceiver, type WebhookReceiver } from './support';
+import { until } from '../support/until';
 
 const API_KEY = 'sandbox-app-test-key';
 const auth = { authorization: `Bearer ${API_KEY}` };
@@ -145,13 +146,9 @@ test('a settlement with outcome settlement_failed needs no wallet, and its exter
   expect((await call('POST', '/settlements', request)).body.settlement_id).toBe(accepted.body.settlement_id);
   // Refused before anything was sent: failed, and no transaction to look for.
   const settlementId = String(accepted.body.settlement_id);
-  for (
-    let i = 0;
-    i < 50 && (await call('GET', `/settlements/${settlementId}`)).body.status !== 'failed';
-    i++
-  ) {
-    await new Promise((r) => setTimeout(r, 20));
-  }
+  await until('the settlement failed', async () =>
+    (await call('GET', `/settlements/${settlementId}`)).body.status === 'failed' ? true : undefined,
+  );
   expect(await call('GET', `/settlements/${settlementId}`)).toEqual({
     status: 200,
     body: {

@@ -20,6 +20,7 @@ import type { ProviderEvent } from '../../src/domain/provider-event';
 import { createLogger } from '../../src/observability/logger';
 import { ANVIL_DEV_ACCOUNTS } from '../../dev/local/infra/anvil';
 import { startTestChain, type TestChain } from '../support/chain';
+import { until } from '../support/until';
 import { buildSandboxApp } from '../../dev/sandbox/app';
 import { loadSandboxConfig, type SandboxConfig } from '../../dev/sandbox/config';
 import { startWebhookReceiver, type WebhookReceiver } from './support';
@@ -143,12 +144,10 @@ async function settlementWhen(
   settlementId: string,
   done: (body: Record<string, unknown>) => boolean,
 ): Promise<Record<string, unknown>> {
-  for (let i = 0; i < 200; i++) {
+  return until(`settlement ${settlementId} in the expected state`, async () => {
     const { status, body } = await getSettlement(sandbox, settlementId);
-    if (status === 200 && done(body)) return body;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`settlement ${settlementId} never reached the expected state`);
+    return status === 200 && done(body) ? body : undefined;
+  });
 }
 
 async function nextEvent(provider: PaymentProvider): Promise<ProviderEvent> {

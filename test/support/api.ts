@@ -1,6 +1,6 @@
 import { Client } from '@temporalio/client';
 import type { FastifyInstance } from 'fastify';
-import { createPool } from '../../src/adapters/db/pool';
+import { createPool, type Db } from '../../src/adapters/db/pool';
 import { createHttpProvider } from '../../src/adapters/provider/http-provider';
 import { createCachedQuote } from '../../src/adapters/provider/quote-cache';
 import { buildApp, type ApiDeps } from '../../src/api/app';
@@ -21,6 +21,28 @@ export const FIXED_QUOTE: ApiDeps['quote'] = async () => ({
   expiresAt: new Date(Date.now() + 30_000).toISOString(),
 });
 
+/** Receiver screening on the sources `config` names, as the api and the worker processes build it. */
+export function configuredScreening(
+  config: Pick<
+    ApiConfig,
+    | 'EVM_RPC_URL'
+    | 'SCREENING_SOURCES'
+    | 'USDT_CONTRACT_ADDRESS'
+    | 'SANCTIONS_ORACLE_ADDRESS'
+    | 'SCREENING_CACHE_SECONDS'
+  >,
+  db: Db,
+) {
+  return createChainAndDenylistScreening({
+    rpcUrl: config.EVM_RPC_URL,
+    db,
+    sources: config.SCREENING_SOURCES,
+    tokenAddress: config.USDT_CONTRACT_ADDRESS,
+    oracleAddress: config.SANCTIONS_ORACLE_ADDRESS,
+    cacheSeconds: config.SCREENING_CACHE_SECONDS,
+  });
+}
+
 /**
  * The api in this process on a loopback port (a free one unless `port` is given). Anything not given is what a test that does not
  * look at it needs: quotes from `config.PROVIDER_API_URL` (or FIXED_QUOTE when `providerUrl` is
@@ -38,16 +60,7 @@ export async function startApi(
     config,
     db,
     // The config's own sources, as the api process screens (a test without a chain sets SCREENING_SOURCES).
-    screening:
-      deps.screening ??
-      createChainAndDenylistScreening({
-        rpcUrl: config.EVM_RPC_URL,
-        db,
-        sources: config.SCREENING_SOURCES,
-        tokenAddress: config.USDT_CONTRACT_ADDRESS,
-        oracleAddress: config.SANCTIONS_ORACLE_ADDRESS,
-        cacheSeconds: config.SCREENING_CACHE_SECONDS,
-      }),
+    screening: deps.screening ?? configuredScreening(config, db),
     temporal: deps.temporal ?? new Client(),
     quote:
       deps.quote ??

@@ -1,7 +1,6 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { Client } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { createChainAndDenylistScreening } from '../../src/adapters/screening/receiver-screening';
 import {
   bundleWorkflowCode,
   DefaultLogger,
@@ -29,10 +28,11 @@ import { createPayoutWorker } from '../../src/main/worker';
 import { settlementNetworkOf } from '../../src/main/wiring';
 import { createDataConverter } from '../../src/temporal/data-converter';
 import { PAYOUT_SEARCH_ATTRIBUTES } from '../../src/workflows/search-attributes';
-import { startApi, type RunningApi } from './api';
+import { configuredScreening, startApi, type RunningApi } from './api';
 import { startTestChain, type TestChain, type Wallet } from './chain';
 import { createOwnDatabase } from './database';
 import { testDatabaseUrl } from './env';
+import { post } from './http';
 import { seedPayouts } from './payouts';
 import { startProviderProxy, type ProviderProxy } from './provider-proxy';
 import { startSandbox, startWebhookTap } from './sandbox';
@@ -260,14 +260,7 @@ export async function startStack(opts: StackOptions = {}): Promise<TestStack> {
     const metrics = createMetrics();
     const provider = createHttpProvider({ baseUrl: config.PROVIDER_API_URL, timeoutMs: 5_000 });
     const temporal = testEnv.client;
-    const screening = createChainAndDenylistScreening({
-      rpcUrl: config.EVM_RPC_URL,
-      db,
-      sources: config.SCREENING_SOURCES,
-      tokenAddress: config.USDT_CONTRACT_ADDRESS,
-      oracleAddress: config.SANCTIONS_ORACLE_ADDRESS,
-      cacheSeconds: config.SCREENING_CACHE_SECONDS,
-    });
+    const screening = configuredScreening(config, db);
 
     const startApiHere: TestStack['startApi'] = async (overrides = {}, deps = {}) => {
       const api = await startApi({
@@ -397,15 +390,14 @@ export async function startStack(opts: StackOptions = {}): Promise<TestStack> {
       },
       async createPayout(apiKey, body = {}) {
         const receiver = privateKeyToAddress(generatePrivateKey());
-        const created = await postPayout(apiOrigin, apiKey, {
+        const created = await post(apiOrigin, apiKey, {
           ...VALID_PAYOUT,
           receiver_wallet: receiver,
           ...body,
         });
-        if (created.status !== 201) {
-          throw new Error(`POST /v1/payouts answered ${created.status}: ${JSON.stringify(created.body)}`);
-        }
-        return { payout: created.body as unknown as PayoutResponse, receiver };
+        if (created.status !== 201)
+          throw new Error(`POST /v1/payouts answered ${created.status}: ${created.text}`);
+        return { payout: created.json as PayoutResponse, receiver };
       },
       async waitForStatus(apiKey, payoutId, statuses, timeoutMs = 30_000) {
         let last: PayoutResponse | undefined;
@@ -428,23 +420,4 @@ export async function startStack(opts: StackOptions = {}): Promise<TestStack> {
     await close();
     throw err;
   }
-}
-
-/** POST /v1/payouts with JSON, returning status, headers and parsed body. */
-export async function postPayout(
-  apiUrl: string,
-  apiKey: string | undefined,
-  body: unknown,
-  headers: Record<string, string> = {},
-): Promise<{ status: number; headers: Headers; body: Record<string, unknown> }> {
-  const res = await fetch(`${apiUrl}/v1/payouts`, {
-    method: 'POST',
-    headers: {
-      'content-type': 'application/json',
-      ...(apiKey === undefined ? {} : { 'x-api-key': apiKey }),
-      ...headers,
-    },
-    body: typeof body === 'string' ? body : JSON.stringify(body),
-  });
-  return { status: res.status, headers: res.headers, body: (await res.json()) as Record<string, unknown> };
 }

@@ -5,6 +5,7 @@ import { bundleWorkflowCode, Worker, type WorkflowBundleWithSourceMap } from '@t
 import type { PayoutActivities } from '../../src/activities';
 import type { PayoutRecord } from '../../src/domain/payout';
 import { createTimeSkippingEnv } from '../support/temporal';
+import { until } from '../support/until';
 import type { ProviderEvent } from '../../src/domain/provider-event';
 import {
   getPayoutQuery,
@@ -305,19 +306,21 @@ export async function endChildren(env: TestWorkflowEnvironment, workflowId: stri
 }
 
 /** Polls the workflow's query until `predicate` holds (real time: no time skipping meanwhile). */
-export async function waitForPayout(
+export function waitForPayout(
   handle: { query: (q: typeof getPayoutQuery) => Promise<PayoutRecord> },
   predicate: (p: PayoutRecord) => boolean,
   timeoutMs = 10_000,
 ): Promise<PayoutRecord> {
-  const deadline = Date.now() + timeoutMs;
   let last: PayoutRecord | undefined;
-  while (Date.now() < deadline) {
-    last = await handle.query(getPayoutQuery).catch(() => undefined);
-    if (last && predicate(last)) return last;
-    await new Promise((r) => setTimeout(r, 25));
-  }
-  throw new Error(`payout never matched; last: ${JSON.stringify(last)}`);
+  return until(
+    () => `the payout to match; last: ${JSON.stringify(last)}`,
+    async () => {
+      // A query can fail while a workflow task runs on this server: it is asked again.
+      last = await handle.query(getPayoutQuery).catch(() => undefined);
+      return last && predicate(last) ? last : undefined;
+    },
+    { timeoutMs, intervalMs: 25 },
+  );
 }
 
 /** A promise with its resolve function, for gating a fake activity until the test says so. */

@@ -15,7 +15,10 @@ import {
   startPayout,
   withWorker,
   useTimeSkippingEnv,
+  type PayoutHandle,
 } from './harness';
+import { historyOf } from '../support/history';
+import { until } from '../support/until';
 
 // The cancel decision of the payout workflow on the time-skipping server: one decision between the
 // partner's cancel and the payment, whichever the provider saw first.
@@ -137,15 +140,10 @@ describe('payoutWorkflow cancelPayout update', () => {
   // the expiry timer to be in the history before the provider answers the cancel.
   describe('a cancel and the expiry at the same workflow time', () => {
     const SHORT = { chargeExpirySeconds: 3 };
-    async function expiryFired(handle: {
-      fetchHistory(): Promise<{ events?: { timerFiredEventAttributes?: unknown }[] | null }>;
-    }) {
-      for (;;) {
-        const events = (await handle.fetchHistory()).events ?? [];
-        if (events.some((e) => e.timerFiredEventAttributes)) return;
-        await new Promise((r) => setTimeout(r, 50));
-      }
-    }
+    const expiryFired = (handle: PayoutHandle) =>
+      until('the expiry timer fired', async () =>
+        (await historyOf(handle)).some((e) => e.timerFiredEventAttributes) ? true : undefined,
+      );
 
     test('removed: FAILED cancelled, no reconciliation, and a payment in the race is refunded', async () => {
       const removal = gate();

@@ -1,5 +1,4 @@
 import { ApplicationFailure } from '@temporalio/common';
-import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { PayoutRecord } from '../../src/domain/payout';
 import {
   getPayoutQuery,
@@ -7,10 +6,8 @@ import {
   resolvePayoutUpdate,
   type PayoutWorkflowInput,
 } from '../../src/workflows/payout.contract';
-import { createTimeSkippingEnv } from '../support/temporal';
 import {
   fakeActivities,
-  isolatedBundle,
   payoutInput,
   pixReceived,
   settlementCompleted,
@@ -19,18 +16,13 @@ import {
   waitForPayout,
   TREASURY_TX_HASH,
   withWorker,
+  useTimeSkippingEnv,
 } from './harness';
 
 // The receiver is screened again right before the USDT is requested or signed (docs/decisions.md
 // D45): a wallet flagged since POST is never paid by itself, an unreadable source is never a clear.
 describe('payoutWorkflow: screening before money moves (time-skipping)', () => {
-  let env: TestWorkflowEnvironment;
-
-  beforeAll(async () => {
-    env = await createTimeSkippingEnv();
-    await isolatedBundle();
-  }, 60_000);
-  afterAll(() => env?.teardown());
+  const env = useTimeSkippingEnv();
 
   type Fake = ReturnType<typeof fakeActivities>;
   type Handle = Awaited<ReturnType<typeof startPayout>>;

@@ -1,15 +1,12 @@
 import { ApplicationFailure } from '@temporalio/common';
-import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { PayoutRecord } from '../../src/domain/payout';
 import {
   getPayoutQuery,
   providerEventSignal,
   type PayoutWorkflowInput,
 } from '../../src/workflows/payout.contract';
-import { createTimeSkippingEnv } from '../support/temporal';
 import {
   fakeActivities,
-  isolatedBundle,
   notYet,
   payoutInput,
   pixReceived,
@@ -18,6 +15,7 @@ import {
   TREASURY_TX_HASH,
   waitForPayout,
   withWorker,
+  useTimeSkippingEnv,
 } from './harness';
 
 // Treasury health (treasury mode), on the time-skipping server: a treasury that cannot send, or a
@@ -25,13 +23,7 @@ import {
 // with an attention item naming the cause, never FAILED and never a refund case, and goes on by
 // itself once the treasury can send again. Rounds of retries pass in workflow time.
 describe('payoutWorkflow: treasury health (time-skipping)', () => {
-  let env: TestWorkflowEnvironment;
-
-  beforeAll(async () => {
-    env = await createTimeSkippingEnv();
-    await isolatedBundle();
-  }, 60_000);
-  afterAll(() => env?.teardown());
+  const env = useTimeSkippingEnv();
 
   type Fake = ReturnType<typeof fakeActivities>;
   type Handle = Awaited<ReturnType<typeof startPayout>>;

@@ -78,17 +78,29 @@ describe('providerEventWorkflow (time-skipping)', () => {
     });
   }
 
+  /**
+   * What the provider and the read model know, once the test's payout exists: `learn` makes the
+   * read model find it and the provider's event (made by `make`) name it.
+   */
+  function knowledge() {
+    const known = { event: null as ProviderEvent | null, location: null as PayoutLocation | null };
+    return {
+      event: () => known.event,
+      location: () => known.location,
+      learn(payout: { input: { payoutId: string }; location: PayoutLocation }, make = pixReceived) {
+        known.location = payout.location;
+        known.event = make(payout.input.payoutId);
+        return known.event;
+      },
+    };
+  }
+
   it('fetches the event by token and signals its payout, which moves to PROCESSING', async () => {
-    let location: PayoutLocation | null = null;
-    let event: ProviderEvent | null = null;
-    const fake = world(
-      () => event,
-      () => location,
-    );
+    const known = knowledge();
+    const fake = world(known.event, known.location);
     await withWorker(env, fake.activities, async (taskQueue) => {
       const payout = await pendingPayout(taskQueue);
-      location = payout.location;
-      event = pixReceived(payout.input.payoutId);
+      known.learn(payout);
       const t = token();
       await expect(runEvent(taskQueue, t)).resolves.toBe('delivered');
       expect(fake.callsOf('fetchProviderEvent')).toEqual([[t]]);
@@ -121,17 +133,12 @@ describe('providerEventWorkflow (time-skipping)', () => {
   });
 
   it('delivers an event the provider answered 404 for on the first fetches', async () => {
-    let location: PayoutLocation | null = null;
-    let event: ProviderEvent | null = null;
+    const known = knowledge();
     let notYetReadable = 2;
-    const fake = world(
-      () => (notYetReadable-- > 0 ? null : event),
-      () => location,
-    );
+    const fake = world(() => (notYetReadable-- > 0 ? null : known.event()), known.location);
     await withWorker(env, fake.activities, async (taskQueue) => {
       const payout = await pendingPayout(taskQueue);
-      location = payout.location;
-      event = pixReceived(payout.input.payoutId);
+      known.learn(payout);
       await expect(runEvent(taskQueue)).resolves.toBe('delivered');
       expect(fake.callsOf('fetchProviderEvent')).toHaveLength(3);
       await waitForPayout(payout.handle, (p) => p.status === 'PROCESSING');
@@ -140,20 +147,15 @@ describe('providerEventWorkflow (time-skipping)', () => {
   });
 
   it('keeps fetching through a provider outage and delivers the event once the provider is back', async () => {
-    let location: PayoutLocation | null = null;
-    let event: ProviderEvent | null = null;
+    const known = knowledge();
     let outage = 4;
-    const fake = world(
-      () => {
-        if (outage-- > 0) throw ApplicationFailure.retryable('connect ECONNREFUSED', 'ProviderUnavailable');
-        return event;
-      },
-      () => location,
-    );
+    const fake = world(() => {
+      if (outage-- > 0) throw ApplicationFailure.retryable('connect ECONNREFUSED', 'ProviderUnavailable');
+      return known.event();
+    }, known.location);
     await withWorker(env, fake.activities, async (taskQueue) => {
       const payout = await pendingPayout(taskQueue);
-      location = payout.location;
-      event = pixReceived(payout.input.payoutId);
+      known.learn(payout);
       await expect(runEvent(taskQueue)).resolves.toBe('delivered');
       await waitForPayout(payout.handle, (p) => p.status === 'PROCESSING');
       await finish(payout);
@@ -186,16 +188,11 @@ describe('providerEventWorkflow (time-skipping)', () => {
 
   it('waits a while for a read-model row that lags, then delivers', async () => {
     let lookups = 0;
-    let location: PayoutLocation | null = null;
-    let event: ProviderEvent | null = null;
-    const fake = world(
-      () => event,
-      () => (++lookups >= 3 ? location : null),
-    );
+    const known = knowledge();
+    const fake = world(known.event, () => (++lookups >= 3 ? known.location() : null));
     await withWorker(env, fake.activities, async (taskQueue) => {
       const payout = await pendingPayout(taskQueue);
-      location = payout.location;
-      event = pixReceived(payout.input.payoutId);
+      known.learn(payout);
       await expect(runEvent(taskQueue)).resolves.toBe('delivered');
       await finish(payout);
     });
@@ -239,22 +236,23 @@ describe('providerEventWorkflow (time-skipping)', () => {
     };
 
     it('records a late payment for refund, with the state the payout ended in', async () => {
-      let location: PayoutLocation | null = null;
-      let event: ProviderEvent | null = null;
+      const known = knowledge();
       let lookups = 0;
       const fake = world(
-        () => event,
+        known.event,
         // The first lookup still saw the payout PENDING (it ended just after); the reason must
         // carry the state it ended in, read again once the signal has failed.
-        () => location && (++lookups === 1 ? { ...location, status: 'PENDING' } : location),
+        () => {
+          const location = known.location();
+          return location && (++lookups === 1 ? { ...location, status: 'PENDING' } : location);
+        },
         refusedCharge,
       );
       await withWorker(env, fake.activities, async (taskQueue) => {
-        const payout = await endedPayout(taskQueue);
-        location = payout.location;
-        event = pixReceived(payout.input.payoutId);
+        known.learn(await endedPayout(taskQueue));
         await expect(runEvent(taskQueue)).resolves.toBe('late_payment');
       });
+      const event = known.event();
       expect(fake.callsOf('recordLatePayment')).toEqual([
         [{ payoutId: event!.externalId, event, reason: 'payment received after the payout was FAILED' }],
       ]);
@@ -282,16 +280,11 @@ describe('providerEventWorkflow (time-skipping)', () => {
   });
 
   it('applies an event once even when two tokens carry it (the payout de-duplicates on event id)', async () => {
-    let location: PayoutLocation | null = null;
-    let event: ProviderEvent | null = null;
-    const fake = world(
-      () => event,
-      () => location,
-    );
+    const known = knowledge();
+    const fake = world(known.event, known.location);
     await withWorker(env, fake.activities, async (taskQueue) => {
       const payout = await pendingPayout(taskQueue);
-      location = payout.location;
-      event = pixReceived(payout.input.payoutId);
+      known.learn(payout);
       // In real time: while their results are awaited, the payout (PROCESSING) must not see its
       // settlement deadline pass.
       const client = inRealTime();

@@ -27,6 +27,9 @@ import {
   settlementCompleted,
 } from './harness';
 import type { KilledWorkerMessage } from './killed-worker';
+import type { WorkflowHandle } from '@temporalio/client';
+import { historyOf } from '../support/history';
+import { until } from '../support/until';
 
 // A local activity acts before the workflow task that decided it is recorded. Here the worker dies
 // (SIGKILL, in a process of its own) right after such a side effect, the task times out and is
@@ -326,15 +329,10 @@ describe('a workflow task redone after its worker died past a local side effect'
 });
 
 /** Waits for the first WorkflowTaskCompleted in the history (worker #1's task heartbeat). */
-async function firstTaskCompleted(handle: {
-  fetchHistory(): Promise<{ events?: { workflowTaskCompletedEventAttributes?: unknown }[] | null }>;
-}): Promise<void> {
-  for (;;) {
-    const events = (await handle.fetchHistory()).events ?? [];
-    if (events.some((e) => e.workflowTaskCompletedEventAttributes)) return;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
+const firstTaskCompleted = (handle: WorkflowHandle) =>
+  until('the first workflow task completed', async () =>
+    (await historyOf(handle)).some((e) => e.workflowTaskCompletedEventAttributes) ? true : undefined,
+  );
 
 /** A payout left running with no worker would hold the test server's clock for the next test. */
 async function terminateIfRunning(handle: {

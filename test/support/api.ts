@@ -1,11 +1,11 @@
+import { screeningOf } from '../../src/main/wiring';
 import { Client } from '@temporalio/client';
 import type { FastifyInstance } from 'fastify';
-import { createPool, type Db } from '../../src/adapters/db/pool';
+import { createPool } from '../../src/adapters/db/pool';
 import { createHttpProvider } from '../../src/adapters/provider/http-provider';
 import { createCachedQuote } from '../../src/adapters/provider/quote-cache';
 import { buildApp, type ApiDeps } from '../../src/api/app';
 import { loadApiConfig, type ApiConfig } from '../../src/config';
-import { createChainAndDenylistScreening } from '../../src/adapters/screening/receiver-screening';
 import { createLogger } from '../../src/observability/logger';
 import { createMetrics } from '../../src/observability/metrics';
 
@@ -22,26 +22,7 @@ export const FIXED_QUOTE: ApiDeps['quote'] = async () => ({
 });
 
 /** Receiver screening on the sources `config` names, as the api and the worker processes build it. */
-export function configuredScreening(
-  config: Pick<
-    ApiConfig,
-    | 'EVM_RPC_URL'
-    | 'SCREENING_SOURCES'
-    | 'USDT_CONTRACT_ADDRESS'
-    | 'SANCTIONS_ORACLE_ADDRESS'
-    | 'SCREENING_CACHE_SECONDS'
-  >,
-  db: Db,
-) {
-  return createChainAndDenylistScreening({
-    rpcUrl: config.EVM_RPC_URL,
-    db,
-    sources: config.SCREENING_SOURCES,
-    tokenAddress: config.USDT_CONTRACT_ADDRESS,
-    oracleAddress: config.SANCTIONS_ORACLE_ADDRESS,
-    cacheSeconds: config.SCREENING_CACHE_SECONDS,
-  });
-}
+export const configuredScreening = screeningOf;
 
 /**
  * The api in this process on a loopback port (a free one unless `port` is given). Anything not given is what a test that does not

@@ -26,8 +26,10 @@ CREATE UNIQUE INDEX treasury_transfers_open_round ON treasury_transfers (payout_
 -- A payout with a second round cannot go back to one row per payout without losing what was signed.
 DO $$
 BEGIN
-  IF EXISTS (SELECT 1 FROM treasury_transfers WHERE round > 0) THEN
-    RAISE EXCEPTION 'treasury_transfers holds second rounds: cannot go back to one transfer per payout';
+  -- A closed round 0 would look like the payout's only transfer again, and older code fails (and
+  -- refunds) a payout whose only transfer reverted: the payout would no longer wait for the treasury.
+  IF EXISTS (SELECT 1 FROM treasury_transfers WHERE round > 0 OR reverted_at IS NOT NULL) THEN
+    RAISE EXCEPTION 'treasury_transfers holds closed or second rounds: cannot go back to one transfer per payout';
   END IF;
 END $$;
 DROP INDEX treasury_transfers_open_round;

@@ -265,6 +265,15 @@ export function createChainActivities({
     problem: { reason: SenderProblem | 'insufficient_funds'; detail: string },
   ): Promise<{ status: 'reverted_by_sender'; txHash: `0x${string}` }> => {
     if (confirmations < minConfirmations) throw notYetConfirmed(confirmations);
+    // Closing the round lets a new one be signed at the next nonce. A revert that a reorg undid could
+    // then run again, after the block is lifted, and succeed beside the new round: paid twice. So the
+    // round closes only once the revert is final (the account's finalized nonce is past it).
+    if ((await ledger.finalizedNonce(transfer.fromAddress as Address)) <= transfer.nonce) {
+      throw ApplicationFailure.retryable(
+        `treasury transfer ${txHash} reverted; its round closes once the revert is finalized`,
+        'NotYetConfirmed',
+      );
+    }
     if (await closeTreasuryRound(db, transfer.payoutId, transfer.round, txHash)) {
       if (problem.reason === 'insufficient_funds') metrics.treasuryInsufficientFunds.inc();
       else metrics.treasuryCannotSend.inc({ reason: problem.reason });
@@ -478,7 +487,7 @@ export function createChainActivities({
           if (attempt === latestAttempt(transfer)) latestKnown = true;
           continue;
         }
-        await recordMinedTreasuryTransfer(db, req.payoutId, attempt.txHash);
+        await recordMinedTreasuryTransfer(db, req.payoutId, transfer.round, attempt.txHash);
         switch (check.status) {
           // The hash that was mined, which after a re-price is not the one first signed.
           case 'confirmed':

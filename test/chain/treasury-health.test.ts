@@ -103,6 +103,9 @@ afterEach(async () => {
 const anvilRpc = (method: string, params: unknown[] = []) =>
   rpc.request({ method, params } as never) as Promise<unknown>;
 
+/** Mines past anvil's finality (64 blocks back): what came before is final. */
+const finalize = () => anvilRpc('anvil_mine', ['0x41']);
+
 const wallet = (key: Hex) =>
   createWalletClient({ account: privateKeyToAccount(key), transport: http(anvil.rpcUrl) });
 
@@ -291,6 +294,11 @@ describe('a treasury the issuer blocked', () => {
     await anvilRpc('evm_mine');
     await anvilRpc('evm_setAutomine', [true]);
     expect((await mined(first)).status).toBe('reverted');
+    // Not final yet: the round stays open (a reorg could still run the transfer again).
+    await expect(world.activities.confirmTreasuryTransfer(req)).rejects.toMatchObject({
+      message: expect.stringMatching(/closes once the revert is finalized/),
+    });
+    await finalize();
 
     await expect(world.activities.confirmTreasuryTransfer(req)).resolves.toEqual({
       status: 'reverted_by_sender',
@@ -367,6 +375,7 @@ describe('a mined treasury transfer that reverted', () => {
     await anvilRpc('evm_setAutomine', [true]);
     expect((await mined(drain)).status).toBe('success');
     expect((await mined(first)).status).toBe('reverted');
+    await finalize();
 
     await expect(world.activities.confirmTreasuryTransfer(req)).resolves.toEqual({
       status: 'reverted_by_sender',

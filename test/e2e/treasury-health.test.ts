@@ -195,6 +195,8 @@ describe('a treasury blocked by the token issuer (real servers, treasury mode)',
     await stack.chain.setAutomine(true);
     expect((await receipt(block)).status).toBe('0x1');
     expect((await receipt(signed!.tx_hash)).status).toBe('0x0');
+    // The round closes only once the revert is final: anvil finalizes 64 blocks back.
+    await stack.chain.mine(65);
 
     // The revert is the treasury's: the round is closed, the payout waits to send again.
     await waitFor(

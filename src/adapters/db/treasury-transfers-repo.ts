@@ -230,11 +230,17 @@ export async function addTreasuryTransferAttempt(
  * Records which attempt of the open round was seen mined. Only one can be mined at a time, but a
  * reorg may swap which: the latest sighting wins, and the one seen confirmed is the last written.
  */
-export async function recordMinedTreasuryTransfer(db: Db, payoutId: string, txHash: string): Promise<void> {
+export async function recordMinedTreasuryTransfer(
+  db: Db,
+  payoutId: string,
+  round: number,
+  txHash: string,
+): Promise<void> {
+  // By round: a slow attempt of an earlier round must not write its hash on the next round.
   await db.query(
-    `UPDATE treasury_transfers SET mined_tx_hash = $2
-      WHERE payout_id = $1 AND reverted_at IS NULL AND mined_tx_hash IS DISTINCT FROM $2`,
-    [payoutId, txHash],
+    `UPDATE treasury_transfers SET mined_tx_hash = $3
+      WHERE payout_id = $1 AND round = $2 AND reverted_at IS NULL AND mined_tx_hash IS DISTINCT FROM $3`,
+    [payoutId, round, txHash],
   );
 }
 

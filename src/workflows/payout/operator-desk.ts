@@ -42,7 +42,8 @@ export class OperatorDesk {
    * The steps that can be decided, outermost first: a step may run one inside it (the treasury's send
    * waits on a flagged receiver inside the settlement). A decision is for the innermost.
    */
-  private readonly waits: Decidable[] = [];
+  private readonly waits: { kind: Decidable; id: number }[] = [];
+  private waitsOpened = 0;
   /** A decision is being taken (its transfer checked): a second one is refused meanwhile. */
   private deciding = false;
   /** Why the decision being taken did not apply (proof arrived first). */
@@ -69,7 +70,7 @@ export class OperatorDesk {
    * WAIT_CANCELLATION_COMPLETED in activity-options.ts) keeps it, and the decision is refused.
    */
   async untilDecided<T>(allowed: Decidable, step: () => Promise<T>): Promise<T | Decided> {
-    const depth = this.waits.push(allowed);
+    const depth = this.waits.push({ kind: allowed, id: ++this.waitsOpened });
     const scope = new CancellationScope();
     const running = scope.run(step);
     try {
@@ -97,7 +98,7 @@ export class OperatorDesk {
 
   /** What the innermost waiting step can be decided into; undefined when none waits. */
   private get decidable(): Decidable | undefined {
-    return this.waits.at(-1);
+    return this.waits.at(-1)?.kind;
   }
 
   /** Hands the accepted decision to the payout, and frees the desk for a later one. */
@@ -160,9 +161,17 @@ export class OperatorDesk {
   private async accept(d: OperatorDecisionInput): Promise<PayoutRecord> {
     // Taken synchronously, before any await: a second decision sent meanwhile is refused.
     this.deciding = true;
+    // The wait the validator checked the decision against: only that one may take it.
+    const checkedAgainst = this.waits.at(-1)?.id;
     try {
       if (d.decision === 'complete') await this.proveNamedTransfer(d);
       if (d.decision === 'refund') await this.refuseRefundWhileMoneyMayMove();
+      if (this.waits.at(-1)?.id !== checkedAgainst && !isTerminal(this.payout().status)) {
+        // The step answered while the decision was checked and the payout moved on (a send began).
+        throw notResolvable(
+          'the payout moved on while the decision was checked: see admin payouts attention',
+        );
+      }
       // The step may have found its proof while the transfer was checked: then proof wins.
       if (isTerminal(this.payout().status) || this.decidable === undefined) {
         throw notResolvable(`payout is already ${this.payout().status}`);

@@ -1,4 +1,5 @@
 import { loadClientConfigProfile } from '@temporalio/envconfig';
+import { privateKeyToAddress } from 'viem/accounts';
 import { z } from 'zod';
 import { SCREENING_SOURCES, type ScreeningSource } from './domain/screening';
 import { parsePayloadKey } from './adapters/secrets/payload-keys';
@@ -366,7 +367,16 @@ function loaderOf<K extends Variable>(names: readonly K[]) {
   };
 }
 
-export const loadApiConfig = loaderOf(API);
+const loadApiSettings = loaderOf(API);
+/**
+ * The api's settings. In treasury mode it needs the treasury's address; given only the worker's key
+ * (one environment for both processes), the address is derived from it and the key is not kept.
+ */
+export const loadApiConfig = (env: NodeJS.ProcessEnv = process.env): ReturnType<typeof loadApiSettings> => {
+  const key = env.TREASURY_PRIVATE_KEY;
+  if (env.TREASURY_ADDRESS || !key || !/^0x[0-9a-fA-F]{64}$/.test(key)) return loadApiSettings(env);
+  return loadApiSettings({ ...env, TREASURY_ADDRESS: privateKeyToAddress(key as `0x${string}`) });
+};
 export const loadWorkerConfig = loaderOf(WORKER);
 export const loadMigrateConfig = loaderOf(MIGRATE);
 export const loadAdminDatabaseConfig = loaderOf(ADMIN_DATABASE);

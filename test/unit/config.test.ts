@@ -23,6 +23,13 @@ describe('per-process configuration', () => {
     expect(() => loadApiConfig(env)).toThrow(/TREASURY_ADDRESS is required when SETTLEMENT_MODE=treasury/);
     const api = loadApiConfig({ ...env, TREASURY_ADDRESS: '0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC' });
     expect(api.SETTLEMENT_MODE).toBe('treasury');
+    // One environment for both processes: the api derives the address from the key and keeps no key.
+    const shared = loadApiConfig({
+      ...env,
+      TREASURY_PRIVATE_KEY: '0x5de4111afa1a4b94908f83103eb1f1706367c2e68ca870fc3fb9a804cdab365a',
+    });
+    expect(shared.TREASURY_ADDRESS).toBe('0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC');
+    expect(shared).not.toHaveProperty('TREASURY_PRIVATE_KEY');
     expect(() => loadMigrateConfig(env)).not.toThrow();
     expect(() => loadAdminDatabaseConfig(env)).not.toThrow();
     expect(() => loadAdminCallbacksConfig(env)).not.toThrow();

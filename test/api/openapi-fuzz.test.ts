@@ -316,6 +316,9 @@ describe('OpenAPI contract fuzzing against the running api', () => {
         fc.uuid().map((value) => ({ value, valid: true })),
         fc
           .string({ minLength: 1, maxLength: 40 })
+          // "." and ".." are dot segments: the URL resolves them away, so such a request names another
+          // path (another operation's), not this one with an odd id.
+          .filter((value) => value !== '.' && value !== '..')
           .map((value) => ({ value: encodeURIComponent(value), valid: true })),
       );
     }

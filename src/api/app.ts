@@ -162,6 +162,7 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
     temporal: deps.temporal,
     taskQueue: config.TEMPORAL_TASK_QUEUE,
     providerName: config.PROVIDER_NAME,
+    pixProvider: config.PIX_PROVIDER,
     newTokensPerMinute: config.WEBHOOK_RATE_LIMIT_PER_MINUTE,
     metrics: deps.metrics,
   });

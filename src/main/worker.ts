@@ -27,7 +27,7 @@ import {
 import { workflowSource } from '../workflow-bundle';
 import {
   callbackSenderOptionsOf,
-  measuredProvider,
+  pixRailsOf,
   payloadKeysOf,
   screeningOf,
   settlementNetworkOf,
@@ -90,7 +90,7 @@ export async function main(): Promise<void> {
   const db = createPool(config.DATABASE_URL, config.DATABASE_POOL_SIZE);
   // Migrations are a separate one-shot job (src/main/migrate.ts); replicas only check for it.
   await assertSchemaCurrent(db);
-  const provider = measuredProvider(config, metrics);
+  const rails = pixRailsOf(config, metrics);
   const ledger = createUsdtLedger({
     rpcUrl: config.EVM_RPC_URL,
     chainId: config.EVM_CHAIN_ID,
@@ -122,7 +122,8 @@ export async function main(): Promise<void> {
     taskQueue: config.TEMPORAL_TASK_QUEUE,
     deps: {
       db,
-      provider,
+      provider: rails.collection,
+      settlementProvider: rails.settlement,
       ledger,
       logger,
       metrics,

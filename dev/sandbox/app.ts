@@ -373,14 +373,12 @@ export function buildSandboxApp(config: SandboxConfig, deps: SandboxDeps = {}): 
           notify: req.notify,
         }),
       );
-      return reply
-        .status(202)
-        .send({
-          txid: pix.txid,
-          end_to_end_id: pix.endToEndId,
-          event_id: pix.endToEndId,
-          status: 'accepted',
-        });
+      return reply.status(202).send({
+        txid: pix.txid,
+        end_to_end_id: pix.endToEndId,
+        event_id: pix.endToEndId,
+        status: 'accepted',
+      });
     }
     const charge = chargeForCode(parsed);
     if (charge.removedAt) throw new HttpError(410, 'charge was removed by the receiver');

@@ -107,8 +107,11 @@ export function pixRailsOf(
   config: ApiPixSettings &
     Pick<WorkerConfig, 'PIX_PROVIDER' | 'PROVIDER_API_URL' | 'PROVIDER_API_KEY' | 'PROVIDER_TIMEOUT_MS'>,
   metrics: Pick<Metrics, 'providerCallDuration'>,
-): { collection: PixCollection; settlement?: SettlementProvider } {
-  if (config.PIX_PROVIDER === 'bcb-api-pix') return { collection: apiPixProviderOf(config, metrics) };
+): { collection: PixCollection; settlement?: SettlementProvider; webhooks?: PixWebhookAdmin } {
+  if (config.PIX_PROVIDER === 'bcb-api-pix') {
+    const institution = apiPixProviderOf(config, metrics);
+    return { collection: institution, webhooks: institution };
+  }
   const provider = measuredProvider(config, metrics);
   return { collection: provider, settlement: provider };
 }

@@ -1,4 +1,5 @@
 import type { DataConverter } from '@temporalio/common';
+import type { PixWebhookAdmin } from '../adapters/provider/api-pix/api-pix-provider';
 import { Worker, type NativeConnection, type WorkerOptions } from '@temporalio/worker';
 import { createActivities, type ActivityDeps } from '../activities';
 import { createCallbackActivities } from '../activities/callback.activities';
@@ -10,7 +11,7 @@ import { createSecretBox, type SecretBox } from '../adapters/secrets/secret-box'
 import { loadWorkerConfig } from '../config';
 import type { SettlementNetwork } from '../domain/payout';
 import { activityMetricsInterceptor } from '../observability/activity-metrics';
-import { createLogger } from '../observability/logger';
+import { createLogger, type Logger } from '../observability/logger';
 import { createMetrics } from '../observability/metrics';
 import { registerTreasuryGauges } from '../observability/ops-gauges';
 import { scrapeLocal, startOpsServer } from '../observability/ops-server';
@@ -80,6 +81,28 @@ export function createPayoutWorker(opts: PayoutWorkerOptions): Promise<Worker> {
 }
 
 /**
+ * Says at start whether the API Pix institution answers (certificate, OAuth client, URL) and where
+ * its webhooks go: a wrong secret or an unregistered webhook shows in the first log lines rather
+ * than at the first payout. An institution that does not answer does not stop the worker; payouts
+ * retry their calls until it does.
+ */
+async function reportApiPixInstitution(webhooks: PixWebhookAdmin, logger: Logger): Promise<void> {
+  try {
+    const registered = await webhooks.getWebhook();
+    if (registered === null) {
+      logger.error('API Pix institution answers, but no webhook is registered: run `admin pix webhook set`');
+    } else {
+      logger.info({ webhookUrl: registered.url }, 'API Pix institution answers; webhook registered');
+    }
+  } catch (err) {
+    logger.error(
+      { err: err instanceof Error ? err.message : String(err) },
+      'API Pix institution does not answer',
+    );
+  }
+}
+
+/**
  * The worker process: its configuration, adapters, metrics and Temporal connection, wired here
  * only. src/worker.ts runs it.
  */
@@ -91,6 +114,7 @@ export async function main(): Promise<void> {
   // Migrations are a separate one-shot job (src/main/migrate.ts); replicas only check for it.
   await assertSchemaCurrent(db);
   const rails = pixRailsOf(config, metrics);
+  if (rails.webhooks) void reportApiPixInstitution(rails.webhooks, logger);
   const ledger = createUsdtLedger({
     rpcUrl: config.EVM_RPC_URL,
     chainId: config.EVM_CHAIN_ID,

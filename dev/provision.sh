@@ -151,6 +151,7 @@ provision_promtool() {
   [[ -d $dir ]] || die "promtool: go mod download gave no module directory"
   rm -rf "$staging"
   mkdir -p "$staging" "$TOOLS/bin"
+  # shellcheck disable=SC2016 # the inner script expands its own arguments, not ours
   run_with_heartbeat "go build promtool@v$PROMETHEUS_VERSION" "$TOOLS/promtool-build.log" \
     bash -c 'cd "$1" && go build -trimpath -o "$2/promtool" \
       -ldflags "-s -w -X github.com/prometheus/common/version.Version=$3" ./cmd/promtool' _ \
@@ -182,8 +183,9 @@ provision_python_linters() {
   mkdir -p "$TOOLS/bin"
   ln -sfn "$target/bin/hadolint" "$TOOLS/bin/hadolint"
   ln -sfn "$target/bin/shellcheck" "$TOOLS/bin/shellcheck"
-  "$TOOLS/bin/hadolint" --version >/dev/null && "$TOOLS/bin/shellcheck" --version >/dev/null ||
+  if ! "$TOOLS/bin/hadolint" --version >/dev/null || ! "$TOOLS/bin/shellcheck" --version >/dev/null; then
     die "hadolint or shellcheck does not run; see $TOOLS/pip-install.log"
+  fi
 }
 
 # --- Java time-skipping test server --------------------------------------------------------------
@@ -413,7 +415,7 @@ check_npm_binaries() {
 }
 
 main() {
-  command -v node >/dev/null 2>&1 || die "node is not on PATH; install Node.js >= 20.10 and run 'npm install' first"
+  command -v node >/dev/null 2>&1 || die "node is not on PATH; install Node.js 22 or 24 and run 'npm install' first"
   [[ -d $REPO/node_modules ]] || die "$REPO/node_modules is missing; run 'npm install' first"
   mkdir -p "$TOOLS"
   # Two provisioners at once (say CI and a developer's shell) would trample each other's staging.

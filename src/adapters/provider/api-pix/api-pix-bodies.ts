@@ -41,6 +41,7 @@ export type Cob = z.infer<typeof cobSchema>;
 
 export const webhookSchema = z.object({
   webhookUrl: z.string().min(1).max(2048),
-  chave: z.string().min(1).max(77),
+  // WebhookCompleto requires webhookUrl, cnpj and criacao; some institutions also echo the key.
+  chave: z.string().min(1).max(77).optional(),
   criacao: dateTime.optional(),
 });

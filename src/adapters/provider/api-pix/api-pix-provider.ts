@@ -64,6 +64,16 @@ export function createApiPixProvider(opts: ApiPixProviderOptions): PixCollection
         answer = await send(spec, await opts.tokens.get());
       }
       status = answer.status;
+      if (answer.status === 401) {
+        // Refused with a token fetched a moment ago: replicas of this worker may revoke each other's
+        // tokens at institutions that keep one per client. Retried, never a verdict on the call.
+        throw new ProviderError(
+          `provider ${spec.operation}: HTTP 401 with a fresh token`,
+          'unauthorized',
+          true,
+          401,
+        );
+      }
       if (answer.status < 200 || answer.status >= 300) {
         throw statusError(spec, answer.status, answer.text, []);
       }
@@ -104,11 +114,13 @@ export function createApiPixProvider(opts: ApiPixProviderOptions): PixCollection
   }
 
   const readCob = (operation: string, txid: string) =>
-    call({ operation, method: 'GET', path: `/cob/${txid}`, schema: cobSchema });
+    call({ operation, method: 'GET', path: `/cob/${txidPath(operation, txid)}`, schema: cobSchema });
 
   /** A cob is ours only if it is the one asked for, into our key, for the amount asked. */
   function checkOurs(operation: string, cob: Cob, txid: string, amountCentavos?: bigint): void {
-    if (cob.txid !== txid) throw invalid(operation, 'txid differs from the request');
+    // Our txids are lower-case hex; an institution may echo them in another case.
+    if (cob.txid.toLowerCase() !== txid.toLowerCase())
+      throw invalid(operation, 'txid differs from the request');
     if (cob.chave !== opts.receiverKey) throw invalid(operation, 'chave is not the receiver key');
     if (amountCentavos !== undefined && parseDecimal(cob.valor.original, 2) !== amountCentavos) {
       throw invalid(operation, 'valor.original differs from the request');
@@ -119,7 +131,7 @@ export function createApiPixProvider(opts: ApiPixProviderOptions): PixCollection
     const code = cob.pixCopiaECola;
     if (code === undefined) throw invalid(operation, 'pixCopiaECola is missing');
     checkDynamicCode(operation, code, cob.valor.original);
-    return { chargeId: cob.txid, pixCopyPaste: code, expiresAt: expiryOf(cob).toISOString() };
+    return { chargeId: cob.txid.toLowerCase(), pixCopyPaste: code, expiresAt: expiryOf(cob).toISOString() };
   }
 
   return {
@@ -190,7 +202,7 @@ export function createApiPixProvider(opts: ApiPixProviderOptions): PixCollection
         const cob = await call({
           operation: 'cancelCharge',
           method: 'PATCH',
-          path: `/cob/${chargeId}`,
+          path: `/cob/${txidPath('cancelCharge', chargeId)}`,
           body: { status: 'REMOVIDA_PELO_USUARIO_RECEBEDOR' },
           schema: cobSchema,
         });
@@ -206,7 +218,14 @@ export function createApiPixProvider(opts: ApiPixProviderOptions): PixCollection
         checkOurs('cancelCharge', cob, chargeId);
         if (cob.status === 'CONCLUIDA' || (cob.pix ?? []).length > 0) return { kind: 'already_paid' };
         if (cob.status !== 'ATIVA') return { kind: 'removed', removedAt: now().toISOString() };
-        throw err;
+        // Refused, yet payable and unpaid: the two answers contradict each other (the read may come
+        // from a replica that has not seen the payment that made the removal fail). Not a verdict on
+        // the payment: asked again until they agree.
+        throw new ProviderError(
+          'provider cancelCharge: removal refused, yet the cob reads ATIVA without Pix',
+          'inconsistent_answer',
+          true,
+        );
       }
     },
 
@@ -237,8 +256,28 @@ export function createApiPixProvider(opts: ApiPixProviderOptions): PixCollection
   };
 }
 
+/** A charge id as a path segment: only a txid (a stranded id of another provider never reaches a URL). */
+function txidPath(operation: string, txid: string): string {
+  if (!/^[a-zA-Z0-9]{26,35}$/.test(txid)) {
+    throw new ProviderError(`provider ${operation}: not an API Pix txid`, 'not_found', false);
+  }
+  return txid;
+}
+
 function validated<T extends z.ZodType>(operation: string, schema: T, text: string): z.infer<T> {
-  const parsed = schema.safeParse(parseJson(text, operation));
+  let body: unknown;
+  try {
+    body = parseJson(text, operation);
+  } catch {
+    // A 2xx that is not JSON at all is a gateway's page in front of the institution, not its answer:
+    // retried, where a JSON answer that breaks the contract is final.
+    throw new ProviderError(
+      `provider ${operation}: a 2xx whose body is not JSON`,
+      'unreadable_response',
+      true,
+    );
+  }
+  const parsed = schema.safeParse(body);
   if (!parsed.success) throw invalid(operation, describeIssues(parsed.error));
   return parsed.data;
 }
@@ -269,7 +308,7 @@ function statusOf(cob: Cob, now: Date): ChargeStatus {
           ? 'expired'
           : 'active';
   return {
-    chargeId: cob.txid,
+    chargeId: cob.txid.toLowerCase(),
     externalId,
     amountBrl: cob.valor.original,
     status,
@@ -286,7 +325,7 @@ function receivedEvent(pix: z.infer<typeof pixSchema>): ProviderEvent {
   return {
     type: 'pix.received',
     eventId: pix.endToEndId,
-    chargeId: pix.txid ?? '',
+    chargeId: pix.txid?.toLowerCase() ?? '',
     externalId: (pix.txid !== undefined && payoutIdOfTxid(pix.txid)) || '',
     occurredAt: pix.horario,
     paidAt: pix.horario,

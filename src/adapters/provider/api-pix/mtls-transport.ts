@@ -39,6 +39,9 @@ const MAX_ANSWER_BYTES = 1024 * 1024;
 export function createMtlsTransport(credentials: MtlsCredentials, timeoutMs: number): HttpsTransport {
   const agent = new https.Agent({
     keepAlive: true,
+    // Idle connections are dropped before a server's usual keep-alive limit (Node's own is 5 s), so a
+    // call is not sent on a socket the institution is closing (a spurious ECONNRESET).
+    timeout: 4_000,
     cert: credentials.cert,
     key: credentials.key,
     ...(credentials.ca !== undefined && { ca: credentials.ca }),

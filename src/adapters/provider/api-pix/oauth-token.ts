@@ -1,6 +1,7 @@
 import { z } from 'zod';
 
 import { describeIssues, invalid, parseJson, statusError, transportError } from '../http-answers';
+import { ProviderError } from '../types';
 import type { HttpsTransport } from './mtls-transport';
 
 export interface TokenSourceOptions {
@@ -21,13 +22,19 @@ export interface TokenSource {
   invalidate(token: string): void;
 }
 
+function unusableToken(err: unknown): ProviderError {
+  const message = err instanceof Error ? err.message : String(err);
+  return new ProviderError(message, 'token_unavailable', true);
+}
+
 /** A token is replaced this long before it expires, so no call goes out with one about to lapse. */
 const REFRESH_MARGIN_MS = 60_000;
 
 const tokenBody = z.object({
   access_token: z.string().min(1).max(8192),
   token_type: z.string().regex(/^bearer$/i, 'a Bearer token'),
-  expires_in: z.number().int().positive(),
+  // A number by RFC 6749; some institutions send it as a string of digits.
+  expires_in: z.coerce.number().int().positive(),
 });
 
 /**
@@ -62,10 +69,21 @@ export function createTokenSource(opts: TokenSourceOptions): TokenSource {
       throw transportError('oauthToken', err, undefined);
     }
     if (answer.status < 200 || answer.status >= 300) {
-      throw statusError({ operation: 'oauthToken' }, answer.status, answer.text, secrets);
+      const err = statusError({ operation: 'oauthToken' }, answer.status, answer.text, secrets);
+      // Without the HTTP status: the token endpoint's 400 (`invalid_client`) must not pass for the
+      // API's answer to the call that needed the token. Refused credentials are final; the rest of
+      // the classification (5xx, 429, timeouts retried) stands.
+      const refused = answer.status === 400 || answer.status === 401 || answer.status === 403;
+      throw new ProviderError(err.message, refused ? 'unauthorized' : err.code, !refused && err.retryable);
     }
-    const parsed = tokenBody.safeParse(parseJson(answer.text, 'oauthToken'));
-    if (!parsed.success) throw invalid('oauthToken', describeIssues(parsed.error));
+    let parsed;
+    try {
+      parsed = tokenBody.safeParse(parseJson(answer.text, 'oauthToken'));
+    } catch (err) {
+      throw unusableToken(err);
+    }
+    // A 2xx that is no token (a gateway's maintenance page) says nothing about our credentials.
+    if (!parsed.success) throw unusableToken(invalid('oauthToken', describeIssues(parsed.error)));
     const lifetimeMs = parsed.data.expires_in * 1000;
     // A token shorter-lived than twice the margin is used for half its life instead.
     const margin = Math.min(REFRESH_MARGIN_MS, lifetimeMs / 2);

@@ -25,6 +25,19 @@ const param = (name: string) =>
 
 const isoInstant = z.iso.datetime({ offset: true });
 
+const HOUR = '(?:[01][0-9]|2[0-3])';
+const MINUTE = '[0-5][0-9]';
+// Each month's days, and 29 February in leap years only (every 4th year, not centuries but every 400th).
+const DAY =
+  '(?:[0-9]{4}-(?:(?:0[13578]|1[02])-(?:0[1-9]|[12][0-9]|3[01])|(?:0[469]|11)-(?:0[1-9]|[12][0-9]|30)|' +
+  '02-(?:0[1-9]|1[0-9]|2[0-8]))|(?:[0-9]{2}(?:0[48]|[2468][048]|[13579][26])|(?:[02468][048]|[13579][26])00)-02-29)';
+/**
+ * Exactly the texts `timestamp` accepts, for the document: a schema-driven client then never sends
+ * one the server refuses (an empty value, 30 February). test/unit/list-query.test.ts holds the two
+ * to each other.
+ */
+export const TIMESTAMP_PATTERN = `^(?:[0-9]{1,11}|${DAY}T${HOUR}:${MINUTE}:${MINUTE}(?:\\.[0-9]+)?(?:Z|[+ -]${HOUR}:${MINUTE}))$`;
+
 /**
  * An instant: ISO 8601 with seconds and a time zone (what the api's own timestamps look like), or
  * Unix seconds. A space before a trailing hh:mm offset was a `+` that the client did not
@@ -42,7 +55,10 @@ const timestamp = (name: string) =>
       });
       return z.NEVER;
     })
-    .meta({ examples: ['2026-01-31T00:00:00Z', '2026-01-31T00:00:00.000-03:00', '1769817600'] })
+    .meta({
+      pattern: TIMESTAMP_PATTERN,
+      examples: ['2026-01-31T00:00:00Z', '2026-01-31T00:00:00.000-03:00', '1769817600'],
+    })
     .optional();
 
 /**

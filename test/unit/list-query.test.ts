@@ -16,6 +16,20 @@ describe('created_at filter pattern', () => {
     );
   });
 
+  it('hands the database a UTC instant within years 1-9999, which PostgreSQL always reads', () => {
+    fc.assert(
+      fc.property(fc.stringMatching(pattern), (text) => {
+        const parsed = listPayoutsQuerySchema.parse({ 'created_at[gte]': text })['created_at[gte]']!;
+        expect(parsed).toMatch(/^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3,}Z$/);
+        expect(parsed >= '0001').toBe(true);
+      }),
+      { numRuns: 5000 },
+    );
+    expect(listPayoutsQuerySchema.parse({ 'created_at[lt]': '2026-01-31T00:00:00.1234567+23:59' })).toEqual({
+      'created_at[lt]': '2026-01-30T00:01:00.1234567Z',
+    });
+  });
+
   it('texts near the rule are accepted exactly when they match', () => {
     const near = fc
       .tuple(

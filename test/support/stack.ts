@@ -39,6 +39,7 @@ import { startSandbox, startWebhookTap } from './sandbox';
 import { ServiceProcess } from './service-process';
 import { createDevServerEnv } from './temporal';
 import { until } from './until';
+import { workflowBundleOptions } from '../../src/workflow-bundle';
 
 /**
  * The whole service on real servers, in one test file: a Temporal dev server, the shared test
@@ -155,7 +156,7 @@ let sharedBundle: Promise<WorkflowBundleWithSourceMap> | undefined;
 export function workflowBundle(): Promise<WorkflowBundleWithSourceMap> {
   const silent = () => {};
   sharedBundle ??= bundleWorkflowCode({
-    workflowsPath: require.resolve('../../src/workflows'),
+    ...workflowBundleOptions(),
     logger: { log: silent, trace: silent, debug: silent, info: silent, warn: silent, error: silent },
   });
   return sharedBundle;

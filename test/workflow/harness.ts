@@ -12,6 +12,7 @@ import {
   payoutWorkflowId,
   type PayoutWorkflowInput,
 } from '../../src/workflows/payout.contract';
+import { workflowBundleOptions } from '../../src/workflow-bundle';
 import { payoutWorkflow } from '../../src/workflows/payout.workflow';
 
 /**
@@ -167,15 +168,19 @@ let isolated: Promise<WorkflowBundleWithSourceMap> | undefined;
 
 /** The workflows exactly as the worker bundles them (replay, recording). */
 export function testBundle(): Promise<WorkflowBundleWithSourceMap> {
-  bundle ??= bundleWorkflowCode({ workflowsPath: require.resolve('../../src/workflows'), logger: quiet });
+  bundle ??= bundleWorkflowCode({ ...workflowBundleOptions(), logger: quiet });
   return bundle;
 }
 
 /** The same, minus child workflows (see no-children.interceptor.ts): for the unit tests. */
 export function isolatedBundle(): Promise<WorkflowBundleWithSourceMap> {
+  const production = workflowBundleOptions();
   isolated ??= bundleWorkflowCode({
-    workflowsPath: require.resolve('../../src/workflows'),
-    workflowInterceptorModules: [require.resolve('./no-children.interceptor')],
+    ...production,
+    workflowInterceptorModules: [
+      ...(production.workflowInterceptorModules ?? []),
+      require.resolve('./no-children.interceptor'),
+    ],
     logger: quiet,
   });
   return isolated;

@@ -3,6 +3,7 @@ import { privateKeyToAddress } from 'viem/accounts';
 import { z } from 'zod';
 import { SCREENING_SOURCES, type ScreeningSource } from './domain/screening';
 import { parsePayloadKey } from './adapters/secrets/payload-keys';
+import { temporalConfigEnv } from './temporal/config-file-env';
 import { BUILD_ID_PATTERN } from './temporal/worker-versioning';
 
 /**
@@ -335,12 +336,7 @@ function withTemporalProfile(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
   if (env.TEMPORAL_ADDRESS && env.TEMPORAL_NAMESPACE) return env;
   let profile: { address?: string; namespace?: string };
   try {
-    const temporalVars = Object.fromEntries(
-      Object.entries(env).flatMap(([k, v]) => (k.startsWith('TEMPORAL_') && v !== undefined ? [[k, v]] : [])),
-    );
-    // HOME and the XDG dir locate the default config file.
-    for (const k of ['HOME', 'XDG_CONFIG_HOME', 'APPDATA']) if (env[k]) temporalVars[k] = env[k];
-    profile = loadClientConfigProfile({ overrideEnvVars: temporalVars });
+    profile = loadClientConfigProfile({ overrideEnvVars: temporalConfigEnv(env) });
   } catch (err) {
     throw new ConfigError(
       `invalid configuration: TEMPORAL_PROFILE ${err instanceof Error ? err.message : String(err)}`,

@@ -2,6 +2,7 @@ import { Client, Connection } from '@temporalio/client';
 import type { DataConverter } from '@temporalio/common';
 import { loadClientConfigProfile, toClientOptions } from '@temporalio/envconfig';
 import { NativeConnection } from '@temporalio/worker';
+import { temporalConfigEnv } from './config-file-env';
 
 /**
  * Where and how to reach Temporal, by the names Temporal's environment configuration gives them
@@ -45,10 +46,9 @@ export function temporalConnectionOptions(
   config: TemporalConfig,
   env: NodeJS.ProcessEnv = process.env,
 ): ReturnType<typeof toClientOptions>['connectionOptions'] & { address: string } {
-  const processEnv = Object.fromEntries(
-    Object.entries(env).flatMap(([k, v]) => (k.startsWith('TEMPORAL_') && v !== undefined ? [[k, v]] : [])),
-  );
-  const profile = loadClientConfigProfile({ overrideEnvVars: { ...processEnv, ...temporalEnv(config) } });
+  const profile = loadClientConfigProfile({
+    overrideEnvVars: { ...temporalConfigEnv(env), ...temporalEnv(config) },
+  });
   const { connectionOptions } = toClientOptions(profile);
   return { ...connectionOptions, address: connectionOptions.address ?? config.TEMPORAL_ADDRESS };
 }

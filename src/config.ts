@@ -174,6 +174,11 @@ const VARIABLES = {
   PAYLOAD_ENCRYPTION_PREVIOUS_KEYS: optional(payloadKeyList),
   CODEC_AUTH_TOKEN: optional(z.string().min(16, 'must be at least 16 characters')),
   CODEC_CORS_ORIGINS: z.string().default('http://127.0.0.1:8233,http://localhost:8233'),
+  // A Web UI behind OIDC (Temporal Cloud's included) passes its users' access tokens to the codec.
+  CODEC_OIDC_JWKS_URL: optional(z.url({ protocol: /^https?$/ })),
+  CODEC_OIDC_ISSUER: optional(z.string()),
+  CODEC_OIDC_AUDIENCE: optional(z.string()),
+  CODEC_OIDC_ALLOWED_USERS: z.string().default(''),
   CALLBACK_ALLOW_PRIVATE_NETWORKS: bool(false),
   // One partner callback attempt, DNS to response; the delivery activity's own timeout is 1 minute.
   CALLBACK_TIMEOUT_MS: int(10_000, 100).refine((v) => v <= 30_000, 'must be at most 30000'),
@@ -233,6 +238,10 @@ const API = [
   ...PAYLOAD_KEYS,
   'CODEC_AUTH_TOKEN',
   'CODEC_CORS_ORIGINS',
+  'CODEC_OIDC_JWKS_URL',
+  'CODEC_OIDC_ISSUER',
+  'CODEC_OIDC_AUDIENCE',
+  'CODEC_OIDC_ALLOWED_USERS',
 ] as const;
 
 const WORKER = [
@@ -316,6 +325,14 @@ function schemaOf<K extends Variable>(names: readonly K[]) {
         path: ['TREASURY_ADDRESS'],
         message:
           'is required when SETTLEMENT_MODE=treasury (the api refuses new payouts while it cannot send)',
+      });
+    }
+    // An access token is checked against its issuer: keys without one would refuse everybody silently.
+    if (reads.has('CODEC_OIDC_ISSUER') && env.CODEC_OIDC_JWKS_URL && !env.CODEC_OIDC_ISSUER) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['CODEC_OIDC_ISSUER'],
+        message: 'is required with CODEC_OIDC_JWKS_URL',
       });
     }
     if (reads.has('PAYLOAD_ENCRYPTION_KEY') && env.NODE_ENV === 'production' && !env.PAYLOAD_ENCRYPTION_KEY) {

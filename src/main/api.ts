@@ -84,6 +84,18 @@ function startApiOpsServer(
     ? createCodecEndpoint({
         codec,
         authToken: config.CODEC_AUTH_TOKEN,
+        ...(config.CODEC_OIDC_JWKS_URL
+          ? {
+              oidc: {
+                jwksUrl: config.CODEC_OIDC_JWKS_URL,
+                issuer: config.CODEC_OIDC_ISSUER ?? '',
+                ...(config.CODEC_OIDC_AUDIENCE ? { audience: config.CODEC_OIDC_AUDIENCE } : {}),
+                allowedUsers: config.CODEC_OIDC_ALLOWED_USERS.split(',')
+                  .map((user) => user.trim())
+                  .filter(Boolean),
+              },
+            }
+          : {}),
         requireAuthToken: config.NODE_ENV === 'production',
         corsOrigins: config.CODEC_CORS_ORIGINS.split(',').map((origin) => origin.trim()),
         logger,

@@ -211,6 +211,11 @@ describe('docker-compose.yml', () => {
     const api = loadApiConfig(services.api!.environment!);
     expect(ui.TEMPORAL_CODEC_ENDPOINT).toBe(`http://localhost:${api.METRICS_PORT}/codec`);
     expect(api.CODEC_CORS_ORIGINS.split(',')).toContain('http://localhost:8233');
+    // The browser sends its codec session cookie (codec-ui.test.ts): credentials on, and UI and codec on
+    // one site (localhost, whatever the ports), which SameSite=Strict requires; a token is required.
+    expect(ui.TEMPORAL_CODEC_INCLUDE_CREDENTIALS).toBe('true');
+    expect(new URL(ui.TEMPORAL_CODEC_ENDPOINT!).hostname).toBe('localhost');
+    expect(api.CODEC_AUTH_TOKEN).toBeDefined();
     const worker = loadWorkerConfig(services.worker!.environment!);
     expect(published('worker')).toContainEqual([
       String(worker.WORKER_METRICS_PORT),

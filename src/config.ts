@@ -179,6 +179,8 @@ const VARIABLES = {
   CODEC_OIDC_ISSUER: optional(z.string()),
   CODEC_OIDC_AUDIENCE: optional(z.string()),
   CODEC_OIDC_ALLOWED_USERS: z.string().default(''),
+  // OpenTelemetry traces go to this OTLP/HTTP endpoint (<url>/v1/traces); unset, tracing is off.
+  OTEL_EXPORTER_OTLP_ENDPOINT: optional(z.url({ protocol: /^https?$/ })),
   CALLBACK_ALLOW_PRIVATE_NETWORKS: bool(false),
   // One partner callback attempt, DNS to response; the delivery activity's own timeout is 1 minute.
   CALLBACK_TIMEOUT_MS: int(10_000, 100).refine((v) => v <= 30_000, 'must be at most 30000'),
@@ -242,6 +244,7 @@ const API = [
   'CODEC_OIDC_ISSUER',
   'CODEC_OIDC_AUDIENCE',
   'CODEC_OIDC_ALLOWED_USERS',
+  'OTEL_EXPORTER_OTLP_ENDPOINT',
 ] as const;
 
 const WORKER = [
@@ -269,6 +272,7 @@ const WORKER = [
   ...PAYLOAD_KEYS,
   'CALLBACK_ALLOW_PRIVATE_NETWORKS',
   'CALLBACK_TIMEOUT_MS',
+  'OTEL_EXPORTER_OTLP_ENDPOINT',
 ] as const;
 
 const MIGRATE = ['LOG_LEVEL', 'DATABASE_URL'] as const;

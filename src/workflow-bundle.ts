@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { FAILURE_CONVERTER_PATH } from './temporal/data-converter';
+import { TRACING_WORKFLOW_INTERCEPTORS } from './temporal/tracing';
 
 /** The prebuilt workflow bundle's name, beside the compiled `src/` in dist/ (`npm run build`). */
 export const WORKFLOW_BUNDLE_FILE = 'workflow-bundle.js';
@@ -8,14 +9,18 @@ export const WORKFLOW_BUNDLE_FILE = 'workflow-bundle.js';
 /**
  * What goes into the workflow bundle besides the workflows, wherever it is built (npm run build,
  * tests, a worker running from sources): the failure converter that encodes failures inside the
- * sandbox, where workflow code fails.
+ * sandbox, where workflow code fails, and the OpenTelemetry workflow interceptors (tracing.ts).
  */
 export function workflowBundleOptions(): {
   workflowsPath: string;
   failureConverterPath: string;
-  workflowInterceptorModules?: string[];
+  workflowInterceptorModules: string[];
 } {
-  return { workflowsPath: require.resolve('./workflows'), failureConverterPath: FAILURE_CONVERTER_PATH };
+  return {
+    workflowsPath: require.resolve('./workflows'),
+    failureConverterPath: FAILURE_CONVERTER_PATH,
+    workflowInterceptorModules: [TRACING_WORKFLOW_INTERCEPTORS],
+  };
 }
 
 /**

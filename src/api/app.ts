@@ -14,6 +14,7 @@ import { apiDocs } from './docs/docs.routes';
 import { clientErrorHandler, frameworkErrorHandler, installErrorHandling } from './errors';
 import { healthRoutes } from './health/health.routes';
 import { parseJsonBodies } from './json-body';
+import { traceRequests, type Tracing } from '../observability/tracing';
 import { trackDeclaredMethods } from './method-not-allowed';
 import { payoutListRoutes } from './payouts/list.routes';
 import { payoutQrRoutes } from './payouts/qr.routes';
@@ -37,6 +38,8 @@ export interface ApiDeps {
   screening: ReceiverScreening;
   /** Treasury mode: the treasury's health, read before a payout is created. */
   treasuryHealth?: CreatePayoutDeps['treasuryHealth'];
+  /** OpenTelemetry: a server span per request, parent of what the request starts in Temporal. */
+  tracing?: Tracing;
 }
 
 const BODY_LIMIT_BYTES = 16 * 1024;
@@ -79,6 +82,7 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
   // schema message instead of 415.
   app.removeContentTypeParser('text/plain');
   parseJsonBodies(app);
+  if (deps.tracing) traceRequests(app, deps.tracing.tracer);
 
   app.addHook('onSend', async (request, reply) => {
     reply.header('x-request-id', request.id);

@@ -24,7 +24,9 @@ import {
   workerDeploymentOptions,
   type WorkerVersion,
 } from '../temporal/worker-versioning';
-import { workflowSource } from '../workflow-bundle';
+import { workflowBundleOptions, workflowSource } from '../workflow-bundle';
+import { startTracing, type Tracing } from '../observability/tracing';
+import { tracingActivityInterceptors, tracingSinks } from '../temporal/tracing';
 import {
   callbackSenderOptionsOf,
   measuredProvider,
@@ -53,19 +55,29 @@ export interface PayoutWorkerOptions {
   maxCachedWorkflows?: number;
   /** This build's worker deployment version (Worker Versioning, workflows pinned); unversioned when omitted. */
   version?: WorkerVersion;
+  /** OpenTelemetry (OTEL_EXPORTER_OTLP_ENDPOINT): spans of workflows and activities; none when omitted. */
+  tracing?: Tracing;
 }
 
 /** The payout worker: the workflow bundle plus activities wired to the real adapters. */
 export function createPayoutWorker(opts: PayoutWorkerOptions): Promise<Worker> {
+  const source = opts.workflowBundle ? { workflowBundle: opts.workflowBundle } : workflowSource();
   return Worker.create({
     connection: opts.connection,
     namespace: opts.namespace,
     taskQueue: opts.taskQueue,
     dataConverter: opts.dataConverter,
     ...(opts.maxCachedWorkflows !== undefined ? { maxCachedWorkflows: opts.maxCachedWorkflows } : {}),
-    ...(opts.workflowBundle ? { workflowBundle: opts.workflowBundle } : workflowSource()),
+    ...source,
     ...workerDeploymentOptions(opts.version),
-    interceptors: { activity: [activityMetricsInterceptor(opts.deps.metrics)] },
+    interceptors: {
+      activity: [activityMetricsInterceptor(opts.deps.metrics), ...tracingActivityInterceptors(opts.tracing)],
+      // A prebuilt bundle carries its workflow interceptors; sources bundled at start are given them.
+      ...('workflowsPath' in source
+        ? { workflowModules: workflowBundleOptions().workflowInterceptorModules }
+        : {}),
+    },
+    sinks: tracingSinks(opts.tracing),
     activities: {
       ...createActivities(opts.deps),
       ...createCallbackActivities({
@@ -116,6 +128,10 @@ export async function main(): Promise<void> {
     ? { deploymentName: config.TEMPORAL_WORKER_DEPLOYMENT_NAME, buildId: config.TEMPORAL_WORKER_BUILD_ID }
     : undefined;
   const keys = payloadKeysOf(config);
+  const tracing = startTracing({
+    serviceName: 'payout-worker',
+    ...(config.OTEL_EXPORTER_OTLP_ENDPOINT ? { otlpEndpoint: config.OTEL_EXPORTER_OTLP_ENDPOINT } : {}),
+  });
   const worker = await createPayoutWorker({
     connection,
     namespace: config.TEMPORAL_NAMESPACE,
@@ -135,6 +151,7 @@ export async function main(): Promise<void> {
     dataConverter: createDataConverter(keys),
     maxCachedWorkflows: config.WORKER_MAX_CACHED_WORKFLOWS,
     ...(version ? { version } : {}),
+    ...(tracing ? { tracing } : {}),
     ...(config.WORKFLOW_BUNDLE_PATH ? { workflowBundle: { codePath: config.WORKFLOW_BUNDLE_PATH } } : {}),
   });
   onShutdown(logger, async () => {
@@ -169,6 +186,7 @@ export async function main(): Promise<void> {
   await running;
   if (promotionFailure) throw promotionFailure;
   await ops.close();
+  await tracing?.shutdown();
   await connection.close();
   await db.end();
   logger.info('worker stopped');

@@ -1,5 +1,5 @@
 import pino, { type Logger } from 'pino';
-import { redactUrls } from './url-redaction';
+import { redactUrls } from '../domain/url-redaction';
 
 export type { Logger };
 

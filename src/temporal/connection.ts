@@ -1,4 +1,4 @@
-import { Client, Connection } from '@temporalio/client';
+import { Client, Connection, type ClientInterceptors } from '@temporalio/client';
 import type { DataConverter } from '@temporalio/common';
 import { loadClientConfigProfile, toClientOptions } from '@temporalio/envconfig';
 import { NativeConnection } from '@temporalio/worker';
@@ -57,9 +57,15 @@ export function temporalConnectionOptions(
 export async function connectClient(
   config: TemporalConfig,
   dataConverter: DataConverter,
+  interceptors: ClientInterceptors = {},
 ): Promise<{ client: Client; connection: Connection }> {
   const connection = await Connection.connect(temporalConnectionOptions(config));
-  const client = new Client({ connection, namespace: config.TEMPORAL_NAMESPACE, dataConverter });
+  const client = new Client({
+    connection,
+    namespace: config.TEMPORAL_NAMESPACE,
+    dataConverter,
+    interceptors,
+  });
   return { client, connection };
 }
 

@@ -1,5 +1,5 @@
 import { DefaultFailureConverter, type ProtoFailure } from '@temporalio/common';
-import { redactUrls } from '../observability/url-redaction';
+import { redactUrls } from '../domain/url-redaction';
 
 /**
  * Failures as Temporal's history keeps them:

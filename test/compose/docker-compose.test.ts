@@ -135,6 +135,18 @@ describe('docker-compose.yml', () => {
     expect(setup).toContain('--type Keyword');
   });
 
+  it('has a trace backend in the observability profile, which the api and the worker export to when told', () => {
+    expect(services.jaeger!.profiles).toEqual(['observability']);
+    expect(services.jaeger!.image).toMatch(/^cr\.jaegertracing\.io\/jaegertracing\/jaeger:\d+\.\d+\.\d+$/);
+    for (const name of ['api', 'worker']) {
+      // Off unless the host sets it (interpolated from the host's environment, empty here).
+      expect(services[name]!.environment!.OTEL_EXPORTER_OTLP_ENDPOINT).toBe('');
+      const told = { ...services[name]!.environment!, OTEL_EXPORTER_OTLP_ENDPOINT: 'http://jaeger:4318' };
+      const load = name === 'api' ? loadApiConfig : loadWorkerConfig;
+      expect(load(told).OTEL_EXPORTER_OTLP_ENDPOINT).toBe('http://jaeger:4318');
+    }
+  });
+
   it('has an optional observability profile: Prometheus with the alert rules, Grafana with the dashboard', () => {
     expect(services.prometheus!.profiles).toEqual(['observability']);
     expect(services.grafana!.profiles).toEqual(['observability']);

@@ -1,6 +1,6 @@
 import { Writable } from 'node:stream';
 import { createLogger } from '../../src/observability/logger';
-import { redactUrls } from '../../src/observability/url-redaction';
+import { redactUrls } from '../../src/domain/url-redaction';
 
 // URLs that carry keys (an RPC provider's in the path, a database password, a partner's token) keep
 // only their scheme and host in logs and in Temporal's failures.

@@ -1,4 +1,4 @@
-import { redactUrls } from '../../observability/url-redaction';
+import { redactUrls } from '../../domain/url-redaction';
 import {
   BaseError,
   ContractFunctionRevertedError,

@@ -178,7 +178,7 @@ const VARIABLES = {
   CODEC_OIDC_JWKS_URL: optional(z.url({ protocol: /^https?$/ })),
   CODEC_OIDC_ISSUER: optional(z.string()),
   CODEC_OIDC_AUDIENCE: optional(z.string()),
-  CODEC_OIDC_ALLOWED_USERS: z.string().default(''),
+  CODEC_OIDC_ALLOWED_USERS: optional(z.string()),
   // OpenTelemetry traces go to this OTLP/HTTP endpoint (<url>/v1/traces); unset, tracing is off.
   OTEL_EXPORTER_OTLP_ENDPOINT: optional(z.url({ protocol: /^https?$/ })),
   CALLBACK_ALLOW_PRIVATE_NETWORKS: bool(false),

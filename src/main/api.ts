@@ -99,7 +99,8 @@ function startApiOpsServer(
                 jwksUrl: config.CODEC_OIDC_JWKS_URL,
                 issuer: config.CODEC_OIDC_ISSUER ?? '',
                 ...(config.CODEC_OIDC_AUDIENCE ? { audience: config.CODEC_OIDC_AUDIENCE } : {}),
-                allowedUsers: config.CODEC_OIDC_ALLOWED_USERS.split(',')
+                allowedUsers: (config.CODEC_OIDC_ALLOWED_USERS ?? '')
+                  .split(',')
                   .map((user) => user.trim())
                   .filter(Boolean),
               },

@@ -8,6 +8,7 @@ import { payloadKeys } from '../../src/adapters/secrets/payload-keys';
 import { createDataConverter } from '../../src/temporal/data-converter';
 import { workflowBundleOptions } from '../../src/workflow-bundle';
 import { createDevServerEnv } from '../support/temporal';
+import { tracingSinks } from '../../src/temporal/tracing';
 
 // Failures in Temporal's history are encrypted like payloads (src/temporal/failure-converter.ts):
 // an activity's and a workflow's failure messages and stack traces, on a real dev server, read back
@@ -29,6 +30,8 @@ describe('failure messages and stack traces in the history', () => {
   it('hold no plain text: the activity failure and the workflow failure are ciphertext, and decode back', async () => {
     const taskQueue = `failures-${randomBytes(4).toString('hex')}`;
     const worker = await Worker.create({
+      // The bundle's tracing interceptors export through this sink (off here: it drops them).
+      sinks: tracingSinks(),
       connection: env.nativeConnection,
       namespace: env.namespace ?? 'default',
       taskQueue,

@@ -14,6 +14,7 @@ import {
 } from '../../src/workflows/payout.contract';
 import { workflowBundleOptions } from '../../src/workflow-bundle';
 import { payoutWorkflow } from '../../src/workflows/payout.workflow';
+import { tracingSinks } from '../../src/temporal/tracing';
 
 /**
  * Workflow unit tests run the real workflow code on Temporal's time-skipping test server; only the
@@ -237,6 +238,8 @@ export async function withWorker<T>(
 ): Promise<T> {
   const taskQueue = `wf-test-${randomUUID().slice(0, 8)}`;
   const worker = await Worker.create({
+    // The bundle's tracing interceptors export through this sink (off here: it drops them).
+    sinks: tracingSinks(),
     connection: env.nativeConnection,
     namespace: env.namespace ?? 'default',
     taskQueue,

@@ -1,7 +1,7 @@
 import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { bundleWorkflowCode } from '@temporalio/worker';
-import { WORKFLOW_BUNDLE_FILE } from '../src/workflow-bundle';
+import { WORKFLOW_BUNDLE_FILE, workflowBundleOptions } from '../src/workflow-bundle';
 
 /**
  * `npm run build`'s second step: the workflow code bundled once, at build time, as Temporal's
@@ -10,8 +10,7 @@ import { WORKFLOW_BUNDLE_FILE } from '../src/workflow-bundle';
  * Runs from dist/ after tsc, so it bundles the compiled workflows the image ships.
  */
 async function main(): Promise<void> {
-  const workflowsPath = require.resolve('../src/workflows');
-  const { code } = await bundleWorkflowCode({ workflowsPath });
+  const { code } = await bundleWorkflowCode(workflowBundleOptions());
   const out = path.resolve(__dirname, '..', WORKFLOW_BUNDLE_FILE);
   await writeFile(out, code);
   process.stdout.write(`workflow bundle: ${path.relative(process.cwd(), out)} (${code.length} bytes)\n`);

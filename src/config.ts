@@ -3,6 +3,7 @@ import { privateKeyToAddress } from 'viem/accounts';
 import { z } from 'zod';
 import { SCREENING_SOURCES, type ScreeningSource } from './domain/screening';
 import { parsePayloadKey } from './adapters/secrets/payload-keys';
+import { temporalConfigEnv } from './temporal/config-file-env';
 import { BUILD_ID_PATTERN } from './temporal/worker-versioning';
 
 /**
@@ -205,6 +206,13 @@ const VARIABLES = {
   PAYLOAD_ENCRYPTION_PREVIOUS_KEYS: optional(payloadKeyList),
   CODEC_AUTH_TOKEN: optional(z.string().min(16, 'must be at least 16 characters')),
   CODEC_CORS_ORIGINS: z.string().default('http://127.0.0.1:8233,http://localhost:8233'),
+  // A Web UI behind OIDC (Temporal Cloud's included) passes its users' access tokens to the codec.
+  CODEC_OIDC_JWKS_URL: optional(z.url({ protocol: /^https?$/ })),
+  CODEC_OIDC_ISSUER: optional(z.string()),
+  CODEC_OIDC_AUDIENCE: optional(z.string()),
+  CODEC_OIDC_ALLOWED_USERS: optional(z.string()),
+  // OpenTelemetry traces go to this OTLP/HTTP endpoint (<url>/v1/traces); unset, tracing is off.
+  OTEL_EXPORTER_OTLP_ENDPOINT: optional(z.url({ protocol: /^https?$/ })),
   CALLBACK_ALLOW_PRIVATE_NETWORKS: bool(false),
   // One partner callback attempt, DNS to response; the delivery activity's own timeout is 1 minute.
   CALLBACK_TIMEOUT_MS: int(10_000, 100).refine((v) => v <= 30_000, 'must be at most 30000'),
@@ -275,6 +283,11 @@ const API = [
   ...PAYLOAD_KEYS,
   'CODEC_AUTH_TOKEN',
   'CODEC_CORS_ORIGINS',
+  'CODEC_OIDC_JWKS_URL',
+  'CODEC_OIDC_ISSUER',
+  'CODEC_OIDC_AUDIENCE',
+  'CODEC_OIDC_ALLOWED_USERS',
+  'OTEL_EXPORTER_OTLP_ENDPOINT',
 ] as const;
 
 const WORKER = [
@@ -304,6 +317,7 @@ const WORKER = [
   ...PAYLOAD_KEYS,
   'CALLBACK_ALLOW_PRIVATE_NETWORKS',
   'CALLBACK_TIMEOUT_MS',
+  'OTEL_EXPORTER_OTLP_ENDPOINT',
 ] as const;
 
 const MIGRATE = ['LOG_LEVEL', 'DATABASE_URL'] as const;
@@ -387,6 +401,14 @@ function schemaOf<K extends Variable>(names: readonly K[]) {
         }
       }
     }
+    // An access token is checked against its issuer: keys without one would refuse everybody silently.
+    if (reads.has('CODEC_OIDC_ISSUER') && env.CODEC_OIDC_JWKS_URL && !env.CODEC_OIDC_ISSUER) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['CODEC_OIDC_ISSUER'],
+        message: 'is required with CODEC_OIDC_JWKS_URL',
+      });
+    }
     if (reads.has('PAYLOAD_ENCRYPTION_KEY') && env.NODE_ENV === 'production' && !env.PAYLOAD_ENCRYPTION_KEY) {
       ctx.addIssue({
         code: 'custom',
@@ -405,12 +427,7 @@ function withTemporalProfile(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
   if (env.TEMPORAL_ADDRESS && env.TEMPORAL_NAMESPACE) return env;
   let profile: { address?: string; namespace?: string };
   try {
-    const temporalVars = Object.fromEntries(
-      Object.entries(env).flatMap(([k, v]) => (k.startsWith('TEMPORAL_') && v !== undefined ? [[k, v]] : [])),
-    );
-    // HOME and the XDG dir locate the default config file.
-    for (const k of ['HOME', 'XDG_CONFIG_HOME', 'APPDATA']) if (env[k]) temporalVars[k] = env[k];
-    profile = loadClientConfigProfile({ overrideEnvVars: temporalVars });
+    profile = loadClientConfigProfile({ overrideEnvVars: temporalConfigEnv(env) });
   } catch (err) {
     throw new ConfigError(
       `invalid configuration: TEMPORAL_PROFILE ${err instanceof Error ? err.message : String(err)}`,

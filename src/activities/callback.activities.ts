@@ -70,7 +70,13 @@ export function createCallbackActivities({ db, logger, sender, secrets, network 
       }
       const startedAt = new Date();
       const result = await sendCallback(
-        { url: target.url, secret: target.secret, eventId: req.eventId, body: bodyOf(req, network) },
+        {
+          url: target.url,
+          secret: target.secret,
+          ...(target.previousSecret ? { previousSecret: target.previousSecret } : {}),
+          eventId: req.eventId,
+          body: bodyOf(req, network),
+        },
         sender,
       );
       await recordCallbackAttempt(db, {

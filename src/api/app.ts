@@ -13,6 +13,8 @@ import { payoutLogContext } from '../observability/request-logging';
 import { apiDocs } from './docs/docs.routes';
 import { clientErrorHandler, frameworkErrorHandler, installErrorHandling } from './errors';
 import { healthRoutes } from './health/health.routes';
+import { parseJsonBodies } from './json-body';
+import { traceRequests, type Tracing } from '../observability/tracing';
 import { trackDeclaredMethods } from './method-not-allowed';
 import { payoutListRoutes } from './payouts/list.routes';
 import { payoutQrRoutes } from './payouts/qr.routes';
@@ -36,6 +38,8 @@ export interface ApiDeps {
   screening: ReceiverScreening;
   /** Treasury mode: the treasury's health, read before a payout is created. */
   treasuryHealth?: CreatePayoutDeps['treasuryHealth'];
+  /** OpenTelemetry: a server span per request, parent of what the request starts in Temporal. */
+  tracing?: Tracing;
 }
 
 const BODY_LIMIT_BYTES = 16 * 1024;
@@ -77,9 +81,17 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
   // Every body this api takes is JSON; without this, text/plain would parse into a string and get a
   // schema message instead of 415.
   app.removeContentTypeParser('text/plain');
+  parseJsonBodies(app);
+  if (deps.tracing) traceRequests(app, deps.tracing.tracer);
 
   app.addHook('onSend', async (request, reply) => {
     reply.header('x-request-id', request.id);
+    // No answer is ever to be read as another type than it declares (a payout echoed as HTML).
+    reply.header('x-content-type-options', 'nosniff');
+    // Partner answers carry PIX keys, wallets and amounts (personal data): no cache on the way, and
+    // no browser, may keep them. A route with its own rule (the QR image's no-cache) keeps it.
+    if (request.url.startsWith('/v1/') && !reply.hasHeader('cache-control'))
+      reply.header('cache-control', 'no-store');
   });
   app.addHook('onResponse', async (request, reply) => {
     deps.metrics.httpRequestDuration.observe(

@@ -29,6 +29,11 @@ const SCREENING_RETRY_AFTER_SECONDS = 5;
 export const API_ERRORS = {
   invalidRequest: (message: string) => new HttpError(400, message),
   invalidJsonBody: () => new HttpError(400, 'invalid JSON body'),
+  repeatedJsonMember: (name: string) =>
+    new HttpError(
+      400,
+      `invalid JSON body: member ${JSON.stringify(name.length > 64 ? `${name.slice(0, 64)}…` : name)} appears more than once in one object`,
+    ),
   bodyTooLarge: () => new HttpError(413, 'request body too large (limit 16 KiB)'),
   unsupportedMediaType: () => new HttpError(415, 'content-type must be application/json'),
   invalidContentLength: () => new HttpError(400, 'invalid content-length'),

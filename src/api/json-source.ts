@@ -1,8 +1,9 @@
 /**
- * Source text of a member of a JSON object, read from the JSON text itself. JSON.parse turns every
- * number into a double, so `10.0000000000000001` arrives as 10; the money rules need the digits the
- * client actually sent. One linear pass, no allocation beyond the member texts; JSON.parse has
- * already accepted the text, so this only walks structure it knows to be well formed.
+ * What JSON.parse hides, read from the JSON text itself. JSON.parse turns every number into a
+ * double, so `10.0000000000000001` arrives as 10 (the money rules need the digits the client
+ * actually sent); and it keeps the last of two members with one name, where a proxy or parser in
+ * front may have read the first. Linear passes; JSON.parse has already accepted the text, so these
+ * only walk structure they know to be well formed.
  */
 
 const QUOTE = 0x22; // "
@@ -68,6 +69,41 @@ function valueEnd(text: string, at: number): number {
   return i;
 }
 
+function memberName(rawKey: string): string {
+  // Escapes in a key ("amount\u005fbrl") name the same member as their plain spelling.
+  return rawKey.includes('\\') ? (JSON.parse(rawKey) as string) : rawKey.slice(1, -1);
+}
+
+/**
+ * The first member name that appears twice in one object, at any depth, of `json` (a text
+ * JSON.parse has accepted); undefined when every object's names are distinct.
+ */
+export function repeatedMemberName(json: string): string | undefined {
+  // One set of names per open object; arrays push null so that a close pops the right level.
+  const open: (Set<string> | null)[] = [];
+  let i = 0;
+  while (i < json.length) {
+    const code = json.charCodeAt(i);
+    if (code === QUOTE) {
+      const end = stringEnd(json, i);
+      const names = open[open.length - 1];
+      // A string directly in an object, followed by a colon, is a member name.
+      if (names && json.charCodeAt(skipWhitespace(json, end)) === 0x3a) {
+        const name = memberName(json.slice(i, end));
+        if (names.has(name)) return name;
+        names.add(name);
+      }
+      i = end;
+      continue;
+    }
+    if (code === OPEN_BRACE) open.push(new Set());
+    else if (code === OPEN_BRACKET) open.push(null);
+    else if (code === CLOSE_BRACE || code === CLOSE_BRACKET) open.pop();
+    i += 1;
+  }
+  return undefined;
+}
+
 /**
  * The source text of the member `name` of the top-level object of `json`, a text JSON.parse has
  * accepted; undefined when the top level is not an object or has no such member. With duplicate
@@ -81,9 +117,7 @@ export function topLevelMemberSource(json: string, name: string): string | undef
   let found: string | undefined;
   for (;;) {
     const keyEnd = stringEnd(json, i);
-    const rawKey = json.slice(i, keyEnd);
-    // Escapes in a key ("amount\u005fbrl") name the same member as their plain spelling.
-    const key = rawKey.includes('\\') ? (JSON.parse(rawKey) as string) : rawKey.slice(1, -1);
+    const key = memberName(json.slice(i, keyEnd));
     const valueStart = skipWhitespace(json, skipWhitespace(json, keyEnd) + 1);
     const end = valueEnd(json, valueStart);
     if (key === name) found = json.slice(valueStart, end);

@@ -3,10 +3,11 @@ import { parseArgs } from 'node:util';
 import {
   createPartner,
   listPartners,
-  rotateApiKey,
   setPartnerCallback,
   setPartnerStatus,
 } from '../adapters/db/partners-repo';
+import { NoCallbackConfigured, rotateApiKey, rotateCallbackSecret } from '../adapters/db/credential-rotation';
+import { OverlapError, parseOverlap } from '../domain/rotation';
 import { CallbackUrlRefused, vetCallbackUrl, type CallbackUrlPolicy } from '../adapters/callbacks/url-guard';
 import { listCallbackEvents } from '../adapters/db/callbacks-repo';
 import { listPartnerPayouts } from '../adapters/db/payouts-repo';
@@ -145,6 +146,17 @@ function found<T>(result: T | null | false, id: string): T {
   return result;
 }
 
+/** --overlap in seconds (0 when absent): how long a replaced credential stays valid. */
+function overlapOption(values: Record<string, unknown>): number {
+  if (values.overlap === undefined) return 0;
+  try {
+    return parseOverlap(String(values.overlap));
+  } catch (err) {
+    if (err instanceof OverlapError) throw new UsageError(`--overlap: ${err.message}`);
+    throw err;
+  }
+}
+
 /** The first line of stdin, checked as a Standard Webhooks secret (whsec_ + base64). */
 async function readSecretFromStdin(): Promise<string> {
   if (process.stdin.isTTY) process.stderr.write('callback secret (whsec_...): ');
@@ -198,13 +210,54 @@ const COMMANDS: Record<string, Command> = {
     }),
   },
   'partner rotate-key': {
-    args: '--id <partner_id>',
-    summary: "revoke the partner's keys and issue a new one (shown once)",
-    details: 'Prints {"partner_id", "api_key"}. The old keys are refused from now on.',
-    options: { id: str },
+    args: '--id <partner_id> [--overlap <duration>]',
+    summary: 'issue a new API key (shown once); the old ones end now, or after --overlap',
+    details:
+      'Prints {"partner_id", "api_key", "previous_keys_valid_until"}. With --overlap (e.g. 24h, 7d,\n' +
+      'at most 30d) the old keys keep working beside the new one until that instant, then are\n' +
+      'refused with nothing more to run; without it they are refused from now on.',
+    options: { id: str, overlap: str },
     plan(values) {
       const id = requirePartnerId(values);
-      return async (db) => ({ partner_id: id, api_key: found(await rotateApiKey(db, id), id) });
+      const overlap = overlapOption(values);
+      return async (db) => {
+        const rotation = found(await rotateApiKey(db, id, overlap), id);
+        return {
+          partner_id: id,
+          api_key: rotation.issued,
+          previous_keys_valid_until: rotation.previousValidUntil,
+        };
+      };
+    },
+  },
+  'partner rotate-callback-secret': {
+    args: '--id <partner_id> [--overlap <duration>] [--secret-stdin]',
+    summary: 'replace the callback signing secret; both sign callbacks during --overlap',
+    details:
+      'Prints {"partner_id", "callback_secret", "previous_secret_valid_until"} ("callback_secret"\n' +
+      'only when generated; --secret-stdin reads a whsec_ secret from stdin instead). During the\n' +
+      'overlap (e.g. 24h, at most 30d) every callback carries a signature by each secret, so the\n' +
+      'partner switches its receiver to the new one at any moment in it; then only the new one signs.',
+    options: { id: str, overlap: str, 'secret-stdin': { type: 'boolean' } },
+    plan(values) {
+      const id = requirePartnerId(values);
+      const overlap = overlapOption(values);
+      const fromStdin = values['secret-stdin'] === true;
+      return async (db, { callbacks }) => {
+        const secret = fromStdin ? await readSecretFromStdin() : generateCallbackSecret();
+        const rotation = await rotateCallbackSecret(db, id, secret, overlap, callbacks().secrets).catch(
+          (err: unknown) => {
+            if (err instanceof NoCallbackConfigured)
+              throw new UsageError('the partner has no callback: use partner set-callback');
+            throw err;
+          },
+        );
+        return {
+          partner_id: id,
+          ...(fromStdin ? {} : { callback_secret: secret }),
+          previous_secret_valid_until: found(rotation, id).previousValidUntil,
+        };
+      };
     },
   },
   'partner disable': {

@@ -7,13 +7,13 @@ import { checksumAddress } from 'viem';
  */
 
 const ADDRESS_PATTERN = /^0x[0-9a-fA-F]{40}$/;
-const ZERO_ADDRESS_PATTERN = /^0x0{40}$/;
+/** USDT sent there is burnt, and a zero address is usually a placeholder left in a form. */
+export const ZERO_ADDRESS = `0x${'0'.repeat(40)}`;
 
 export function receiverWalletError(input: string): string | undefined {
   if (!ADDRESS_PATTERN.test(input))
     return 'receiver_wallet must be an EVM address (0x followed by 40 hex digits)';
-  // USDT sent there is burnt, and a zero address is usually a placeholder left in a form.
-  if (ZERO_ADDRESS_PATTERN.test(input)) return 'receiver_wallet must not be the zero address';
+  if (input === ZERO_ADDRESS) return 'receiver_wallet must not be the zero address';
   const hex = input.slice(2);
   const singleCase = hex === hex.toLowerCase() || hex === hex.toUpperCase();
   if (!singleCase && checksumAddress(`0x${hex.toLowerCase()}`) !== input) {

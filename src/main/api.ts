@@ -11,6 +11,8 @@ import { registerOpenPayoutGauges } from '../observability/payout-gauges';
 import { onShutdown } from '../shutdown';
 import { createCodecEndpoint } from '../temporal/codec-endpoint';
 import { connectClient } from '../temporal/connection';
+import { startTracing } from '../observability/tracing';
+import { tracingClientInterceptors } from '../temporal/tracing';
 import { createDataConverter, createPayloadCodec } from '../temporal/data-converter';
 import { measuredProvider, payloadKeysOf, runProcess, screeningOf } from './wiring';
 import { reportScreeningSources } from '../adapters/screening/receiver-screening';
@@ -28,9 +30,14 @@ async function main(): Promise<void> {
   const ops = await startApiOpsServer(config, { db, metrics, logger });
   // Migrations are a separate one-shot job (src/main/migrate.ts); replicas only check for it.
   await assertSchemaCurrent(db);
+  const tracing = startTracing({
+    serviceName: 'payout-api',
+    ...(config.OTEL_EXPORTER_OTLP_ENDPOINT ? { otlpEndpoint: config.OTEL_EXPORTER_OTLP_ENDPOINT } : {}),
+  });
   const { client: temporal, connection } = await connectClient(
     config,
     createDataConverter(payloadKeysOf(config)),
+    tracingClientInterceptors(tracing),
   );
   const provider = measuredProvider(config, metrics);
   const quote = createCachedQuote(provider, { ttlMs: config.QUOTE_CACHE_SECONDS * 1000 });
@@ -54,6 +61,7 @@ async function main(): Promise<void> {
     metrics,
     screening,
     ...(treasuryHealth ? { treasuryHealth } : {}),
+    ...(tracing ? { tracing } : {}),
   });
   await app.listen({ host: config.HOST, port: config.PORT });
 
@@ -61,6 +69,7 @@ async function main(): Promise<void> {
     // close() stops accepting connections and waits for in-flight requests to finish.
     await app.close();
     await ops.close();
+    await tracing?.shutdown();
     await connection.close();
     await db.end();
     logger.info('api stopped');
@@ -84,6 +93,19 @@ function startApiOpsServer(
     ? createCodecEndpoint({
         codec,
         authToken: config.CODEC_AUTH_TOKEN,
+        ...(config.CODEC_OIDC_JWKS_URL
+          ? {
+              oidc: {
+                jwksUrl: config.CODEC_OIDC_JWKS_URL,
+                issuer: config.CODEC_OIDC_ISSUER ?? '',
+                ...(config.CODEC_OIDC_AUDIENCE ? { audience: config.CODEC_OIDC_AUDIENCE } : {}),
+                allowedUsers: (config.CODEC_OIDC_ALLOWED_USERS ?? '')
+                  .split(',')
+                  .map((user) => user.trim())
+                  .filter(Boolean),
+              },
+            }
+          : {}),
         requireAuthToken: config.NODE_ENV === 'production',
         corsOrigins: config.CODEC_CORS_ORIGINS.split(',').map((origin) => origin.trim()),
         logger,

@@ -26,7 +26,9 @@ import {
   workerDeploymentOptions,
   type WorkerVersion,
 } from '../temporal/worker-versioning';
-import { workflowSource } from '../workflow-bundle';
+import { workflowBundleOptions, workflowSource } from '../workflow-bundle';
+import { startTracing, type Tracing } from '../observability/tracing';
+import { tracingActivityInterceptors, tracingSinks } from '../temporal/tracing';
 import {
   callbackSenderOptionsOf,
   pixRailsOf,
@@ -57,10 +59,13 @@ export interface PayoutWorkerOptions {
   version?: WorkerVersion;
   /** How long running activities may finish after a shutdown request (WORKER_SHUTDOWN_GRACE_SECONDS). */
   shutdownGraceSeconds?: number;
+  /** OpenTelemetry (OTEL_EXPORTER_OTLP_ENDPOINT): spans of workflows and activities; none when omitted. */
+  tracing?: Tracing;
 }
 
 /** The payout worker: the workflow bundle plus activities wired to the real adapters. */
 export function createPayoutWorker(opts: PayoutWorkerOptions): Promise<Worker> {
+  const source = opts.workflowBundle ? { workflowBundle: opts.workflowBundle } : workflowSource();
   return Worker.create({
     connection: opts.connection,
     namespace: opts.namespace,
@@ -70,9 +75,16 @@ export function createPayoutWorker(opts: PayoutWorkerOptions): Promise<Worker> {
     ...(opts.shutdownGraceSeconds !== undefined
       ? { shutdownGraceTime: `${opts.shutdownGraceSeconds} seconds` }
       : {}),
-    ...(opts.workflowBundle ? { workflowBundle: opts.workflowBundle } : workflowSource()),
+    ...source,
     ...workerDeploymentOptions(opts.version),
-    interceptors: { activity: [activityMetricsInterceptor(opts.deps.metrics)] },
+    interceptors: {
+      activity: [activityMetricsInterceptor(opts.deps.metrics), ...tracingActivityInterceptors(opts.tracing)],
+      // A prebuilt bundle carries its workflow interceptors; sources bundled at start are given them.
+      ...('workflowsPath' in source
+        ? { workflowModules: workflowBundleOptions().workflowInterceptorModules }
+        : {}),
+    },
+    sinks: tracingSinks(opts.tracing),
     activities: {
       ...createActivities(opts.deps),
       ...createCallbackActivities({
@@ -150,6 +162,10 @@ export async function main(): Promise<void> {
     ? { deploymentName: config.TEMPORAL_WORKER_DEPLOYMENT_NAME, buildId: config.TEMPORAL_WORKER_BUILD_ID }
     : undefined;
   const keys = payloadKeysOf(config);
+  const tracing = startTracing({
+    serviceName: 'payout-worker',
+    ...(config.OTEL_EXPORTER_OTLP_ENDPOINT ? { otlpEndpoint: config.OTEL_EXPORTER_OTLP_ENDPOINT } : {}),
+  });
   const worker = await createPayoutWorker({
     connection,
     namespace: config.TEMPORAL_NAMESPACE,
@@ -171,6 +187,7 @@ export async function main(): Promise<void> {
     maxCachedWorkflows: config.WORKER_MAX_CACHED_WORKFLOWS,
     shutdownGraceSeconds: config.WORKER_SHUTDOWN_GRACE_SECONDS,
     ...(version ? { version } : {}),
+    ...(tracing ? { tracing } : {}),
     ...(config.WORKFLOW_BUNDLE_PATH ? { workflowBundle: { codePath: config.WORKFLOW_BUNDLE_PATH } } : {}),
   });
   started.worker = worker;
@@ -206,6 +223,7 @@ export async function main(): Promise<void> {
   await running;
   if (promotionFailure) throw promotionFailure;
   await ops.close();
+  await tracing?.shutdown();
   await connection.close();
   await db.end();
   logger.info('worker stopped');

@@ -1,4 +1,5 @@
 import pino, { type Logger } from 'pino';
+import { redactUrls } from '../domain/url-redaction';
 
 export type { Logger };
 
@@ -64,8 +65,12 @@ function normalise(field: string): string {
   return field.replace(/[-_]/g, '').toLowerCase();
 }
 
-/** A copy of `value` with sensitive fields censored; plain objects and arrays only, others as they are. */
+/**
+ * A copy of `value` with sensitive fields censored and URLs cut to their host (url-redaction.ts);
+ * plain objects and arrays only, others as they are.
+ */
 export function scrubSecrets(value: unknown, depth = 0): unknown {
+  if (typeof value === 'string') return redactUrls(value);
   if (depth > MAX_DEPTH || value === null || typeof value !== 'object') return value;
   if (Array.isArray(value)) return value.map((item) => scrubSecrets(item, depth + 1));
   const proto = Object.getPrototypeOf(value);
@@ -76,6 +81,11 @@ export function scrubSecrets(value: unknown, depth = 0): unknown {
       SENSITIVE_FIELDS.has(normalise(key)) && field !== undefined ? CENSOR : scrubSecrets(field, depth + 1);
   }
   return out;
+}
+
+function scrubbedError(err: Error): unknown {
+  // The serializer's object has a prototype of its own, which scrubSecrets would leave as it is.
+  return scrubSecrets({ ...pino.stdSerializers.err(err) });
 }
 
 export function createLogger(opts: {
@@ -89,8 +99,22 @@ export function createLogger(opts: {
       level: opts.level,
       redact: { paths: REDACTED_PATHS, censor: CENSOR },
       formatters: { log: (object) => scrubSecrets(object) as Record<string, unknown> },
-      // The Temporal SDK passes errors as `error`; without a serializer they would log as `{}`.
-      serializers: { err: pino.stdSerializers.err, error: pino.stdSerializers.err },
+      // The Temporal SDK passes errors as `error`; without a serializer they would log as `{}`. An
+      // error's message, stack and causes name the URL it called (viem: "URL: https://…/v2/<key>").
+      serializers: { err: scrubbedError, error: scrubbedError },
+      hooks: {
+        // The message itself, and its interpolated arguments; `logger.error(err)` takes err.message.
+        logMethod(args, method) {
+          const [first] = args;
+          const given = first instanceof Error && args.length === 1 ? [first, first.message] : args;
+          method.apply(
+            this,
+            given.map((arg) => (typeof arg === 'string' ? redactUrls(arg) : arg)) as Parameters<
+              typeof method
+            >,
+          );
+        },
+      },
       base: { service: opts.name },
       timestamp: pino.stdTimeFunctions.isoTime,
     },

@@ -1,17 +1,19 @@
-import { timingSafeEqual, createHash } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Payload, PayloadCodec } from '@temporalio/common';
 import type { Logger } from '../observability/logger';
 import type { OpsHandler } from '../observability/ops-server';
+import { createCodecAuth, type CodecOidc } from './codec-auth';
 
 /**
  * The remote codec endpoint of the Temporal Web UI and CLI (`POST <base>/encode`, `POST
  * <base>/decode`, bodies `{"payloads": [{"metadata": {k: base64}, "data": base64}]}`), so an
  * operator who may read payouts sees decrypted inputs instead of ciphertext. Whoever can reach it
- * and holds encrypted payloads can read them: it is served on the ops port only, and with
- * CODEC_AUTH_TOKEN set it also wants `Authorization: Bearer <token>` (CLI: `--codec-auth`).
+ * and holds encrypted payloads can read them: it is served on the ops port only, and wants one of
+ * what codec-auth.ts accepts: CODEC_AUTH_TOKEN as a bearer token (CLI: `--codec-auth`), an OIDC
+ * access token the Web UI passes on, or the session cookie of a browser signed in at `/codec/login`.
  *
- * The Web UI calls it from the operator's browser, cross-origin, hence CORS for the UI's origins.
+ * The Web UI calls it from the operator's browser, cross-origin, hence CORS for the UI's origins,
+ * with credentials (the session cookie).
  */
 
 export const CODEC_BASE_PATH = '/codec';
@@ -19,9 +21,11 @@ const MAX_BODY_BYTES = 8 * 1024 * 1024; // a few payloads at Temporal's 2 MiB li
 
 export interface CodecEndpointOptions {
   codec: PayloadCodec;
-  /** When set, every encode/decode request must carry it as a bearer token. */
+  /** When set, encode/decode want it as a bearer token, or a browser session signed in with it. */
   authToken?: string;
-  /** Production: refuse to exist without authToken (whoever reaches the endpoint could decrypt). */
+  /** When set, encode/decode also take a Web UI user's OIDC access token (codec-auth.ts). */
+  oidc?: CodecOidc;
+  /** Production: refuse to exist without authToken or oidc (whoever reaches the endpoint could decrypt). */
   requireAuthToken: boolean;
   /** Browser origins allowed to call it: the Temporal Web UI's. */
   corsOrigins: readonly string[];
@@ -36,7 +40,7 @@ interface JsonPayload {
 export class CodecEndpointConfigError extends Error {}
 
 export function createCodecEndpoint(opts: CodecEndpointOptions): OpsHandler {
-  if (opts.requireAuthToken && !opts.authToken) {
+  if (opts.requireAuthToken && !opts.authToken && !opts.oidc) {
     // A network rule alone is one misconfigured firewall away from handing out every PIX key and
     // wallet in the workflow histories; production wants the bearer token as well.
     throw new CodecEndpointConfigError(
@@ -44,11 +48,18 @@ export function createCodecEndpoint(opts: CodecEndpointOptions): OpsHandler {
         'for whoever calls it (set CODEC_AUTH_TOKEN to a secret of at least 16 characters)',
     );
   }
-  const expectedAuth = opts.authToken ? digest(`Bearer ${opts.authToken}`) : undefined;
+  const auth = createCodecAuth({
+    ...(opts.authToken ? { token: opts.authToken } : {}),
+    ...(opts.oidc ? { oidc: opts.oidc } : {}),
+  });
   const origins = new Set(opts.corsOrigins);
 
   return async (req, res) => {
     const path = (req.url ?? '').split('?')[0];
+    if (path === `${CODEC_BASE_PATH}/login` && auth.sessions) {
+      await login(req, res, auth);
+      return true;
+    }
     const operation =
       path === `${CODEC_BASE_PATH}/encode`
         ? 'encode'
@@ -75,8 +86,14 @@ export function createCodecEndpoint(opts: CodecEndpointOptions): OpsHandler {
       sendJson(res, 405, { error: 'method not allowed' });
       return true;
     }
-    if (expectedAuth && !timingSafeEqual(digest(req.headers.authorization ?? ''), expectedAuth)) {
-      sendJson(res, 401, { error: 'codec endpoint wants Authorization: Bearer <CODEC_AUTH_TOKEN>' });
+    const verdict = await auth.check(req);
+    if (!verdict.ok) {
+      opts.logger.warn({ operation, reason: verdict.reason }, 'codec request refused');
+      sendJson(res, 401, {
+        error:
+          'codec endpoint wants Authorization: Bearer <CODEC_AUTH_TOKEN>, an allowed OIDC access token, ' +
+          `or a browser signed in at ${CODEC_BASE_PATH}/login`,
+      });
       return true;
     }
 
@@ -104,9 +121,46 @@ export function createCodecEndpoint(opts: CodecEndpointOptions): OpsHandler {
   };
 }
 
-function digest(text: string): Buffer {
-  // Hashing first gives equal lengths, which timingSafeEqual requires, whatever the client sent.
-  return createHash('sha256').update(text).digest();
+const LOGIN_PAGE =
+  '<!doctype html><meta charset="utf-8"><title>Payload codec</title>' +
+  '<form method="post"><p>CODEC_AUTH_TOKEN: <input type="password" name="token" autofocus> ' +
+  '<button>Sign in</button></p></form>' +
+  '<p>The Temporal Web UI then decodes payloads in this browser (its codec setting ' +
+  '"Include cross-origin credentials" must be on).</p>';
+
+/**
+ * The browser's sign-in: a form (GET) that posts the token (POST, never in a URL, which logs and
+ * histories keep) and gets the session cookie back.
+ */
+async function login(req: IncomingMessage, res: ServerResponse, auth: ReturnType<typeof createCodecAuth>) {
+  const html = (status: number, body: string, headers: Record<string, string> = {}) =>
+    res
+      .writeHead(status, {
+        'content-type': 'text/html; charset=utf-8',
+        'cache-control': 'no-store',
+        'content-security-policy': "default-src 'none'; form-action 'self'",
+        'x-frame-options': 'DENY',
+        ...headers,
+      })
+      .end(body);
+  if (req.method === 'GET') return html(200, LOGIN_PAGE);
+  if (req.method !== 'POST') return html(405, 'method not allowed', { allow: 'GET, POST' });
+  let token: string;
+  try {
+    token = new URLSearchParams(await readBody(req)).get('token') ?? '';
+  } catch {
+    return html(400, 'invalid form');
+  }
+  const secure = req.headers['x-forwarded-proto'] === 'https' || 'encrypted' in req.socket;
+  const cookie = auth.sessionCookie(token, secure);
+  if (!cookie) return html(401, `${LOGIN_PAGE}<p>Wrong token.</p>`);
+  return html(
+    200,
+    '<!doctype html><meta charset="utf-8"><p>Signed in: the Web UI now decodes payloads.</p>',
+    {
+      'set-cookie': cookie,
+    },
+  );
 }
 
 function readBody(req: IncomingMessage): Promise<string> {

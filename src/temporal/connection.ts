@@ -1,7 +1,8 @@
-import { Client, Connection } from '@temporalio/client';
+import { Client, Connection, type ClientInterceptors } from '@temporalio/client';
 import type { DataConverter } from '@temporalio/common';
 import { loadClientConfigProfile, toClientOptions } from '@temporalio/envconfig';
 import { NativeConnection } from '@temporalio/worker';
+import { temporalConfigEnv } from './config-file-env';
 
 /**
  * Where and how to reach Temporal, by the names Temporal's environment configuration gives them
@@ -45,10 +46,9 @@ export function temporalConnectionOptions(
   config: TemporalConfig,
   env: NodeJS.ProcessEnv = process.env,
 ): ReturnType<typeof toClientOptions>['connectionOptions'] & { address: string } {
-  const processEnv = Object.fromEntries(
-    Object.entries(env).flatMap(([k, v]) => (k.startsWith('TEMPORAL_') && v !== undefined ? [[k, v]] : [])),
-  );
-  const profile = loadClientConfigProfile({ overrideEnvVars: { ...processEnv, ...temporalEnv(config) } });
+  const profile = loadClientConfigProfile({
+    overrideEnvVars: { ...temporalConfigEnv(env), ...temporalEnv(config) },
+  });
   const { connectionOptions } = toClientOptions(profile);
   return { ...connectionOptions, address: connectionOptions.address ?? config.TEMPORAL_ADDRESS };
 }
@@ -57,9 +57,15 @@ export function temporalConnectionOptions(
 export async function connectClient(
   config: TemporalConfig,
   dataConverter: DataConverter,
+  interceptors: ClientInterceptors = {},
 ): Promise<{ client: Client; connection: Connection }> {
   const connection = await Connection.connect(temporalConnectionOptions(config));
-  const client = new Client({ connection, namespace: config.TEMPORAL_NAMESPACE, dataConverter });
+  const client = new Client({
+    connection,
+    namespace: config.TEMPORAL_NAMESPACE,
+    dataConverter,
+    interceptors,
+  });
   return { client, connection };
 }
 

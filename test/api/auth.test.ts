@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { rotateApiKey, setPartnerStatus } from '../../src/adapters/db/partners-repo';
+import { rotateApiKey } from '../../src/adapters/db/credential-rotation';
+import { setPartnerStatus } from '../../src/adapters/db/partners-repo';
 import { useStack, VALID_PAYOUT } from '../support/stack';
 import { call, expectError, getPayout, post } from './helpers';
 
@@ -57,7 +58,7 @@ describe('partner authentication and isolation', () => {
       const { partnerId, apiKey: oldKey } = await stack.createPartner();
       const created = await post(stack.apiUrl, oldKey, VALID_PAYOUT);
       expect(created.status).toBe(201);
-      const newKey = (await rotateApiKey(stack.db, partnerId))!;
+      const newKey = (await rotateApiKey(stack.db, partnerId))!.issued;
       expect(newKey).not.toBe(oldKey);
 
       expectError(await post(stack.apiUrl, oldKey, VALID_PAYOUT), 401, 'invalid API key');

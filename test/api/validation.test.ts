@@ -82,12 +82,29 @@ describe('POST /v1/payouts validation', () => {
       ['10.0000000000000001', '10.0000000000000001'],
       ['1e-7', '1e-7'],
       ['100.0000000000000000001', '100.0000000000000000001'],
-      ['a later duplicate member wins, as in JSON.parse', '10, "amount_brl": 10.0000000000000001'],
-      ['an escaped member name', '10, "amount\\u005fbrl": 10.0000000000000001'],
     ])('%s as written in the body -> 400, never a rounded amount', async (_what, literal) => {
       const { partnerId, apiKey: key } = await stack.createPartner('exact amounts');
       const body = JSON.stringify(VALID_PAYOUT).replace('"amount_brl":100', `"amount_brl":${literal}`);
       expectError(await post(stack.apiUrl, key, body), 400, 'amount_brl must have at most 2 decimal places');
+      const { rows } = await stack.db.query('SELECT 1 FROM payouts WHERE partner_id = $1', [partnerId]);
+      expect(rows).toHaveLength(0);
+    });
+
+    it.each([
+      [
+        'an escaped member name',
+        '"amount\\u005fbrl":10.0000000000000001',
+        'amount_brl must have at most 2 decimal places',
+      ],
+      [
+        'a repeated member (JSON.parse would keep the last)',
+        '"amount_brl":10, "amount_brl": 10.0000000000000001',
+        'invalid JSON body: member "amount_brl" appears more than once in one object',
+      ],
+    ])('%s -> 400, never a rounded amount', async (_what, member, message) => {
+      const { partnerId, apiKey: key } = await stack.createPartner('exact amounts');
+      const body = JSON.stringify(VALID_PAYOUT).replace('"amount_brl":100', member);
+      expectError(await post(stack.apiUrl, key, body), 400, message);
       const { rows } = await stack.db.query('SELECT 1 FROM payouts WHERE partner_id = $1', [partnerId]);
       expect(rows).toHaveLength(0);
     });

@@ -9,6 +9,7 @@ import { createSecretBox } from '../../src/adapters/secrets/secret-box';
 import { payloadKeysOf } from '../../src/main/wiring';
 import { createLogger } from '../../src/observability/logger';
 import { workflowBundle } from '../support/stack';
+import { tracingSinks } from '../../src/temporal/tracing';
 
 /** Seals callback secrets as a worker with its own payload key does. */
 export const testSecrets = createSecretBox(
@@ -32,6 +33,8 @@ export async function createCallbackWorker(
   taskQueue: string,
 ): Promise<Worker> {
   return Worker.create({
+    // The bundle's tracing interceptors export through this sink (off here: it drops them).
+    sinks: tracingSinks(),
     connection: env.nativeConnection,
     taskQueue,
     workflowBundle: await workflowBundle(),

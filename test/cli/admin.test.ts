@@ -118,14 +118,36 @@ describe('admin CLI', () => {
   it('partner rotate-key: the new key works, the old one is refused', async () => {
     const { partner_id, api_key: oldKey } = await create();
     const rotated = json(await cli(['partner', 'rotate-key', '--id', partner_id]));
-    expect(Object.keys(rotated).sort()).toEqual(['api_key', 'partner_id']);
+    expect(Object.keys(rotated).sort()).toEqual(['api_key', 'partner_id', 'previous_keys_valid_until']);
     expect(rotated.partner_id).toBe(partner_id);
     expect(rotated.api_key).not.toBe(oldKey);
+    expect(rotated.previous_keys_valid_until).toBeNull();
 
     expect((await postWith(rotated.api_key as string)).status).toBe(201);
     const refused = await postWith(oldKey);
     expect(refused.status).toBe(401);
     expect(await refused.json()).toEqual({ error: 'invalid API key' });
+  });
+
+  it('partner rotate-key --overlap: both keys work until the overlap ends, then only the new one', async () => {
+    const { partner_id, api_key: oldKey } = await create();
+    const rotated = json(await cli(['partner', 'rotate-key', '--id', partner_id, '--overlap', '3s']));
+    const until = Date.parse(rotated.previous_keys_valid_until as string);
+    expect(until).toBeGreaterThan(Date.now());
+    expect(until).toBeLessThanOrEqual(Date.now() + 3_500);
+    expect((await postWith(oldKey)).status).toBe(201);
+    expect((await postWith(rotated.api_key as string)).status).toBe(201);
+
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, until - Date.now()) + 200));
+    const refused = await postWith(oldKey);
+    expect(refused.status).toBe(401);
+    expect(await refused.json()).toEqual({ error: 'invalid API key' });
+    expect((await postWith(rotated.api_key as string)).status).toBe(201);
+    // A later rotation never extends a key that is already ending.
+    const again = json(await cli(['partner', 'rotate-key', '--id', partner_id, '--overlap', '1h']));
+    expect((await postWith(oldKey)).status).toBe(401);
+    expect((await postWith(rotated.api_key as string)).status).toBe(201);
+    expect((await postWith(again.api_key as string)).status).toBe(201);
   });
 
   it('partner disable refuses the key; partner enable accepts it again', async () => {
@@ -216,6 +238,7 @@ describe('admin CLI', () => {
         'create',
         'list',
         'rotate-key',
+        'rotate-callback-secret',
         'disable',
         'enable',
         'set-callback',
@@ -226,20 +249,34 @@ describe('admin CLI', () => {
     },
   );
 
-  it.concurrent.each(['create', 'list', 'rotate-key', 'disable', 'enable', 'set-callback', 'clear-callback'])(
-    'partner %s --help prints its usage and exits 0 without touching the database',
-    async (command) => {
-      const result = await cli(['partner', command, '--help']);
-      expect(result.code).toBe(0);
-      expect(result.stdout).toMatch(new RegExp(`^usage: npm run --silent admin -- partner ${command}\\b`));
-    },
-  );
+  it.concurrent.each([
+    'create',
+    'list',
+    'rotate-key',
+    'rotate-callback-secret',
+    'disable',
+    'enable',
+    'set-callback',
+    'clear-callback',
+  ])('partner %s --help prints its usage and exits 0 without touching the database', async (command) => {
+    const result = await cli(['partner', command, '--help']);
+    expect(result.code).toBe(0);
+    expect(result.stdout).toMatch(new RegExp(`^usage: npm run --silent admin -- partner ${command}\\b`));
+  });
 
   it.concurrent.each([
     [['partner', 'create'], /--name is required/],
     [['partner', 'create', '--name', '   '], /--name is required/],
     [['partner', 'create', '--name', 'x'.repeat(201)], /--name must be at most 200 characters/],
     [['partner', 'rotate-key'], /--id is required/],
+    [
+      ['partner', 'rotate-key', '--id', '00000000-0000-4000-8000-000000000000', '--overlap', '31d'],
+      /--overlap: overlap must be at most 30d/,
+    ],
+    [
+      ['partner', 'rotate-key', '--id', '00000000-0000-4000-8000-000000000000', '--overlap', '24'],
+      /--overlap: overlap must be 0 or/,
+    ],
     [['partner', 'disable', '--id', 'not-a-uuid'], /--id must be a partner id \(a UUID\)/],
     [['partner', 'set-callback', '--id', randomUUID()], /--url is required/],
     [['partner', 'set-callback', '--id', randomUUID(), '--url', 'ftp://x'], /--url must be an http\(s\) URL/],

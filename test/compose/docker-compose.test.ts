@@ -142,6 +142,18 @@ describe('docker-compose.yml', () => {
     expect(setup).toContain('--type Keyword');
   });
 
+  it('has a trace backend in the observability profile, which the api and the worker export to when told', () => {
+    expect(services.jaeger!.profiles).toEqual(['observability']);
+    expect(services.jaeger!.image).toMatch(/^cr\.jaegertracing\.io\/jaegertracing\/jaeger:\d+\.\d+\.\d+$/);
+    for (const name of ['api', 'worker']) {
+      // Off unless the host sets it (interpolated from the host's environment, empty here).
+      expect(services[name]!.environment!.OTEL_EXPORTER_OTLP_ENDPOINT).toBe('');
+      const told = { ...services[name]!.environment!, OTEL_EXPORTER_OTLP_ENDPOINT: 'http://jaeger:4318' };
+      const load = name === 'api' ? loadApiConfig : loadWorkerConfig;
+      expect(load(told).OTEL_EXPORTER_OTLP_ENDPOINT).toBe('http://jaeger:4318');
+    }
+  });
+
   it('has an optional observability profile: Prometheus with the alert rules, Grafana with the dashboard', () => {
     expect(services.prometheus!.profiles).toEqual(['observability']);
     expect(services.grafana!.profiles).toEqual(['observability']);
@@ -218,6 +230,11 @@ describe('docker-compose.yml', () => {
     const api = loadApiConfig(services.api!.environment!);
     expect(ui.TEMPORAL_CODEC_ENDPOINT).toBe(`http://localhost:${api.METRICS_PORT}/codec`);
     expect(api.CODEC_CORS_ORIGINS.split(',')).toContain('http://localhost:8233');
+    // The browser sends its codec session cookie (codec-ui.test.ts): credentials on, and UI and codec on
+    // one site (localhost, whatever the ports), which SameSite=Strict requires; a token is required.
+    expect(ui.TEMPORAL_CODEC_INCLUDE_CREDENTIALS).toBe('true');
+    expect(new URL(ui.TEMPORAL_CODEC_ENDPOINT!).hostname).toBe('localhost');
+    expect(api.CODEC_AUTH_TOKEN).toBeDefined();
     const worker = loadWorkerConfig(services.worker!.environment!);
     expect(published('worker')).toContainEqual([
       String(worker.WORKER_METRICS_PORT),

@@ -14,6 +14,7 @@ import { startProcessStack, type ApiProcess, type ProcessStack } from '../suppor
 import { until } from '../support/until';
 import { workflowBundle } from '../support/stack';
 import { payloadKeysOf } from '../../src/main/wiring';
+import { tracingSinks } from '../../src/temporal/tracing';
 
 // Worker Versioning on a real Temporal dev server, with the service's real processes: two builds of
 // the worker whose payout workflow code is incompatible (test/e2e/fixtures/next-build-workflows.ts),
@@ -205,7 +206,7 @@ describe('worker versioning: two worker builds, one Temporal server, payouts in 
     );
     const replay = (code: string, payout: PayoutResponse) =>
       Worker.runReplayHistory(
-        { workflowBundle: { code }, dataConverter },
+        { sinks: tracingSinks(), workflowBundle: { code }, dataConverter },
         histories.get(payout)!,
         payoutWorkflowId(payout.id),
       );

@@ -86,7 +86,7 @@ describe('payload key configuration', () => {
   });
 
   it('leaves payloads plain only when no key is set (outside production)', () => {
-    expect(createDataConverter(payloadKeys())).toEqual({});
+    expect(createDataConverter(payloadKeys()).payloadCodecs).toBeUndefined();
     expect(createDataConverter(payloadKeys(newKey())).payloadCodecs).toHaveLength(1);
   });
 });

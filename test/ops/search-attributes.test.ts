@@ -20,6 +20,7 @@ import { payoutInput } from '../support/payouts';
 import { workflowBundle } from '../support/stack';
 import { until } from '../support/until';
 import { useTimeSkippingEnv } from '../workflow/harness';
+import { tracingSinks } from '../../src/temporal/tracing';
 
 // PayoutId is set at start; PayoutStatus, PartnerId and PayoutFailureReason follow the payout through its transitions, on the time-skipping test
 // server that workflow tests use. That server refuses search attributes it does not know, so this
@@ -32,6 +33,8 @@ describe('payout search attributes', () => {
     const recorded: PayoutRecord[] = [];
     const taskQueue = 'search-attributes';
     const worker = await Worker.create({
+      // The bundle's tracing interceptors export through this sink (off here: it drops them).
+      sinks: tracingSinks(),
       connection: env.nativeConnection,
       taskQueue,
       workflowBundle: await workflowBundle(),

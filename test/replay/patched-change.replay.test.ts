@@ -3,6 +3,7 @@ import path from 'node:path';
 import { bundleWorkflowCode, Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { DeterminismViolationError } from '@temporalio/workflow';
 import { historyFromObject } from './history-json';
+import { tracingSinks } from '../../src/temporal/tracing';
 
 // docs/workflow-changes.md, proven: a change to the payout workflow made behind `patched()` still
 // replays every recorded history of the old code (payouts in flight keep running), and the same
@@ -45,12 +46,12 @@ describe('a workflow change behind patched() (docs/workflow-changes.md)', () => 
   });
 
   it.each(payoutHistories)('still replays %s recorded by the old code', async (file) => {
-    await Worker.runReplayHistory({ workflowBundle: patched }, load(file), file);
+    await Worker.runReplayHistory({ sinks: tracingSinks(), workflowBundle: patched }, load(file), file);
   });
 
   it.each(payoutHistories)('the same change without patched() breaks %s', async (file) => {
     await expect(
-      Worker.runReplayHistory({ workflowBundle: unguarded }, load(file), file),
+      Worker.runReplayHistory({ sinks: tracingSinks(), workflowBundle: unguarded }, load(file), file),
     ).rejects.toBeInstanceOf(DeterminismViolationError);
   });
 });

@@ -4,6 +4,7 @@ import { DeterminismViolationError } from '@temporalio/workflow';
 import { Worker } from '@temporalio/worker';
 import { testBundle } from '../workflow/harness';
 import { historyFromObject } from './history-json';
+import { tracingSinks } from '../../src/temporal/tracing';
 
 // Histories recorded from complete runs of the released workflow code (record-histories.ts), replayed
 // against the code as it is now. A change that would break running payouts (another activity, a
@@ -33,7 +34,11 @@ describe('workflow replay', () => {
   });
 
   it.each(fixtures)('replays %s deterministically', async (file) => {
-    await Worker.runReplayHistory({ workflowBundle: await testBundle() }, load(file), file);
+    await Worker.runReplayHistory(
+      { sinks: tracingSinks(), workflowBundle: await testBundle() },
+      load(file),
+      file,
+    );
   });
 
   it('catches a history the code no longer produces (the check has teeth)', async () => {
@@ -44,7 +49,11 @@ describe('workflow replay', () => {
     );
     scheduled!.activityTaskScheduledEventAttributes!.activityType!.name = 'recordPayoutV0';
     await expect(
-      Worker.runReplayHistory({ workflowBundle: await testBundle() }, history, 'tampered'),
+      Worker.runReplayHistory(
+        { sinks: tracingSinks(), workflowBundle: await testBundle() },
+        history,
+        'tampered',
+      ),
     ).rejects.toBeInstanceOf(DeterminismViolationError);
   });
 });

@@ -53,6 +53,7 @@ export async function startApi(
     logger: deps.logger ?? createLogger({ level: 'silent', name: 'test' }),
     metrics: deps.metrics ?? createMetrics(),
     ...(deps.treasuryHealth ? { treasuryHealth: deps.treasuryHealth } : {}),
+    ...(deps.tracing ? { tracing: deps.tracing } : {}),
   });
   try {
     const url = await app.listen({ host: '127.0.0.1', port: deps.port ?? 0 });

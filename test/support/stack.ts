@@ -1,5 +1,5 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import type { Client } from '@temporalio/client';
+import { Client } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import {
   bundleWorkflowCode,
@@ -39,6 +39,9 @@ import { startSandbox, startWebhookTap } from './sandbox';
 import { ServiceProcess } from './service-process';
 import { createDevServerEnv } from './temporal';
 import { until } from './until';
+import { workflowBundleOptions } from '../../src/workflow-bundle';
+import type { Tracing } from '../../src/observability/tracing';
+import { tracingClientInterceptors } from '../../src/temporal/tracing';
 
 /**
  * The whole service on real servers, in one test file: a Temporal dev server, the shared test
@@ -131,6 +134,8 @@ export interface StackOptions {
   worker?: boolean;
   /** A database of its own rather than the run's shared one: for a test that reads every row. */
   ownDatabase?: boolean;
+  /** OpenTelemetry for the api (requests, client) and the worker (workflows, activities). */
+  tracing?: Tracing;
 }
 
 export const SEARCH_ATTRIBUTES = [...PAYOUT_SEARCH_ATTRIBUTES];
@@ -155,7 +160,7 @@ let sharedBundle: Promise<WorkflowBundleWithSourceMap> | undefined;
 export function workflowBundle(): Promise<WorkflowBundleWithSourceMap> {
   const silent = () => {};
   sharedBundle ??= bundleWorkflowCode({
-    workflowsPath: require.resolve('../../src/workflows'),
+    ...workflowBundleOptions(),
     logger: { log: silent, trace: silent, debug: silent, info: silent, warn: silent, error: silent },
   });
   return sharedBundle;
@@ -259,7 +264,14 @@ export async function startStack(opts: StackOptions = {}): Promise<TestStack> {
     const logger = createLogger({ level: config.LOG_LEVEL, name: 'test' });
     const metrics = createMetrics();
     const provider = createHttpProvider({ baseUrl: config.PROVIDER_API_URL, timeoutMs: 5_000 });
-    const temporal = testEnv.client;
+    const temporal = opts.tracing
+      ? new Client({
+          connection: testEnv.connection,
+          namespace: testEnv.namespace ?? 'default',
+          dataConverter,
+          interceptors: tracingClientInterceptors(opts.tracing),
+        })
+      : testEnv.client;
     const screening = configuredScreening(config, db);
 
     const startApiHere: TestStack['startApi'] = async (overrides = {}, deps = {}) => {
@@ -270,6 +282,7 @@ export async function startStack(opts: StackOptions = {}): Promise<TestStack> {
         logger,
         metrics,
         screening,
+        ...(opts.tracing ? { tracing: opts.tracing } : {}),
         ...(config.SETTLEMENT_MODE === 'treasury' && {
           treasuryHealth: createTreasuryHealthProbe({
             rpcUrl: config.EVM_RPC_URL,
@@ -297,6 +310,7 @@ export async function startStack(opts: StackOptions = {}): Promise<TestStack> {
         namespace: testEnv.namespace ?? 'default',
         taskQueue: config.TEMPORAL_TASK_QUEUE,
         workflowBundle: await workflowBundle(),
+        ...(opts.tracing ? { tracing: opts.tracing } : {}),
         deps: {
           db,
           provider,

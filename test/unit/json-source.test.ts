@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { topLevelMemberSource } from '../../src/api/json-source';
+import { repeatedMemberName, topLevelMemberSource } from '../../src/api/json-source';
 
 describe('topLevelMemberSource', () => {
   it.each([
@@ -40,6 +40,42 @@ describe('topLevelMemberSource', () => {
         },
       ),
       { numRuns: 500 },
+    );
+  });
+});
+
+describe('repeatedMemberName', () => {
+  it.each([
+    ['{"a":1,"a":2}', 'a'],
+    ['{"a":1,"b":{"c":1,"c":2}}', 'c'],
+    ['{"amount_brl":1,"amount\\u005fbrl":2}', 'amount_brl'],
+    ['[{"a":1},{"a":2}]', undefined],
+    ['{"a":{"a":1},"b":[{"a":1}]}', undefined],
+    ['{"a":"a","b":["a","a"]}', undefined],
+    ['{"x":"\\"a\\":1,\\"a\\":2"}', undefined],
+    ['{"a":[1,{"b":1}],"b":2}', undefined],
+    ['{}', undefined],
+    ['"a"', undefined],
+  ])('%s -> %p', (json, expected) => {
+    JSON.parse(json);
+    expect(repeatedMemberName(json)).toBe(expected);
+  });
+
+  it('finds a repeat exactly when the parsed objects hold fewer members than the text names', () => {
+    const object = fc.dictionary(fc.constantFrom('a', 'b', 'é', '"'), fc.jsonValue({ maxDepth: 2 }));
+    fc.assert(
+      fc.property(
+        fc.array(fc.tuple(fc.constantFrom('a', 'b', 'é', '"'), fc.jsonValue({ maxDepth: 2 })), {
+          maxLength: 4,
+        }),
+        object,
+        (members, inner) => {
+          const text = `{${[...members, ['in', inner] as const].map(([k, v]) => `${JSON.stringify(k)}:${JSON.stringify(v)}`).join(',')}}`;
+          const names = members.map(([k]) => k);
+          const repeated = names.find((name, i) => names.indexOf(name) !== i);
+          expect(repeatedMemberName(text)).toBe(repeated);
+        },
+      ),
     );
   });
 });

@@ -12,7 +12,9 @@ import {
   payoutWorkflowId,
   type PayoutWorkflowInput,
 } from '../../src/workflows/payout.contract';
+import { workflowBundleOptions } from '../../src/workflow-bundle';
 import { payoutWorkflow } from '../../src/workflows/payout.workflow';
+import { tracingSinks } from '../../src/temporal/tracing';
 
 /**
  * Workflow unit tests run the real workflow code on Temporal's time-skipping test server; only the
@@ -167,15 +169,19 @@ let isolated: Promise<WorkflowBundleWithSourceMap> | undefined;
 
 /** The workflows exactly as the worker bundles them (replay, recording). */
 export function testBundle(): Promise<WorkflowBundleWithSourceMap> {
-  bundle ??= bundleWorkflowCode({ workflowsPath: require.resolve('../../src/workflows'), logger: quiet });
+  bundle ??= bundleWorkflowCode({ ...workflowBundleOptions(), logger: quiet });
   return bundle;
 }
 
 /** The same, minus child workflows (see no-children.interceptor.ts): for the unit tests. */
 export function isolatedBundle(): Promise<WorkflowBundleWithSourceMap> {
+  const production = workflowBundleOptions();
   isolated ??= bundleWorkflowCode({
-    workflowsPath: require.resolve('../../src/workflows'),
-    workflowInterceptorModules: [require.resolve('./no-children.interceptor')],
+    ...production,
+    workflowInterceptorModules: [
+      ...(production.workflowInterceptorModules ?? []),
+      require.resolve('./no-children.interceptor'),
+    ],
     logger: quiet,
   });
   return isolated;
@@ -232,6 +238,8 @@ export async function withWorker<T>(
 ): Promise<T> {
   const taskQueue = `wf-test-${randomUUID().slice(0, 8)}`;
   const worker = await Worker.create({
+    // The bundle's tracing interceptors export through this sink (off here: it drops them).
+    sinks: tracingSinks(),
     connection: env.nativeConnection,
     namespace: env.namespace ?? 'default',
     taskQueue,

@@ -4,6 +4,7 @@ import { createPayoutBookkeepingActivities } from '../../src/activities/payout-b
 import type { PayoutRecord } from '../../src/domain/payout';
 import { createLogger } from '../../src/observability/logger';
 import { createMetrics } from '../../src/observability/metrics';
+import { tracingSinks } from '../../src/temporal/tracing';
 
 /**
  * Worker #1 of test/workflow/redone-task.test.ts, in a process of its own so the test can SIGKILL it
@@ -77,6 +78,8 @@ async function main(): Promise<void> {
   };
   const connection = await NativeConnection.connect({ address: cfg.address });
   const worker = await Worker.create({
+    // The bundle's tracing interceptors export through this sink (off here: it drops them).
+    sinks: tracingSinks(),
     connection,
     namespace: cfg.namespace,
     taskQueue: cfg.taskQueue,

@@ -28,6 +28,8 @@ export const DEFAULT_CALLBACK_SENDER: CallbackSenderOptions = {
 export interface CallbackRequest {
   url: string;
   secret: string;
+  /** A rotation's replaced secret while its overlap lasts: the attempt is signed by both. */
+  previousSecret?: string;
   eventId: string;
   /** Sent byte for byte as given: the signature covers exactly these bytes. */
   body: string;
@@ -64,7 +66,12 @@ export async function sendCallback(
   try {
     const target = await abortable(vetCallbackUrl(req.url, opts, opts.resolve), signal);
     // A fresh timestamp per attempt: receivers reject signatures older than their tolerance window.
-    const signature = signCallback(req.secret, req.eventId, Math.floor(nowMs() / 1000), req.body);
+    const signature = signCallback(
+      req.previousSecret ? [req.secret, req.previousSecret] : req.secret,
+      req.eventId,
+      Math.floor(nowMs() / 1000),
+      req.body,
+    );
     const answer = await post(target, req, signature, signal);
     return {
       delivered: answer.statusCode >= 200 && answer.statusCode < 300,

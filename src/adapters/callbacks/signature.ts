@@ -39,14 +39,20 @@ export function callbackSecretProblem(secret: string): string | undefined {
   return undefined;
 }
 
-/** The three Standard Webhooks headers of one attempt. */
+/**
+ * The three Standard Webhooks headers of one attempt. With several secrets (a rotation's overlap:
+ * the new one first) the signature header carries one signature by each, space-separated, as the
+ * specification allows; a receiver that knows either secret accepts the callback.
+ */
 export function signCallback(
-  secret: string,
+  secrets: string | readonly string[],
   eventId: string,
   timestampSeconds: number,
   rawBody: string,
 ): Record<string, string> {
-  const signature = new Webhook(secret).sign(eventId, new Date(timestampSeconds * 1000), rawBody);
+  const signature = (typeof secrets === 'string' ? [secrets] : secrets)
+    .map((secret) => new Webhook(secret).sign(eventId, new Date(timestampSeconds * 1000), rawBody))
+    .join(' ');
   return {
     [WEBHOOK_ID_HEADER]: eventId,
     [WEBHOOK_TIMESTAMP_HEADER]: String(timestampSeconds),

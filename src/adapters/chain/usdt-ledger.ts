@@ -1,3 +1,4 @@
+import { redactUrls } from '../../domain/url-redaction';
 import {
   BaseError,
   ContractFunctionRevertedError,
@@ -229,7 +230,7 @@ export function createUsdtLedger(opts: UsdtLedgerOptions): UsdtLedger {
       const nodeChainId = await call('eth_chainId', () => rpc.getChainId());
       if (nodeChainId !== opts.chainId) {
         throw new ChainError(
-          `chain id mismatch: ${opts.rpcUrl} serves chain ${nodeChainId}, configured chain is ${opts.chainId}`,
+          `chain id mismatch: ${redactUrls(opts.rpcUrl)} serves chain ${nodeChainId}, configured chain is ${opts.chainId}`,
           { kind: 'config' },
         );
       }

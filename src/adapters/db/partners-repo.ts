@@ -13,6 +13,8 @@ export interface Partner {
 export interface PartnerCallbackTarget {
   url: string;
   secret: string;
+  /** The secret being replaced, while its overlap lasts (credential-rotation.ts): callbacks carry both signatures. */
+  previousSecret?: string;
 }
 
 const KEY_PREFIX = 'pk_live_';
@@ -22,9 +24,20 @@ export function hashApiKey(apiKey: string): Buffer {
   return createHash('sha256').update(apiKey, 'utf8').digest();
 }
 
-function newApiKey(): string {
+export function newApiKey(): string {
   return KEY_PREFIX + randomBytes(32).toString('base64url');
 }
+
+/** The first characters of a key, kept to tell keys apart in listings (never enough to use one). */
+export function apiKeyPrefix(apiKey: string): string {
+  return apiKey.slice(0, KEY_PREFIX.length + 4);
+}
+
+/**
+ * A key is valid until its revoked_at: none, or one in the future while a rotation's overlap lasts.
+ * Every lookup of a key uses this condition.
+ */
+const KEY_VALID = '(k.revoked_at IS NULL OR k.revoked_at > now())';
 
 /**
  * Finds the active partner owning a key. The lookup is by hash (an index probe, whose timing says
@@ -36,7 +49,7 @@ export async function findPartnerByKeyHash(
 ): Promise<{ partnerId: string; keyHash: Buffer } | null> {
   const { rows } = await db.query<{ partner_id: string; key_hash: Buffer }>(
     `SELECT k.partner_id, k.key_hash FROM api_keys k JOIN partners p ON p.id = k.partner_id
-      WHERE k.key_hash = $1 AND k.revoked_at IS NULL AND p.status = 'active'`,
+      WHERE k.key_hash = $1 AND ${KEY_VALID} AND p.status = 'active'`,
     [keyHash],
   );
   const row = rows[0];
@@ -56,7 +69,7 @@ export async function findPartnerByKeyHashTakingToken(
   const { rows } = await db.query<{ partner_id: string; key_hash: Buffer; allowed: boolean }>(
     `SELECT k.partner_id, k.key_hash, take_rate_limit_token($2, $3, $4) AS allowed
        FROM api_keys k JOIN partners p ON p.id = k.partner_id
-      WHERE k.key_hash = $1 AND k.revoked_at IS NULL AND p.status = 'active'`,
+      WHERE k.key_hash = $1 AND ${KEY_VALID} AND p.status = 'active'`,
     [keyHash, bucket.name, bucket.perMinute, bucket.perMinute / 60],
   );
   const row = rows[0];
@@ -76,40 +89,10 @@ export async function createPartner(db: Db, name: string): Promise<{ partner: Pa
     await client.query('INSERT INTO api_keys (key_hash, partner_id, key_prefix) VALUES ($1, $2, $3)', [
       hashApiKey(apiKey),
       id,
-      apiKey.slice(0, KEY_PREFIX.length + 4),
+      apiKeyPrefix(apiKey),
     ]);
     await client.query('COMMIT');
     return { partner: toPartner(rows[0]), apiKey };
-  } catch (err) {
-    await client.query('ROLLBACK');
-    throw err;
-  } finally {
-    client.release();
-  }
-}
-
-/** Revokes every key of the partner and issues a new one, atomically. */
-export async function rotateApiKey(db: Db, partnerId: string): Promise<string | null> {
-  const apiKey = newApiKey();
-  const client = await db.connect();
-  try {
-    await client.query('BEGIN');
-    const found = await client.query('SELECT 1 FROM partners WHERE id = $1 FOR UPDATE', [partnerId]);
-    if (found.rowCount === 0) {
-      await client.query('ROLLBACK');
-      return null;
-    }
-    await client.query(
-      'UPDATE api_keys SET revoked_at = now() WHERE partner_id = $1 AND revoked_at IS NULL',
-      [partnerId],
-    );
-    await client.query('INSERT INTO api_keys (key_hash, partner_id, key_prefix) VALUES ($1, $2, $3)', [
-      hashApiKey(apiKey),
-      partnerId,
-      apiKey.slice(0, KEY_PREFIX.length + 4),
-    ]);
-    await client.query('COMMIT');
-    return apiKey;
   } catch (err) {
     await client.query('ROLLBACK');
     throw err;
@@ -130,15 +113,20 @@ export async function setPartnerStatus(
   return res.rowCount === 1;
 }
 
-/** Stores the callback URL and its signing secret, sealed by `secrets` (never in clear with a key). */
+/**
+ * Stores the callback URL and its signing secret, sealed by `secrets` (never in clear with a key). A
+ * new setup ends any rotation's overlap: only this secret signs from now on.
+ */
 export async function setPartnerCallback(
   db: Db,
   partnerId: string,
-  target: PartnerCallbackTarget | null,
+  target: Pick<PartnerCallbackTarget, 'url' | 'secret'> | null,
   secrets: SecretBox,
 ): Promise<boolean> {
   const res = await db.query(
-    'UPDATE partners SET callback_url = $2, callback_secret = $3, updated_at = now() WHERE id = $1',
+    `UPDATE partners SET callback_url = $2, callback_secret = $3, callback_previous_secret = NULL,
+            callback_previous_secret_until = NULL, updated_at = now()
+      WHERE id = $1`,
     [partnerId, target?.url ?? null, target ? secrets.seal(target.secret, partnerId) : null],
   );
   return res.rowCount === 1;
@@ -149,14 +137,23 @@ export async function findPartnerCallback(
   partnerId: string,
   secrets: SecretBox,
 ): Promise<PartnerCallbackTarget | null> {
-  const { rows } = await db.query<{ callback_url: string | null; callback_secret: string | null }>(
-    'SELECT callback_url, callback_secret FROM partners WHERE id = $1',
+  const { rows } = await db.query<{
+    callback_url: string | null;
+    callback_secret: string | null;
+    previous: string | null;
+  }>(
+    `SELECT callback_url, callback_secret,
+            CASE WHEN callback_previous_secret_until > now() THEN callback_previous_secret END AS previous
+       FROM partners WHERE id = $1`,
     [partnerId],
   );
   const row = rows[0];
-  return row?.callback_url && row.callback_secret
-    ? { url: row.callback_url, secret: secrets.open(row.callback_secret, partnerId) }
-    : null;
+  if (!row?.callback_url || !row.callback_secret) return null;
+  return {
+    url: row.callback_url,
+    secret: secrets.open(row.callback_secret, partnerId),
+    ...(row.previous ? { previousSecret: secrets.open(row.previous, partnerId) } : {}),
+  };
 }
 
 export async function listPartners(db: Db): Promise<Partner[]> {

@@ -1,24 +1,18 @@
 import type { FastifyInstance } from 'fastify';
 import { centavosFromJsonNumberText, MoneyFormatError } from '../../domain/money';
 import { API_ERRORS, type HttpError } from '../errors';
+import { parseJsonBodies } from '../json-body';
 import { topLevelMemberSource } from '../json-source';
 
 /**
- * The JSON body parser of the payout routes: Fastify's own (same limits, same prototype-poisoning
- * refusal, same errors), plus one check JSON.parse makes impossible afterwards. A double cannot hold
+ * The JSON body parser of the payout routes: every route's (json-body.ts), plus one check
+ * JSON.parse makes impossible afterwards. A double cannot hold
  * `10.0000000000000001`, so once parsed it is 10 and would be charged as R$10.00; the amount's
  * decimals are therefore judged on the digits the client sent. Everything else about amount_brl
  * (type, > 0, maximum) stays with the body schema, which sees the parsed value.
  */
 export function parseJsonWithExactAmount(app: FastifyInstance): void {
-  const parseJson = app.getDefaultJsonParser('error', 'error');
-  app.removeContentTypeParser('application/json');
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, text, done) => {
-    parseJson(request, text as string, (err, body) => {
-      if (err) return done(err, undefined);
-      done(amountSourceError(text as string, body) ?? null, body);
-    });
-  });
+  parseJsonBodies(app, amountSourceError);
 }
 
 function amountSourceError(text: string, body: unknown): HttpError | undefined {

@@ -7,7 +7,7 @@ import {
 } from '../../domain/money';
 import { PAYOUT_STATUSES } from '../../domain/payout';
 import { normalizePixKey, normalizePixKeyType, PIX_KEY_TYPES, pixKeyError } from '../../domain/pix-key';
-import { checksumWallet, receiverWalletError } from '../../domain/wallet';
+import { checksumWallet, receiverWalletError, ZERO_ADDRESS } from '../../domain/wallet';
 
 /** `<field> is required` when absent, `<field> must be a <type>` when of the wrong JSON type. */
 const typed = (field: string, type: string) => ({
@@ -89,6 +89,7 @@ export function createPayoutBodySchema(maxCentavos: bigint) {
               'EVM address (0x + 40 hex digits) that receives the USDT; mixed case must pass the ' +
               'EIP-55 checksum, the zero address is refused. Returned in checksummed form.',
             pattern: '^0x[0-9a-fA-F]{40}$',
+            not: { const: ZERO_ADDRESS },
           }),
         pix_key: z
           .string(typed('pix_key', 'string'))

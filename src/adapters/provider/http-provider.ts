@@ -3,14 +3,7 @@ import { z } from 'zod';
 import { sameExternalId } from '../../domain/ids';
 import { formatCentavos, parseDecimal } from '../../domain/money';
 import type { ProviderEvent } from '../../domain/provider-event';
-import {
-  describeIssues,
-  invalid,
-  parseJson,
-  readText,
-  statusError,
-  transportError,
-} from './http-answers';
+import { describeIssues, invalid, parseJson, readText, statusError, transportError } from './http-answers';
 import { ProviderError, type PaymentProvider } from './types';
 
 export interface ProviderCallMetric {

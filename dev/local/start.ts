@@ -11,6 +11,7 @@ import { devServerSearchAttributes } from '../../src/temporal/search-attribute-r
 import { EXIT_WITH_LAUNCHER_IMPORT } from './exit-with-launcher';
 import {
   ensureLocalContracts,
+  FRESH_CHAIN_CONTRACTS,
   localChainEnv,
   readLocalChainRecord,
   writeLocalChainRecord,
@@ -28,6 +29,7 @@ import { fromSource, sandboxEnv, SERVICE_ENTRIES } from './stack-env';
 import { acquireLock } from './stack-lock';
 import { assertPortsFree, portClaims, stackSettings } from './stack-settings';
 import { Supervised, type Part } from './supervisor';
+import { refreshFeed } from './price-feed-admin';
 
 /**
  * `npm start`: the whole stack on the local defaults (docs/decisions.md D2), state kept under
@@ -99,6 +101,12 @@ async function main(): Promise<void> {
   if (!process.env.EVM_RPC_URL) env.TREASURY_PRIVATE_KEY ??= anvilAccount('treasury').privateKey;
   if (env.TREASURY_PRIVATE_KEY)
     env.TREASURY_ADDRESS ??= privateKeyToAddress(env.TREASURY_PRIVATE_KEY as `0x${string}`);
+  // Likewise the local price feeds treasury mode quotes from (the addresses are checked again once
+  // the chain is up; the recorded ones win then).
+  if (!process.env.EVM_RPC_URL) {
+    env.PRICE_FEED_BRL_USD_ADDRESS ??= FRESH_CHAIN_CONTRACTS.brlUsdFeedAddress;
+    env.PRICE_FEED_USDT_USD_ADDRESS ??= FRESH_CHAIN_CONTRACTS.usdtUsdFeedAddress;
+  }
   // The Web UI calls the codec endpoint from its own origin.
   env.CODEC_CORS_ORIGINS ??= `http://127.0.0.1:${settings.temporalUiPort},http://localhost:${settings.temporalUiPort}`;
   // Both services' settings, checked before anything starts.
@@ -195,6 +203,10 @@ async function main(): Promise<void> {
     const local = await ensureLocalChain(env.EVM_RPC_URL!);
     say(`USDT test token at ${local.usdtAddress}`);
     say(`sanctions oracle (test) at ${local.sanctionsOracleAddress}`);
+    say(
+      `price feeds (test) BRL/USD at ${local.brlUsdFeedAddress}, USDT/USD at ${local.usdtUsdFeedAddress} ` +
+        `(npm run local:feeds)`,
+    );
     Object.assign(env, localChainEnv(process.env, local));
   }
 
@@ -290,6 +302,9 @@ function ensurePayloadKey(): string {
 async function ensureLocalChain(rpcUrl: string): Promise<LocalContracts> {
   const local = await ensureLocalContracts(rpcUrl, { known: readLocalChainRecord(DATA) });
   writeLocalChainRecord(DATA, local);
+  // Nothing updates the local feeds while the stack is down: a start is their heartbeat, so a chain
+  // kept from yesterday does not leave treasury mode without a rate.
+  for (const feed of [local.brlUsdFeedAddress, local.usdtUsdFeedAddress]) await refreshFeed(rpcUrl, feed);
   return local;
 }
 

@@ -16,6 +16,7 @@ describe('treasury settlement (dev server, PostgreSQL, anvil, sandbox, worker, a
     await stack.pay(payout.pix_copy_paste);
     const done = await stack.waitForStatus(apiKey, payout.id, ['COMPLETED', 'FAILED']);
 
+    // Treasury mode quotes from the chain's test feeds: 100 / (1.0001 / 0.18 × 1.06), rounded down.
     expect(done).toMatchObject({
       status: 'COMPLETED',
       min_amount_usdt: 16.979434,

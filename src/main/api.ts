@@ -40,7 +40,7 @@ async function main(): Promise<void> {
     await reportPriceFeeds(feeds, logger);
     registerPriceFeedGauges(metrics.registry, feeds, config.PRICE_FEED_MAX_AGE_SECONDS, logger);
   }
-  logger.info({ source: config.QUOTE_SOURCE }, 'quote source');
+  logger.info({ quoteSource: config.QUOTE_SOURCE }, 'quote source');
   const screening = screeningOf(config, db);
   await reportScreeningSources(screening, logger);
   const treasuryHealth =

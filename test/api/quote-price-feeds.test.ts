@@ -95,6 +95,16 @@ describe('treasury mode: quotes from price feeds (dev server, PostgreSQL, anvil,
     expect(await keysOf(partnerId)).toBe(0);
   });
 
+  it("QUOTE_SOURCE=static quotes the operator's rate and nothing else", async () => {
+    const { apiKey } = await stack.createPartner();
+    // The stale feed is not read: the static source never looks at the chain.
+    await makeFeedStale(stack.rpcUrl, stack.chain.brlUsdFeedAddress, 26 * 3600);
+    const { url } = await stack.startApi({ QUOTE_SOURCE: 'static', FX_STATIC_RATE: '5.00' });
+    const res = await call(url, '/v1/quotes?amount_brl=100', { headers: { 'x-api-key': apiKey } });
+    // 100 / (5.00 × 1.06), rounded down.
+    expect(res.json).toMatchObject({ amount_brl: 100, min_amount_usdt: 18.867924 });
+  });
+
   it('an api whose feed address is another contract stops at start, naming the setting', async () => {
     await expect(
       stack.startProcess('api', { PRICE_FEED_BRL_USD_ADDRESS: stack.usdtAddress }),

@@ -1,3 +1,4 @@
+import { Registry } from 'prom-client';
 import { createPublicClient, http } from 'viem';
 import { generatePrivateKey, privateKeyToAddress } from 'viem/accounts';
 import {
@@ -7,6 +8,8 @@ import {
   type PriceFeeds,
 } from '../../src/adapters/rates/price-feeds';
 import { RateUnavailableError } from '../../src/domain/rate';
+import { createLogger } from '../../src/observability/logger';
+import { registerPriceFeedGauges } from '../../src/observability/price-feed-gauges';
 import { freePort } from '../../dev/local/infra/ports';
 import { startTestChain, type TestChain } from '../support/chain';
 import { makeFeedStale, refreshFeed, setFeedAnswer, setFeedRound } from '../support/price-feeds';
@@ -185,5 +188,33 @@ describe('price feeds (anvil, test aggregators)', () => {
     // decimals() and latestRoundData() of both feeds: four calls, one HTTP request.
     expect(bodies).toHaveLength(1);
     expect(bodies[0]).toHaveLength(4);
+  });
+
+  it('gauges each feed at scrape time: its age and answer, or unreadable', async () => {
+    await makeFeedStale(chain.rpcUrl, chain.brlUsdFeedAddress, 7_200);
+    const scrape = async (rpcUrl: string) => {
+      const registry = new Registry();
+      registerPriceFeedGauges(
+        registry,
+        feedsOn({}, rpcUrl),
+        MAX_AGE,
+        createLogger({ level: 'silent', name: 't' }),
+      );
+      return registry.metrics();
+    };
+    const text = await scrape(chain.rpcUrl);
+    const brl = `feed="brl_usd",address="${chain.brlUsdFeedAddress}"`;
+    const age = Number(new RegExp(`^price_feed_age_seconds\\{${brl}\\} (\\d+)$`, 'm').exec(text)?.[1]);
+    expect(age).toBeGreaterThanOrEqual(7_200);
+    expect(age).toBeLessThan(7_260);
+    expect(text).toContain(`price_feed_answer{${brl}} 0.18`);
+    expect(text).toContain(`price_feed_readable{${brl}} 1`);
+    expect(text).toMatch(new RegExp(`^price_feed_max_age_seconds ${MAX_AGE}$`, 'm'));
+
+    // A node that does not answer: readable 0, and no age or answer that would look like a price.
+    const down = await scrape(`http://127.0.0.1:${await freePort()}`);
+    expect(down).toContain(`price_feed_readable{${brl}} 0`);
+    expect(down).not.toMatch(/^price_feed_age_seconds\{/m);
+    expect(down).not.toMatch(/^price_feed_answer\{/m);
   });
 });

@@ -14,6 +14,18 @@ import { BUILD_ID_PATTERN } from './temporal/worker-versioning';
  * docs/configuration.md lists them with the processes that read them (a test compares the two).
  */
 
+export const PIX_PROVIDERS = ['provider-api', 'bcb-api-pix'] as const;
+export type PixProvider = (typeof PIX_PROVIDERS)[number];
+/** What PIX_PROVIDER=bcb-api-pix cannot run without. */
+const API_PIX_REQUIRED = [
+  'PIX_API_URL',
+  'PIX_API_CLIENT_ID',
+  'PIX_API_CLIENT_SECRET',
+  'PIX_API_CERT_FILE',
+  'PIX_API_KEY_FILE',
+  'PIX_API_RECEIVER_KEY',
+] as const;
+
 const decimalString = z.string().regex(/^\d+(\.\d+)?$/, 'must be a non-negative decimal number');
 const int = (def: number, min = 0) => z.coerce.number().int().min(min).default(def);
 const bool = (def: boolean) =>
@@ -111,6 +123,22 @@ const VARIABLES = {
   PROVIDER_API_URL: z.url().default('http://127.0.0.1:4000'),
   PROVIDER_API_KEY: optional(z.string()),
   PROVIDER_TIMEOUT_MS: int(10_000, 100),
+  // Which PIX provider collects the BRL (docs/api-pix.md): today's provider API, or any Brazilian
+  // bank or payment institution through the Central Bank's standard API Pix.
+  PIX_PROVIDER: z.enum(PIX_PROVIDERS).default('provider-api'),
+  // API Pix (PIX_PROVIDER=bcb-api-pix): the base URL `/cob/{txid}` is appended to, the OAuth2 token
+  // endpoint (default: /oauth/token on the base URL's host), the OAuth client, the mutual-TLS files and
+  // the receiver's PIX key every charge pays into.
+  PIX_API_URL: optional(z.url({ protocol: /^https$/, error: 'must be an https URL' })),
+  PIX_API_TOKEN_URL: optional(z.url({ protocol: /^https$/, error: 'must be an https URL' })),
+  PIX_API_CLIENT_ID: optional(z.string().min(1)),
+  PIX_API_CLIENT_SECRET: optional(z.string().min(1)),
+  PIX_API_SCOPES: optional(z.string().regex(/^[\w.:-]+( [\w.:-]+)*$/, 'must be space-separated scopes')),
+  PIX_API_CERT_FILE: optional(z.string().min(1)),
+  PIX_API_KEY_FILE: optional(z.string().min(1)),
+  PIX_API_CA_FILE: optional(z.string().min(1)),
+  PIX_API_RECEIVER_KEY: optional(z.string().min(1).max(77)),
+  PIX_API_PAYER_MESSAGE: z.string().min(1).max(140).default('Pagamento convertido em USDT'),
   QUOTE_CACHE_SECONDS: int(30, 0).refine((v) => v <= 30, 'must be at most 30 (docs/decisions.md D5)'),
   // Where the api's rate comes from (docs/decisions.md D52): the provider's quote, two Chainlink
   // feeds on the settlement chain, or the operator's own rate. Unset: the provider's in provider
@@ -189,6 +217,10 @@ const VARIABLES = {
   // next task. Measured here at about 0.8 MiB of worker RSS per cached payout workflow, so 1000 keeps
   // a worker under 1 GiB however many payouts are open (docs/BENCHMARKS.md). 0 disables the cache.
   WORKER_MAX_CACHED_WORKFLOWS: int(1000, 0),
+  // On SIGTERM the worker stops polling and lets running activity attempts finish for this long
+  // before cancelling them: the longest attempt a workflow allows (startToCloseTimeout) is 60 s.
+  // A container's stop grace period must be longer (docker-compose.yml: stop_grace_period).
+  WORKER_SHUTDOWN_GRACE_SECONDS: int(60, 0),
 
   POST_RATE_LIMIT_PER_MINUTE: int(100, 1),
   READ_RATE_LIMIT_PER_MINUTE: int(600, 1),
@@ -224,6 +256,15 @@ const TEMPORAL_CONNECTION = [
 const PAYLOAD_KEYS = ['NODE_ENV', 'PAYLOAD_ENCRYPTION_KEY', 'PAYLOAD_ENCRYPTION_PREVIOUS_KEYS'] as const;
 const DATABASE = ['DATABASE_URL', 'DATABASE_POOL_SIZE'] as const;
 const PROVIDER_CLIENT = ['PROVIDER_API_URL', 'PROVIDER_API_KEY', 'PROVIDER_TIMEOUT_MS'] as const;
+const API_PIX_CLIENT = [
+  'PIX_PROVIDER',
+  ...API_PIX_REQUIRED,
+  'PIX_API_TOKEN_URL',
+  'PIX_API_SCOPES',
+  'PIX_API_CA_FILE',
+  'PIX_API_PAYER_MESSAGE',
+  'PROVIDER_TIMEOUT_MS',
+] as const;
 // What a COMPLETED payout shows of its chain, wherever a payout is answered.
 const SETTLEMENT_NETWORK = ['EVM_CHAIN_ID', 'SETTLEMENT_NETWORK_NAME', 'BLOCK_EXPLORER_URL'] as const;
 
@@ -238,6 +279,8 @@ const API = [
   ...TEMPORAL_CONNECTION,
   'TEMPORAL_TASK_QUEUE',
   'PROVIDER_NAME',
+  // Which webhook the provider sends (and that settlement must then be the treasury's).
+  'PIX_PROVIDER',
   ...PROVIDER_CLIENT,
   'QUOTE_CACHE_SECONDS',
   'QUOTE_SOURCE',
@@ -281,7 +324,9 @@ const WORKER = [
   'TEMPORAL_WORKER_BUILD_ID',
   'TEMPORAL_WORKER_SET_CURRENT',
   'WORKER_MAX_CACHED_WORKFLOWS',
+  'WORKER_SHUTDOWN_GRACE_SECONDS',
   ...PROVIDER_CLIENT,
+  ...API_PIX_CLIENT,
   // Read to refuse a start in treasury mode without the key the transfers need.
   'SETTLEMENT_MODE',
   'EVM_RPC_URL',
@@ -305,6 +350,8 @@ const ADMIN_TEMPORAL = [...TEMPORAL_CONNECTION, 'TEMPORAL_WORKER_DEPLOYMENT_NAME
 const ADMIN_PAYLOAD_KEYS = PAYLOAD_KEYS;
 const ADMIN_CALLBACKS = [...PAYLOAD_KEYS, 'CALLBACK_ALLOW_PRIVATE_NETWORKS'] as const;
 const ADMIN_PAYOUTS = SETTLEMENT_NETWORK;
+// `admin pix webhook`: the institution's webhook registration, and the URL it points at by default.
+const ADMIN_API_PIX = [...API_PIX_CLIENT, 'PUBLIC_BASE_URL', 'PROVIDER_NAME'] as const;
 
 /** Which process reads which variable (docs/configuration.md says the same). */
 export const PROCESS_VARIABLES: Record<'api' | 'worker' | 'migrate' | 'admin', readonly Variable[]> = {
@@ -318,6 +365,7 @@ export const PROCESS_VARIABLES: Record<'api' | 'worker' | 'migrate' | 'admin', r
       ...ADMIN_PAYLOAD_KEYS,
       ...ADMIN_CALLBACKS,
       ...ADMIN_PAYOUTS,
+      ...ADMIN_API_PIX,
     ]),
   ],
 };
@@ -353,6 +401,28 @@ function schemaOf<K extends Variable>(names: readonly K[]) {
       });
     }
     if (reads.has('QUOTE_SOURCE')) quoteSourceIssues(env).forEach((issue) => ctx.addIssue(issue));
+    // API Pix collects BRL only: the USDT must come from the treasury (docs/api-pix.md).
+    if (reads.has('PIX_PROVIDER') && reads.has('SETTLEMENT_MODE') && env.PIX_PROVIDER === 'bcb-api-pix') {
+      if (env.SETTLEMENT_MODE !== 'treasury') {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['PIX_PROVIDER'],
+          message:
+            'bcb-api-pix needs SETTLEMENT_MODE=treasury: an API Pix institution collects BRL and sends no USDT',
+        });
+      }
+    }
+    if (reads.has('PIX_API_URL') && env.PIX_PROVIDER === 'bcb-api-pix') {
+      for (const name of API_PIX_REQUIRED) {
+        if (!env[name]) {
+          ctx.addIssue({
+            code: 'custom',
+            path: [name],
+            message: 'is required when PIX_PROVIDER=bcb-api-pix',
+          });
+        }
+      }
+    }
     if (reads.has('PAYLOAD_ENCRYPTION_KEY') && env.NODE_ENV === 'production' && !env.PAYLOAD_ENCRYPTION_KEY) {
       ctx.addIssue({
         code: 'custom',
@@ -453,6 +523,7 @@ export const loadAdminTemporalConfig = loaderOf(ADMIN_TEMPORAL);
 export const loadAdminPayloadKeysConfig = loaderOf(ADMIN_PAYLOAD_KEYS);
 export const loadAdminCallbacksConfig = loaderOf(ADMIN_CALLBACKS);
 export const loadAdminPayoutsConfig = loaderOf(ADMIN_PAYOUTS);
+export const loadAdminApiPixConfig = loaderOf(ADMIN_API_PIX);
 
 export type ApiConfig = ReturnType<typeof loadApiConfig>;
 export type WorkerConfig = ReturnType<typeof loadWorkerConfig>;

@@ -1,6 +1,6 @@
 import type { UsdtLedger } from '../adapters/chain/usdt-ledger';
 import type { Db } from '../adapters/db/pool';
-import type { PaymentProvider } from '../adapters/provider/types';
+import type { PixCollection, SettlementProvider } from '../adapters/provider/types';
 import type { Logger } from '../observability/logger';
 import type { Metrics } from '../observability/metrics';
 import { createChainActivities, type ChainActivityDeps } from './chain.activities';
@@ -17,7 +17,10 @@ export type { AttentionKind } from '../adapters/db/attention-repo';
 
 export interface ActivityDeps {
   db: Db;
-  provider: PaymentProvider;
+  /** Collects the BRL: whichever PIX provider is configured. */
+  provider: PixCollection;
+  /** Sends the USDT in provider settlement mode; absent where the PIX provider cannot. */
+  settlementProvider?: SettlementProvider | undefined;
   ledger: UsdtLedger;
   logger: Logger;
   metrics: Metrics;

@@ -2,7 +2,8 @@ import { ApplicationFailure } from '@temporalio/activity';
 import {
   ProviderError,
   type ChargeCancellation,
-  type PaymentProvider,
+  type PixCollection,
+  type SettlementProvider,
   type SettlementState,
 } from '../adapters/provider/types';
 import { sameExternalId } from '../domain/ids';
@@ -47,15 +48,32 @@ export type SettlementReport =
 
 /**
  * The payment provider's calls: create the PIX charge, ask for settlement, read a notification or a
- * charge's status. Each makes one call and says whether its failure is worth retrying.
+ * charge's status. Each makes one call and says whether its failure is worth retrying. `provider`
+ * collects the BRL (whichever PIX_PROVIDER is); `settlementProvider` is the provider that sends the
+ * USDT in provider settlement mode, absent where the provider cannot (API Pix: the treasury pays).
  */
 export function createProviderActivities({
   provider,
+  settlementProvider,
   logger,
 }: {
-  provider: PaymentProvider;
+  provider: PixCollection;
+  settlementProvider?: SettlementProvider | undefined;
   logger: Logger;
 }) {
+  /**
+   * Only a payout started in provider settlement mode asks the provider to settle. Should one still
+   * run on a worker whose provider cannot (its configuration changed under it), nothing about its
+   * USDT is known: the step waits, retried and visible, for a worker that can, never a verdict.
+   */
+  const settling = (): SettlementProvider => {
+    if (settlementProvider !== undefined) return settlementProvider;
+    logger.error('a payout asks the provider to settle, but this PIX provider sends no USDT');
+    throw ApplicationFailure.retryable(
+      'this worker has no settlement provider (PIX_PROVIDER sends no USDT)',
+      'SettlementProviderNotConfigured',
+    );
+  };
   /** A provider refusal that retrying cannot fix becomes a non-retryable failure. */
   const fromProviderError = (err: unknown): never => {
     if (err instanceof ProviderError && !err.retryable) {
@@ -101,7 +119,7 @@ export function createProviderActivities({
       chainId: number;
     }): Promise<SettlementRequestOutcome> {
       try {
-        const result = await provider.requestSettlement({
+        const result = await settling().requestSettlement({
           externalId: req.payoutId,
           chargeId: req.chargeId,
           receiverWallet: req.receiverWallet,
@@ -146,7 +164,7 @@ export function createProviderActivities({
     async fetchSettlementStatus(req: { payoutId: string; settlementId: string }): Promise<SettlementReport> {
       let status;
       try {
-        status = await provider.getSettlementStatus(req.settlementId);
+        status = await settling().getSettlementStatus(req.settlementId);
       } catch (err) {
         if (!(err instanceof ProviderError)) throw err;
         const log = { payoutId: req.payoutId, settlementId: req.settlementId };

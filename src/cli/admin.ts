@@ -33,6 +33,7 @@ import {
   resolvePayoutUpdate,
   type OperatorDecisionInput,
 } from '../workflows/payout.contract';
+import type { PixWebhookAdmin } from '../adapters/provider/api-pix/api-pix-provider';
 import { BUILD_ID_PATTERN, describeDeployment, setCurrentVersion } from '../temporal/worker-versioning';
 
 /**
@@ -86,7 +87,20 @@ interface PayoutWorkflowCommand extends CommandInfo {
   plan(values: Values): (db: Db, temporal: Client, context: CommandContext) => Promise<unknown>;
 }
 
-type Command = DbCommand | TemporalCommand | PayoutWorkflowCommand;
+/** The PIX institution's webhook registration (PIX_PROVIDER=bcb-api-pix). */
+export interface ApiPixTarget {
+  webhooks: PixWebhookAdmin;
+  /** PUBLIC_BASE_URL's webhook route for PROVIDER_NAME, when PUBLIC_BASE_URL is set. */
+  defaultWebhookUrl?: string;
+}
+
+/** A command on the API Pix institution alone. */
+interface ApiPixCommand extends CommandInfo {
+  uses: 'api-pix';
+  plan(values: Values): (pix: ApiPixTarget) => Promise<unknown>;
+}
+
+type Command = DbCommand | TemporalCommand | PayoutWorkflowCommand | ApiPixCommand;
 
 /** What the commands work on, opened (and closed again) per command by the process. */
 export interface AdminResources {
@@ -100,6 +114,8 @@ export interface AdminResources {
   callbacks(): { policy: CallbackUrlPolicy; secrets: SecretBox };
   /** What a COMPLETED payout names of its chain, as the api shows it. */
   network(): SettlementNetwork;
+  /** The API Pix institution (PIX_PROVIDER=bcb-api-pix and its PIX_API_* settings). */
+  withApiPix(work: (pix: ApiPixTarget) => Promise<unknown>): Promise<unknown>;
 }
 
 /** What a command may also ask for, configured only when it does. */
@@ -505,6 +521,43 @@ const COMMANDS: Record<string, Command> = {
       };
     },
   },
+  'pix webhook set': {
+    uses: 'api-pix',
+    args: '[--url <https_url>]',
+    summary: "register the service's webhook URL for the receiver key at the API Pix institution",
+    details:
+      'Default URL: PUBLIC_BASE_URL + /webhooks/ + PROVIDER_NAME. The institution appends /pix and POSTs\n' +
+      'every Pix received on the receiver key there. Prints {"webhook_url", "registered_at"} as the\n' +
+      'institution then shows it. Repeating it replaces the URL.',
+    options: { url: str },
+    plan(values) {
+      const given = typeof values.url === 'string' ? values.url : undefined;
+      if (given !== undefined && !/^https?:\/\/[^\s]+$/.test(given)) {
+        throw new UsageError('--url must be an http(s) URL');
+      }
+      return async ({ webhooks, defaultWebhookUrl }) => {
+        const url = given ?? defaultWebhookUrl;
+        if (url === undefined) throw new UsageError('--url is required when PUBLIC_BASE_URL is not set');
+        await webhooks.registerWebhook(url);
+        const shown = await webhooks.getWebhook();
+        if (shown === null) throw new Error('the institution shows no webhook after registering it');
+        return { webhook_url: shown.url, registered_at: shown.registeredAt ?? null };
+      };
+    },
+  },
+  'pix webhook show': {
+    uses: 'api-pix',
+    args: '',
+    summary: 'show the webhook URL the API Pix institution calls for the receiver key',
+    details: 'Prints {"webhook_url", "registered_at"}, both null when none is registered.',
+    options: {},
+    plan() {
+      return async ({ webhooks }) => {
+        const shown = await webhooks.getWebhook();
+        return { webhook_url: shown?.url ?? null, registered_at: shown?.registeredAt ?? null };
+      };
+    },
+  },
   'deploy status': {
     uses: 'temporal',
     args: '',
@@ -689,8 +742,11 @@ export async function runAdmin(argv: string[], resources: AdminResources): Promi
       process.stdout.write(`${commandHelp(name)}\n`);
       return 0;
     }
-    const { withDatabase, withTemporal, withClient, callbacks, network } = resources;
-    if (command.uses === 'temporal') {
+    const { withDatabase, withTemporal, withClient, withApiPix, callbacks, network } = resources;
+    if (command.uses === 'api-pix') {
+      const work = command.plan(values);
+      execute = () => withApiPix(work);
+    } else if (command.uses === 'temporal') {
       const work = command.plan(values);
       execute = () => withTemporal(work);
     } else if (command.uses === 'database+temporal') {

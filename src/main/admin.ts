@@ -9,10 +9,11 @@ import {
   loadAdminPayloadKeysConfig,
   loadAdminPayoutsConfig,
   loadAdminTemporalConfig,
+  loadAdminApiPixConfig,
 } from '../config';
 import { connectClient, temporalConnectionOptions } from '../temporal/connection';
 import { createDataConverter } from '../temporal/data-converter';
-import { callbackUrlPolicyOf, payloadKeysOf, settlementNetworkOf } from './wiring';
+import { apiPixProviderOf, callbackUrlPolicyOf, payloadKeysOf, settlementNetworkOf } from './wiring';
 
 /**
  * The admin CLI process. Each command configures only what it uses: `partner create` reads
@@ -59,6 +60,17 @@ const resources: AdminResources = {
     return { policy: callbackUrlPolicyOf(config), secrets: createSecretBox(payloadKeysOf(config)) };
   },
   network: () => settlementNetworkOf(loadAdminPayoutsConfig()),
+  async withApiPix(work) {
+    const config = loadAdminApiPixConfig();
+    if (config.PIX_PROVIDER !== 'bcb-api-pix') {
+      throw new UsageError('the pix commands need PIX_PROVIDER=bcb-api-pix and its PIX_API_* settings');
+    }
+    const base = config.PUBLIC_BASE_URL?.replace(/\/+$/, '');
+    return work({
+      webhooks: apiPixProviderOf(config),
+      ...(base !== undefined && { defaultWebhookUrl: `${base}/webhooks/${config.PROVIDER_NAME}` }),
+    });
+  },
 };
 
 // exitCode rather than exit(): the process ends once stdout has drained.

@@ -1,7 +1,11 @@
 import type { CallbackSenderOptions } from '../adapters/callbacks/http-sender';
 import type { CallbackUrlPolicy } from '../adapters/callbacks/url-guard';
 import { createHttpProvider } from '../adapters/provider/http-provider';
-import type { PaymentProvider } from '../adapters/provider/types';
+import type { PaymentProvider, PixCollection, SettlementProvider } from '../adapters/provider/types';
+import { readFileSync } from 'node:fs';
+import { createApiPixProvider, type PixWebhookAdmin } from '../adapters/provider/api-pix/api-pix-provider';
+import { createMtlsTransport } from '../adapters/provider/api-pix/mtls-transport';
+import { createTokenSource } from '../adapters/provider/api-pix/oauth-token';
 import { payloadKeys, type PayloadKeys } from '../adapters/secrets/payload-keys';
 import type { ApiConfig, WorkerConfig } from '../config';
 import type { SettlementNetwork } from '../domain/payout';
@@ -31,6 +35,96 @@ export function measuredProvider(
         m.durationMs / 1000,
       ),
   });
+}
+
+type ApiPixSettings = Pick<
+  WorkerConfig,
+  | 'PIX_API_URL'
+  | 'PIX_API_TOKEN_URL'
+  | 'PIX_API_CLIENT_ID'
+  | 'PIX_API_CLIENT_SECRET'
+  | 'PIX_API_SCOPES'
+  | 'PIX_API_CERT_FILE'
+  | 'PIX_API_KEY_FILE'
+  | 'PIX_API_CA_FILE'
+  | 'PIX_API_RECEIVER_KEY'
+  | 'PIX_API_PAYER_MESSAGE'
+  | 'PROVIDER_TIMEOUT_MS'
+>;
+
+/**
+ * The API Pix client (PIX_PROVIDER=bcb-api-pix) from its settings. The certificate files are read
+ * here, once, so a missing or unreadable file stops the process at start naming its setting.
+ */
+export function apiPixProviderOf(
+  config: ApiPixSettings,
+  metrics?: Pick<Metrics, 'providerCallDuration'>,
+): PixCollection & PixWebhookAdmin {
+  const read = (name: 'PIX_API_CERT_FILE' | 'PIX_API_KEY_FILE' | 'PIX_API_CA_FILE'): Buffer | undefined => {
+    const file = config[name];
+    if (file === undefined) return undefined;
+    try {
+      return readFileSync(file);
+    } catch (err) {
+      throw new Error(
+        `invalid configuration: ${name} ${file} cannot be read (${(err as NodeJS.ErrnoException).code ?? String(err)})`,
+      );
+    }
+  };
+  const baseUrl = required(config.PIX_API_URL, 'PIX_API_URL');
+  const ca = read('PIX_API_CA_FILE');
+  const transport = createMtlsTransport(
+    {
+      cert: required(read('PIX_API_CERT_FILE'), 'PIX_API_CERT_FILE'),
+      key: required(read('PIX_API_KEY_FILE'), 'PIX_API_KEY_FILE'),
+      ...(ca !== undefined && { ca }),
+    },
+    config.PROVIDER_TIMEOUT_MS,
+  );
+  const tokens = createTokenSource({
+    transport,
+    tokenUrl: config.PIX_API_TOKEN_URL ?? new URL('/oauth/token', baseUrl).toString(),
+    clientId: required(config.PIX_API_CLIENT_ID, 'PIX_API_CLIENT_ID'),
+    clientSecret: required(config.PIX_API_CLIENT_SECRET, 'PIX_API_CLIENT_SECRET'),
+    ...(config.PIX_API_SCOPES !== undefined && { scope: config.PIX_API_SCOPES }),
+  });
+  return createApiPixProvider({
+    transport,
+    tokens,
+    baseUrl,
+    receiverKey: required(config.PIX_API_RECEIVER_KEY, 'PIX_API_RECEIVER_KEY'),
+    payerMessage: config.PIX_API_PAYER_MESSAGE,
+    ...(metrics && {
+      onCall: (m) =>
+        metrics.providerCallDuration.observe(
+          { operation: m.operation, outcome: m.outcome },
+          m.durationMs / 1000,
+        ),
+    }),
+  });
+}
+
+/**
+ * The worker's providers: who collects the BRL, and who (if anyone) sends the USDT for a payout in
+ * provider settlement mode. Today's provider API does both; an API Pix institution only collects.
+ */
+export function pixRailsOf(
+  config: ApiPixSettings &
+    Pick<WorkerConfig, 'PIX_PROVIDER' | 'PROVIDER_API_URL' | 'PROVIDER_API_KEY' | 'PROVIDER_TIMEOUT_MS'>,
+  metrics: Pick<Metrics, 'providerCallDuration'>,
+): { collection: PixCollection; settlement?: SettlementProvider; webhooks?: PixWebhookAdmin } {
+  if (config.PIX_PROVIDER === 'bcb-api-pix') {
+    const institution = apiPixProviderOf(config, metrics);
+    return { collection: institution, webhooks: institution };
+  }
+  const provider = measuredProvider(config, metrics);
+  return { collection: provider, settlement: provider };
+}
+
+/** Config validation already refused a missing value; this names it should that ever change. */
+function required<T>(value: T | undefined, name: string): T {
+  if (value === undefined) throw new Error(`invalid configuration: ${name} is required`);
+  return value;
 }
 
 export function payloadKeysOf(config: {

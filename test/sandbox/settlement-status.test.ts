@@ -86,6 +86,7 @@ async function startSandbox(env: Record<string, string> = {}): Promise<Sandbox> 
   const provider = createHttpProvider({ baseUrl: url, apiKey: API_KEY, timeoutMs: 5_000 });
   const activities = createProviderActivities({
     provider,
+    settlementProvider: provider,
     logger: createLogger({ level: 'silent', name: 'test' }),
   });
   return { app, url, provider, activities, close: () => app.close() };

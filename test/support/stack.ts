@@ -300,6 +300,7 @@ export async function startStack(opts: StackOptions = {}): Promise<TestStack> {
         deps: {
           db,
           provider,
+          settlementProvider: provider,
           ledger: createUsdtLedger({
             rpcUrl: config.EVM_RPC_URL,
             chainId: config.EVM_CHAIN_ID,

@@ -1,14 +1,17 @@
 import type { ProviderEvent } from '../../domain/provider-event';
 
 /**
- * The narrow view the service has of its payment provider (docs/provider-api.md). Everything the
- * workflows and activities know about the provider goes through this interface, so the HTTP client
- * can be swapped for another provider (or a fake in workflow tests) without touching them.
+ * The narrow views the service has of its payment provider (docs/provider-api.md, docs/api-pix.md).
+ * Everything the workflows and activities know about a provider goes through these interfaces, so a
+ * provider is swapped by configuration (PIX_PROVIDER) or for a fake in workflow tests without touching
+ * them. Collecting BRL by PIX is every provider's job; settling USDT and quoting are only some
+ * providers' (a bank's standard API Pix does neither: the treasury pays and a rate source quotes).
  */
-export interface PaymentProvider {
-  /** Spot rate: BRL per 1 USDT, as a decimal string. */
-  getQuote(): Promise<{ rate: string; quotedAt: string }>;
-  /** Idempotent on externalId: a repeat returns the charge created the first time. */
+export interface PixCollection {
+  /**
+   * Idempotent on externalId: a repeat returns the charge created the first time. The charge id is
+   * the provider's handle for every later call about the charge.
+   */
   createCharge(req: {
     externalId: string;
     amountCentavos: bigint;
@@ -16,6 +19,27 @@ export interface PaymentProvider {
     payerPixKeyType: string;
     expiresInSeconds: number;
   }): Promise<{ chargeId: string; pixCopyPaste: string; expiresAt: string }>;
+  /**
+   * The charge as the provider sees it now, with every payment received on it (a static code can be
+   * paid more than once). The reconciliation path: it does not depend on any webhook arriving.
+   */
+  getChargeStatus(chargeId: string): Promise<ChargeStatus>;
+  /**
+   * The event behind a webhook's token (the provider API's notification token, API Pix's endToEndId),
+   * read back from the provider: a webhook body is never believed. Throws
+   * ProviderError{ code: 'unknown_notification', retryable: false } when the provider answers 404.
+   */
+  fetchNotification(token: string): Promise<ProviderEvent>;
+  /**
+   * Removes an unpaid charge so that it can no longer be paid (BCB's Pix API removes a `cob`).
+   * Idempotent: removing a removed charge answers its first removal. A charge paid first is not
+   * removed: `already_paid`, and the payment stands. An unknown charge throws `not_found`.
+   */
+  cancelCharge(chargeId: string): Promise<ChargeCancellation>;
+}
+
+/** A provider that also sends the USDT (SETTLEMENT_MODE=provider). */
+export interface SettlementProvider {
   /**
    * Idempotent on externalId. Valid only for a charge the provider has seen paid: a charge it does not
    * (yet) see paid throws `charge_not_paid`, which may be a lagging replica rather than a final no.
@@ -33,20 +57,16 @@ export interface PaymentProvider {
    * it yet): not a proof of anything, the caller decides.
    */
   getSettlementStatus(settlementId: string): Promise<SettlementStatus>;
-  /**
-   * The charge as the provider sees it now, with every payment received on it (a static code can be
-   * paid more than once). The reconciliation path: it does not depend on any webhook arriving.
-   */
-  getChargeStatus(chargeId: string): Promise<ChargeStatus>;
-  /** Throws ProviderError{ code: 'unknown_notification', retryable: false } when the provider answers 404. */
-  fetchNotification(token: string): Promise<ProviderEvent>;
-  /**
-   * Removes an unpaid charge so that it can no longer be paid (BCB's Pix API removes a `cob`).
-   * Idempotent: removing a removed charge answers its first removal. A charge paid first is not
-   * removed: `already_paid`, and the payment stands. An unknown charge throws `not_found`.
-   */
-  cancelCharge(chargeId: string): Promise<ChargeCancellation>;
 }
+
+/** A provider that quotes the rate. */
+export interface QuoteProvider {
+  /** Spot rate: BRL per 1 USDT, as a decimal string. */
+  getQuote(): Promise<{ rate: string; quotedAt: string }>;
+}
+
+/** Today's provider API (docs/provider-api.md): collection, settlement and quotes. */
+export type PaymentProvider = PixCollection & SettlementProvider & QuoteProvider;
 
 export interface ChargeStatus {
   chargeId: string;

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
 import { z } from 'zod';
+import type { FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { Db } from '../../adapters/db/pool';
 import { isWebhookTokenRecorded, recordWebhookToken } from '../../adapters/db/webhook-tokens-repo';
@@ -10,16 +11,22 @@ import { providerEventWorkflow } from '../../workflows/provider-event.workflow';
 import { errorBodySchema } from '../payouts/payout.schemas';
 import { API_ERRORS } from '../errors';
 import { spendRateLimitToken } from '../throttle';
+import type { PixProvider } from '../../config';
 
 export interface WebhookRoutesOptions {
   db: Db;
   temporal: Client;
   taskQueue: string;
   providerName: string;
+  /** Which webhook the provider sends: the provider API's token, or API Pix's batch of received Pix. */
+  pixProvider: PixProvider;
   /** New tokens a client address may deliver per minute. */
   newTokensPerMinute: number;
   metrics: Metrics;
 }
+
+/** An API Pix institution may group Pix into one callback; this bounds one call's work. */
+const MAX_PIX_PER_CALLBACK = 1000;
 
 export const webhookBodySchema = z.object(
   {
@@ -38,12 +45,34 @@ export const webhookBodySchema = z.object(
   { error: 'request body must be a JSON object' },
 );
 
+/**
+ * API Pix's callback body (`{webhookUrl}/pix`): the Pix received, possibly several per call. Only
+ * each endToEndId is read; the Pix behind it is fetched back from the institution.
+ */
+export const apiPixWebhookBodySchema = z.object(
+  {
+    pix: z
+      .array(
+        z.looseObject({
+          endToEndId: z
+            .string({ error: 'pix[].endToEndId must be a string' })
+            .regex(/^[a-zA-Z0-9]{32}$/, 'pix[].endToEndId must be 32 letters and digits'),
+        }),
+        { error: 'pix must be an array' },
+      )
+      .min(1, 'pix must list at least one Pix')
+      .max(MAX_PIX_PER_CALLBACK, `pix may list at most ${MAX_PIX_PER_CALLBACK} Pix`),
+  },
+  { error: 'request body must be a JSON object' },
+);
+
 export const webhookAckSchema = z.object({
   received: z.literal(true).meta({ description: 'Always true: the token is recorded (or was already)' }),
 });
 
 /**
- * POST /webhooks/{provider} (docs/decisions.md D20-D21). The answer is 200 once the token is durably
+ * POST /webhooks/{provider}, or POST /webhooks/{provider}/pix for API Pix (docs/decisions.md D20-D21,
+ * D46). The answer is 200 once the token is durably
  * recorded: a provider-event workflow exists for it (its id is made of provider and token, so a
  * repeat cannot start a second one) and the de-dup row is written. All processing happens in that
  * workflow, with retries, so a provider outage loses nothing.
@@ -61,67 +90,109 @@ export const webhookRoutes: FastifyPluginAsyncZod<WebhookRoutesOptions> = async 
     opts.metrics.webhooks.inc({ provider: opts.providerName, outcome }, 0);
   }
   opts.metrics.webhooks.inc({ provider: 'unknown', outcome: 'rejected' }, 0);
+  const response = {
+    200: webhookAckSchema,
+    400: errorBodySchema,
+    404: errorBodySchema,
+    429: errorBodySchema,
+  };
+  // Before the body is read: a wrong provider name is 404 whatever follows it (bad JSON, wrong
+  // content-type, an oversized body), and costs no parsing.
+  const knownProviderOnly = async (request: FastifyRequest) => {
+    const { provider } = request.params as { provider: string };
+    if (provider !== opts.providerName) {
+      opts.metrics.webhooks.inc({ provider: 'unknown', outcome: 'rejected' });
+      throw API_ERRORS.unknownProvider();
+    }
+  };
+
+  if (opts.pixProvider === 'provider-api') {
+    app.post(
+      '/webhooks/:provider',
+      {
+        schema: {
+          summary: 'Payment provider notification',
+          params: z.object({ provider: z.string() }),
+          body: webhookBodySchema,
+          response,
+        },
+        onRequest: knownProviderOnly,
+      },
+      async (request) => {
+        await acceptEventToken(opts, request, request.body.token);
+        return { received: true as const };
+      },
+    );
+    return;
+  }
+
   app.post(
-    '/webhooks/:provider',
+    '/webhooks/:provider/pix',
     {
       schema: {
-        summary: 'Payment provider notification',
+        summary: 'API Pix callback: Pix received',
+        description:
+          'The institution appends /pix to the registered webhook URL. Each endToEndId is read back from the institution before anything is believed.',
         params: z.object({ provider: z.string() }),
-        body: webhookBodySchema,
-        response: {
-          200: webhookAckSchema,
-          400: errorBodySchema,
-          404: errorBodySchema,
-          429: errorBodySchema,
-        },
+        body: apiPixWebhookBodySchema,
+        response,
       },
-      // Before the body is read: a wrong provider name is 404 whatever follows it (bad JSON, wrong
-      // content-type, an oversized body), and costs no parsing.
-      onRequest: async (request) => {
-        const { provider } = request.params as { provider: string };
-        if (provider !== opts.providerName) {
-          opts.metrics.webhooks.inc({ provider: 'unknown', outcome: 'rejected' });
-          throw API_ERRORS.unknownProvider();
-        }
-      },
+      // A batch of up to MAX_PIX_PER_CALLBACK Pix is larger than any partner request.
+      bodyLimit: 1024 * 1024,
+      onRequest: knownProviderOnly,
     },
     async (request) => {
-      const { provider } = request.params;
-      const { token } = request.body;
-      // Only a hash of the token is kept anywhere outside the workflow's input (see provider-event.contract.ts).
-      const tokenHash = createHash('sha256').update(token).digest('hex');
-      if (await isWebhookTokenRecorded(opts.db, provider, tokenHash)) {
-        opts.metrics.webhooks.inc({ provider, outcome: 'duplicate' });
-        return { received: true as const };
+      // One at a time and in order: a throttled batch is answered 429 and sent again whole, and the
+      // Pix already accepted are then duplicates, never throttled.
+      for (const endToEndId of new Set(request.body.pix.map((p) => p.endToEndId))) {
+        await acceptEventToken(opts, request, endToEndId);
       }
-      // Only a token never seen before can start a workflow, so only those are throttled: a burst
-      // of junk tokens from one address cannot start workflows without bound, and the provider's
-      // redeliveries of a known token are always acknowledged.
-      try {
-        await spendRateLimitToken(opts.db, `webhook-new-token:${request.ip}`, opts.newTokensPerMinute);
-      } catch (err) {
-        opts.metrics.webhooks.inc({ provider, outcome: 'throttled' });
-        throw err;
-      }
-      let duplicate = false;
-      try {
-        await opts.temporal.workflow.start(providerEventWorkflow, {
-          workflowId: providerEventWorkflowId(provider, tokenHash),
-          taskQueue: opts.taskQueue,
-          args: [{ provider, token }],
-          workflowIdReusePolicy: 'REJECT_DUPLICATE',
-        });
-      } catch (err) {
-        if (!(err instanceof WorkflowExecutionAlreadyStartedError)) {
-          opts.metrics.webhooks.inc({ provider, outcome: 'failed' });
-          throw err;
-        }
-        duplicate = true;
-      }
-      duplicate = !(await recordWebhookToken(opts.db, provider, tokenHash)) || duplicate;
-      opts.metrics.webhooks.inc({ provider, outcome: duplicate ? 'duplicate' : 'received' });
-      request.log.info({ provider, duplicate }, 'provider webhook accepted');
       return { received: true as const };
     },
   );
 };
+
+/**
+ * Records one event token (the provider API's notification token, or an API Pix endToEndId) and
+ * starts its provider-event workflow, exactly once however often it is delivered.
+ */
+async function acceptEventToken(
+  opts: WebhookRoutesOptions,
+  request: FastifyRequest,
+  token: string,
+): Promise<void> {
+  const provider = opts.providerName;
+  // Only a hash of the token is kept anywhere outside the workflow's input (see provider-event.contract.ts).
+  const tokenHash = createHash('sha256').update(token).digest('hex');
+  if (await isWebhookTokenRecorded(opts.db, provider, tokenHash)) {
+    opts.metrics.webhooks.inc({ provider, outcome: 'duplicate' });
+    return;
+  }
+  // Only a token never seen before can start a workflow, so only those are throttled: a burst
+  // of junk tokens from one address cannot start workflows without bound, and the provider's
+  // redeliveries of a known token are always acknowledged.
+  try {
+    await spendRateLimitToken(opts.db, `webhook-new-token:${request.ip}`, opts.newTokensPerMinute);
+  } catch (err) {
+    opts.metrics.webhooks.inc({ provider, outcome: 'throttled' });
+    throw err;
+  }
+  let duplicate = false;
+  try {
+    await opts.temporal.workflow.start(providerEventWorkflow, {
+      workflowId: providerEventWorkflowId(provider, tokenHash),
+      taskQueue: opts.taskQueue,
+      args: [{ provider, token }],
+      workflowIdReusePolicy: 'REJECT_DUPLICATE',
+    });
+  } catch (err) {
+    if (!(err instanceof WorkflowExecutionAlreadyStartedError)) {
+      opts.metrics.webhooks.inc({ provider, outcome: 'failed' });
+      throw err;
+    }
+    duplicate = true;
+  }
+  duplicate = !(await recordWebhookToken(opts.db, provider, tokenHash)) || duplicate;
+  opts.metrics.webhooks.inc({ provider, outcome: duplicate ? 'duplicate' : 'received' });
+  request.log.info({ provider, duplicate }, 'provider webhook accepted');
+}

@@ -1,0 +1,319 @@
+import type { z } from 'zod';
+
+import { BrCodeError, parseBrCode } from '../../../domain/brcode';
+import { formatCentavos, parseDecimal } from '../../../domain/money';
+import type { ProviderEvent } from '../../../domain/provider-event';
+import type { ProviderCallMetric } from '../http-provider';
+import { describeIssues, invalid, parseJson, statusError, transportError } from '../http-answers';
+import { ProviderError, type ChargeStatus, type PixCollection } from '../types';
+import { cobSchema, pixSchema, webhookSchema, type Cob } from './api-pix-bodies';
+import type { HttpsTransport } from './mtls-transport';
+import type { TokenSource } from './oauth-token';
+import { payoutIdOfTxid, txidOfPayout } from './txid';
+
+export interface ApiPixProviderOptions {
+  transport: HttpsTransport;
+  tokens: TokenSource;
+  /** The API's base, to which `/cob/{txid}` is appended, e.g. https://pix.example.com/api/v2. */
+  baseUrl: string;
+  /** The receiver's PIX key at the institution (`chave`): every charge pays into it. */
+  receiverKey: string;
+  /** Shown to the payer by the bank app (`solicitacaoPagador`, at most 140 characters). */
+  payerMessage: string;
+  now?: () => Date;
+  onCall?: (m: ProviderCallMetric) => void;
+}
+
+/** The institution's webhook registration for the receiver's key, as the admin CLI manages it. */
+export interface PixWebhookAdmin {
+  registerWebhook(url: string): Promise<void>;
+  /** null when no webhook is registered. */
+  getWebhook(): Promise<{ url: string; registeredAt?: string } | null>;
+}
+
+interface CallSpec<T extends z.ZodType> {
+  operation: string;
+  method: 'GET' | 'PUT' | 'PATCH';
+  path: string;
+  body?: unknown;
+  /** null: the answer's body is not read (a registration answered with an empty 200 or 204). */
+  schema: T | null;
+  notFoundCode?: string;
+}
+
+/**
+ * The service's PIX collection on any Brazilian bank or payment institution through the Central
+ * Bank's standard API Pix (docs/api-pix.md): immediate charges (`cob`) under a txid derived from the
+ * payout id, their status and received Pix, their removal, and the Pix behind each webhook, read back
+ * by its endToEndId. Mutual TLS and OAuth2 are the transport's and the token source's; every answer is
+ * validated here and nothing unvalidated leaves this module.
+ */
+export function createApiPixProvider(opts: ApiPixProviderOptions): PixCollection & PixWebhookAdmin {
+  const baseUrl = opts.baseUrl.replace(/\/+$/, '');
+  const now = opts.now ?? (() => new Date());
+
+  async function call<T extends z.ZodType>(spec: CallSpec<T>): Promise<z.infer<T>> {
+    const started = performance.now();
+    let status: number | undefined;
+    try {
+      const token = await opts.tokens.get();
+      let answer = await send(spec, token);
+      if (answer.status === 401) {
+        // Revoked or expired early on the institution's side: one fresh token, one more try.
+        opts.tokens.invalidate(token);
+        answer = await send(spec, await opts.tokens.get());
+      }
+      status = answer.status;
+      if (answer.status < 200 || answer.status >= 300) {
+        throw statusError(spec, answer.status, answer.text, []);
+      }
+      const data = spec.schema === null ? undefined : validated(spec.operation, spec.schema, answer.text);
+      opts.onCall?.({
+        operation: spec.operation,
+        durationMs: performance.now() - started,
+        outcome: 'ok',
+        status,
+      });
+      return data as z.infer<T>;
+    } catch (err) {
+      opts.onCall?.({
+        operation: spec.operation,
+        durationMs: performance.now() - started,
+        outcome: 'error',
+        status,
+      });
+      throw err;
+    }
+  }
+
+  async function send(spec: CallSpec<z.ZodType>, token: string) {
+    try {
+      return await opts.transport({
+        method: spec.method,
+        url: `${baseUrl}${spec.path}`,
+        headers: {
+          authorization: `Bearer ${token}`,
+          accept: 'application/json',
+          ...(spec.body !== undefined && { 'content-type': 'application/json' }),
+        },
+        ...(spec.body !== undefined && { body: JSON.stringify(spec.body) }),
+      });
+    } catch (err) {
+      throw transportError(spec.operation, err, undefined);
+    }
+  }
+
+  const readCob = (operation: string, txid: string) =>
+    call({ operation, method: 'GET', path: `/cob/${txid}`, schema: cobSchema });
+
+  /** A cob is ours only if it is the one asked for, into our key, for the amount asked. */
+  function checkOurs(operation: string, cob: Cob, txid: string, amountCentavos?: bigint): void {
+    if (cob.txid !== txid) throw invalid(operation, 'txid differs from the request');
+    if (cob.chave !== opts.receiverKey) throw invalid(operation, 'chave is not the receiver key');
+    if (amountCentavos !== undefined && parseDecimal(cob.valor.original, 2) !== amountCentavos) {
+      throw invalid(operation, 'valor.original differs from the request');
+    }
+  }
+
+  function chargeOf(operation: string, cob: Cob) {
+    const code = cob.pixCopiaECola;
+    if (code === undefined) throw invalid(operation, 'pixCopiaECola is missing');
+    checkDynamicCode(operation, code, cob.valor.original);
+    return { chargeId: cob.txid, pixCopyPaste: code, expiresAt: expiryOf(cob).toISOString() };
+  }
+
+  return {
+    async createCharge(req) {
+      const txid = txidOfPayout(req.externalId);
+      const amount = formatCentavos(req.amountCentavos);
+      try {
+        const cob = await call({
+          operation: 'createCharge',
+          method: 'PUT',
+          path: `/cob/${txid}`,
+          body: {
+            calendario: { expiracao: req.expiresInSeconds },
+            // 0: the payer's bank may not change the amount (a dynamic BR Code for exactly this payout).
+            valor: { original: amount, modalidadeAlteracao: 0 },
+            chave: opts.receiverKey,
+            solicitacaoPagador: opts.payerMessage,
+          },
+          schema: cobSchema,
+        });
+        checkOurs('createCharge', cob, txid, req.amountCentavos);
+        return chargeOf('createCharge', cob);
+      } catch (err) {
+        // API Pix answers a second PUT of a txid with 400 ("txid already used"), even when it is our
+        // own retry after a lost answer: the cob that exists under our txid is then the one we created.
+        if (!(err instanceof ProviderError) || err.httpStatus !== 400) throw err;
+        let existing: Cob;
+        try {
+          existing = await readCob('createCharge', txid);
+        } catch (readErr) {
+          // No cob under our txid: the 400 was a real refusal of what we sent.
+          if (readErr instanceof ProviderError && readErr.code === 'not_found') throw err;
+          throw readErr;
+        }
+        checkOurs('createCharge', existing, txid, req.amountCentavos);
+        return chargeOf('createCharge', existing);
+      }
+    },
+
+    async getChargeStatus(chargeId) {
+      const cob = await readCob('getChargeStatus', chargeId);
+      checkOurs('getChargeStatus', cob, chargeId);
+      return statusOf(cob, now());
+    },
+
+    async fetchNotification(endToEndId) {
+      if (!/^[a-zA-Z0-9]{32}$/.test(endToEndId)) {
+        throw new ProviderError(
+          'provider fetchNotification: not an endToEndId',
+          'unknown_notification',
+          false,
+        );
+      }
+      const pix = await call({
+        operation: 'fetchNotification',
+        method: 'GET',
+        path: `/pix/${endToEndId}`,
+        schema: pixSchema,
+        notFoundCode: 'unknown_notification',
+      });
+      if (pix.endToEndId !== endToEndId)
+        throw invalid('fetchNotification', 'endToEndId differs from the request');
+      return receivedEvent(pix);
+    },
+
+    async cancelCharge(chargeId) {
+      try {
+        const cob = await call({
+          operation: 'cancelCharge',
+          method: 'PATCH',
+          path: `/cob/${chargeId}`,
+          body: { status: 'REMOVIDA_PELO_USUARIO_RECEBEDOR' },
+          schema: cobSchema,
+        });
+        checkOurs('cancelCharge', cob, chargeId);
+        if (cob.status === 'REMOVIDA_PELO_USUARIO_RECEBEDOR')
+          return { kind: 'removed', removedAt: now().toISOString() };
+        throw invalid('cancelCharge', `status ${cob.status} after removal`);
+      } catch (err) {
+        // A cob that was paid (or removed before) cannot be changed: API Pix answers 400, and the cob
+        // itself says which of the two it was.
+        if (!(err instanceof ProviderError) || err.httpStatus !== 400) throw err;
+        const cob = await readCob('cancelCharge', chargeId);
+        checkOurs('cancelCharge', cob, chargeId);
+        if (cob.status === 'CONCLUIDA' || (cob.pix ?? []).length > 0) return { kind: 'already_paid' };
+        if (cob.status !== 'ATIVA') return { kind: 'removed', removedAt: now().toISOString() };
+        throw err;
+      }
+    },
+
+    async registerWebhook(url) {
+      await call({
+        operation: 'registerWebhook',
+        method: 'PUT',
+        path: `/webhook/${encodeURIComponent(opts.receiverKey)}`,
+        body: { webhookUrl: url },
+        schema: null,
+      });
+    },
+
+    async getWebhook() {
+      try {
+        const body = await call({
+          operation: 'getWebhook',
+          method: 'GET',
+          path: `/webhook/${encodeURIComponent(opts.receiverKey)}`,
+          schema: webhookSchema,
+        });
+        return { url: body.webhookUrl, ...(body.criacao !== undefined && { registeredAt: body.criacao }) };
+      } catch (err) {
+        if (err instanceof ProviderError && err.code === 'not_found') return null;
+        throw err;
+      }
+    },
+  };
+}
+
+function validated<T extends z.ZodType>(operation: string, schema: T, text: string): z.infer<T> {
+  const parsed = schema.safeParse(parseJson(text, operation));
+  if (!parsed.success) throw invalid(operation, describeIssues(parsed.error));
+  return parsed.data;
+}
+
+function expiryOf(cob: Cob): Date {
+  return new Date(Date.parse(cob.calendario.criacao) + cob.calendario.expiracao * 1000);
+}
+
+/**
+ * A cob's status in the service's terms. Paid is decided by the Pix received, never by the status
+ * alone: a CONCLUIDA whose Pix are not listed yet is an answer we cannot use (the caller retries), not
+ * "unpaid". API Pix leaves an unpaid cob ATIVA past its expiry; the service calls it expired then.
+ */
+function statusOf(cob: Cob, now: Date): ChargeStatus {
+  const pix = cob.pix ?? [];
+  const externalId = payoutIdOfTxid(cob.txid);
+  if (externalId === null) throw invalid('getChargeStatus', 'txid is not one of ours');
+  if (cob.status === 'CONCLUIDA' && pix.length === 0) {
+    throw invalid('getChargeStatus', 'a CONCLUIDA cob lists no pix yet');
+  }
+  const expiresAt = expiryOf(cob);
+  const status =
+    pix.length > 0
+      ? 'paid'
+      : cob.status !== 'ATIVA'
+        ? 'removed'
+        : now.getTime() > expiresAt.getTime()
+          ? 'expired'
+          : 'active';
+  return {
+    chargeId: cob.txid,
+    externalId,
+    amountBrl: cob.valor.original,
+    status,
+    expiresAt: expiresAt.toISOString(),
+    payments: pix.map((p) => ({ eventId: p.endToEndId, amountBrl: p.valor, paidAt: p.horario })),
+  };
+}
+
+/**
+ * A received Pix as the payment event of its payout. A Pix without a txid of ours (a transfer to the
+ * receiver key outside any charge) names no payout: its external id is empty, which no payout has.
+ */
+function receivedEvent(pix: z.infer<typeof pixSchema>): ProviderEvent {
+  return {
+    type: 'pix.received',
+    eventId: pix.endToEndId,
+    chargeId: pix.txid ?? '',
+    externalId: (pix.txid !== undefined && payoutIdOfTxid(pix.txid)) || '',
+    occurredAt: pix.horario,
+    paidAt: pix.horario,
+    amountBrl: pix.valor,
+  };
+}
+
+/**
+ * The partner shows this code to the payer: it must be a dynamic BR Code (a location the payer's bank
+ * fetches the charge from, no key: the amount cannot be changed) for exactly the charge's amount.
+ */
+function checkDynamicCode(operation: string, code: string, amount: string): void {
+  let parsed;
+  try {
+    parsed = parseBrCode(code);
+  } catch (err) {
+    if (err instanceof BrCodeError)
+      throw invalid(operation, `pixCopiaECola is not a BR Code (${err.message})`);
+    throw err;
+  }
+  if (parsed.merchantAccount.url === undefined || parsed.merchantAccount.key !== undefined) {
+    throw invalid(operation, 'pixCopiaECola is not a dynamic BR Code (a location, no key)');
+  }
+  if (
+    parsed.transactionAmount !== undefined &&
+    parseDecimal(parsed.transactionAmount, 2) !== parseDecimal(amount, 2)
+  ) {
+    throw invalid(operation, 'pixCopiaECola carries another amount');
+  }
+}

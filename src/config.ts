@@ -35,6 +35,20 @@ const bool = (def: boolean) =>
     .default(def ? 'true' : 'false')
     .transform((v) => v === 'true' || v === '1');
 const hex = z.string().regex(/^0x[0-9a-fA-F]+$/, 'must be 0x-prefixed hex');
+const address = z.string().regex(/^0x[0-9a-fA-F]{40}$/, 'must be a 0x-prefixed 20-byte address');
+
+export const QUOTE_SOURCES = ['provider', 'price-feeds', 'static'] as const;
+export type QuoteSourceName = (typeof QUOTE_SOURCES)[number];
+
+/** QUOTE_SOURCE as set, else the settlement mode's own: the feeds in treasury mode, the provider's quote otherwise. */
+export function effectiveQuoteSource(env: {
+  QUOTE_SOURCE?: unknown;
+  SETTLEMENT_MODE?: unknown;
+}): QuoteSourceName {
+  if (typeof env.QUOTE_SOURCE === 'string' && (QUOTE_SOURCES as readonly string[]).includes(env.QUOTE_SOURCE))
+    return env.QUOTE_SOURCE as QuoteSourceName;
+  return env.SETTLEMENT_MODE === 'treasury' ? 'price-feeds' : 'provider';
+}
 const optional = <T extends z.ZodTypeAny>(schema: T) =>
   z.preprocess((v) => (v === '' ? undefined : v), schema.optional());
 const isPayloadKey = (text: string) => {
@@ -127,6 +141,22 @@ const VARIABLES = {
   PIX_API_RECEIVER_KEY: optional(z.string().min(1).max(77)),
   PIX_API_PAYER_MESSAGE: z.string().min(1).max(140).default('Pagamento convertido em USDT'),
   QUOTE_CACHE_SECONDS: int(30, 0).refine((v) => v <= 30, 'must be at most 30 (docs/decisions.md D5)'),
+  // Where the api's rate comes from (docs/decisions.md D52): the provider's quote, two Chainlink
+  // feeds on the settlement chain, or the operator's own rate. Unset: the provider's in provider
+  // mode, the feeds in treasury mode (a treasury deployment may have no provider quote at all).
+  QUOTE_SOURCE: optional(z.enum(QUOTE_SOURCES)),
+  // Chainlink feeds (AggregatorV3Interface) on the chain of EVM_RPC_URL; no default: an address is
+  // always the operator's choice, checked at start.
+  PRICE_FEED_BRL_USD_ADDRESS: optional(address),
+  PRICE_FEED_USDT_USD_ADDRESS: optional(address),
+  // A feed not updated for longer gives no rate. Chainlink's BRL/USD and USDT/USD feeds on Arbitrum
+  // One update on a 0.25-0.5% move or at least every 24 h (their heartbeat); 25 h is one missed
+  // heartbeat's delivery margin, never a day-old price past it (D52).
+  PRICE_FEED_MAX_AGE_SECONDS: int(90_000, 60),
+  // QUOTE_SOURCE=static only: the operator's rate, BRL per 1 USDT. No default anywhere.
+  FX_STATIC_RATE: optional(
+    decimalString.refine((v) => /[1-9]/.test(v), 'must be a positive decimal number (BRL per 1 USDT)'),
+  ),
 
   MIN_AMOUNT_BUFFER: decimalString.default('0.06'),
   SETTLEMENT_ABOVE_QUOTE_TOLERANCE: decimalString.default('0.02'),
@@ -261,6 +291,11 @@ const API = [
   'PIX_PROVIDER',
   ...PROVIDER_CLIENT,
   'QUOTE_CACHE_SECONDS',
+  'QUOTE_SOURCE',
+  'PRICE_FEED_BRL_USD_ADDRESS',
+  'PRICE_FEED_USDT_USD_ADDRESS',
+  'PRICE_FEED_MAX_AGE_SECONDS',
+  'FX_STATIC_RATE',
   'MIN_AMOUNT_BUFFER',
   'SETTLEMENT_ABOVE_QUOTE_TOLERANCE',
   'MAX_AMOUNT_BRL',
@@ -379,6 +414,7 @@ function schemaOf<K extends Variable>(names: readonly K[]) {
           'is required when SETTLEMENT_MODE=treasury (the api refuses new payouts while it cannot send)',
       });
     }
+    if (reads.has('QUOTE_SOURCE')) quoteSourceIssues(env).forEach((issue) => ctx.addIssue(issue));
     // API Pix collects BRL only: the USDT must come from the treasury (docs/api-pix.md).
     if (reads.has('PIX_PROVIDER') && reads.has('SETTLEMENT_MODE') && env.PIX_PROVIDER === 'bcb-api-pix') {
       if (env.SETTLEMENT_MODE !== 'treasury') {
@@ -417,6 +453,34 @@ function schemaOf<K extends Variable>(names: readonly K[]) {
       });
     }
   });
+}
+
+/** A quote source without what it reads, or a rate given to a source that would ignore it. */
+function quoteSourceIssues(
+  env: Record<string, unknown>,
+): { code: 'custom'; path: string[]; message: string }[] {
+  const source = effectiveQuoteSource(env);
+  const why = env.QUOTE_SOURCE
+    ? `QUOTE_SOURCE=${source}`
+    : `QUOTE_SOURCE=${source} (the default in treasury mode)`;
+  const issues: { code: 'custom'; path: string[]; message: string }[] = [];
+  if (source === 'price-feeds') {
+    for (const name of ['PRICE_FEED_BRL_USD_ADDRESS', 'PRICE_FEED_USDT_USD_ADDRESS'])
+      if (!env[name]) issues.push({ code: 'custom', path: [name], message: `is required when ${why}` });
+  }
+  if (source === 'static' && !env.FX_STATIC_RATE)
+    issues.push({
+      code: 'custom',
+      path: ['FX_STATIC_RATE'],
+      message: 'is required when QUOTE_SOURCE=static (there is no default rate)',
+    });
+  if (source !== 'static' && env.FX_STATIC_RATE)
+    issues.push({
+      code: 'custom',
+      path: ['FX_STATIC_RATE'],
+      message: `is read only when QUOTE_SOURCE=static, not with ${why}: unset it or set QUOTE_SOURCE=static`,
+    });
+  return issues;
 }
 
 /**
@@ -459,10 +523,15 @@ const loadApiSettings = loaderOf(API);
  * The api's settings. In treasury mode it needs the treasury's address; given only the worker's key
  * (one environment for both processes), the address is derived from it and the key is not kept.
  */
-export const loadApiConfig = (env: NodeJS.ProcessEnv = process.env): ReturnType<typeof loadApiSettings> => {
+export const loadApiConfig = (
+  env: NodeJS.ProcessEnv = process.env,
+): ReturnType<typeof loadApiSettings> & { QUOTE_SOURCE: QuoteSourceName } => {
   const key = env.TREASURY_PRIVATE_KEY;
-  if (env.TREASURY_ADDRESS || !key || !/^0x[0-9a-fA-F]{64}$/.test(key)) return loadApiSettings(env);
-  return loadApiSettings({ ...env, TREASURY_ADDRESS: privateKeyToAddress(key as `0x${string}`) });
+  const settings =
+    env.TREASURY_ADDRESS || !key || !/^0x[0-9a-fA-F]{64}$/.test(key)
+      ? loadApiSettings(env)
+      : loadApiSettings({ ...env, TREASURY_ADDRESS: privateKeyToAddress(key as `0x${string}`) });
+  return { ...settings, QUOTE_SOURCE: effectiveQuoteSource(settings) };
 };
 export const loadWorkerConfig = loaderOf(WORKER);
 export const loadMigrateConfig = loaderOf(MIGRATE);

@@ -103,6 +103,8 @@ export function replicaEnv(): NodeJS.ProcessEnv {
   const chain = JSON.parse(readFileSync(path.join(DATA, 'local-chain.json'), 'utf8')) as {
     usdtAddress: string;
     sanctionsOracleAddress?: string;
+    brlUsdFeedAddress?: string;
+    usdtUsdFeedAddress?: string;
   };
   const env = process.env;
   return {
@@ -116,6 +118,9 @@ export function replicaEnv(): NodeJS.ProcessEnv {
         rpcUrl: env.EVM_RPC_URL ?? `http://127.0.0.1:${SETTINGS.anvilPort}`,
         usdtAddress: env.USDT_CONTRACT_ADDRESS ?? chain.usdtAddress,
         sanctionsOracleAddress: env.SANCTIONS_ORACLE_ADDRESS ?? chain.sanctionsOracleAddress,
+        // The launcher's feeds, so a replica in treasury mode quotes as the launcher's api does.
+        brlUsdFeedAddress: env.PRICE_FEED_BRL_USD_ADDRESS ?? chain.brlUsdFeedAddress,
+        usdtUsdFeedAddress: env.PRICE_FEED_USDT_USD_ADDRESS ?? chain.usdtUsdFeedAddress,
       },
       treasuryKey: env.TREASURY_PRIVATE_KEY ?? anvilAccount('treasury').privateKey,
       payloadKey:

@@ -1,8 +1,8 @@
 import { ensureLocalContracts, FRESH_CHAIN_CONTRACTS } from './local-contracts';
 
 /**
- * docker-compose's one-shot `chain-setup` service: deploys the USDT test token and the test
- * sanctions oracle on the compose anvil unless they are already there. On a fresh anvil the
+ * docker-compose's one-shot `chain-setup` service: deploys the USDT test token, the test sanctions
+ * oracle and the test price feeds on the compose anvil unless they are already there. On a fresh anvil the
  * deployer's contracts always land at the same addresses (FRESH_CHAIN_CONTRACTS), which is why
  * docker-compose.yml can name them in advance.
  */
@@ -12,6 +12,8 @@ async function main(): Promise<void> {
   for (const [name, variable] of [
     ['usdtAddress', 'USDT_CONTRACT_ADDRESS'],
     ['sanctionsOracleAddress', 'SANCTIONS_ORACLE_ADDRESS'],
+    ['brlUsdFeedAddress', 'PRICE_FEED_BRL_USD_ADDRESS'],
+    ['usdtUsdFeedAddress', 'PRICE_FEED_USDT_USD_ADDRESS'],
   ] as const) {
     if (deployed[name].toLowerCase() !== FRESH_CHAIN_CONTRACTS[name].toLowerCase()) {
       throw new Error(
@@ -20,7 +22,8 @@ async function main(): Promise<void> {
     }
   }
   process.stdout.write(
-    `USDT test token ready at ${deployed.usdtAddress}, sanctions oracle at ${deployed.sanctionsOracleAddress}\n`,
+    `USDT test token ready at ${deployed.usdtAddress}, sanctions oracle at ${deployed.sanctionsOracleAddress}, ` +
+      `price feeds BRL/USD at ${deployed.brlUsdFeedAddress} and USDT/USD at ${deployed.usdtUsdFeedAddress}\n`,
   );
 }
 

@@ -14,8 +14,8 @@ export interface CompiledContract {
   bytecode: Hex;
 }
 
-/** Every contract of the local chain: the USDT stand-in and the sanctions oracle stand-in. */
-export const LOCAL_CONTRACT_NAMES = ['TestUSDT', 'TestSanctionsOracle'] as const;
+/** Every contract of the local chain: the stand-ins for USDT, the sanctions oracle and a Chainlink price feed. */
+export const LOCAL_CONTRACT_NAMES = ['TestUSDT', 'TestSanctionsOracle', 'TestPriceFeed'] as const;
 export type LocalContractName = (typeof LOCAL_CONTRACT_NAMES)[number];
 
 const sourceName = (name: LocalContractName) => `${name}.sol`;

@@ -37,10 +37,17 @@ export async function localSigner(rpcUrl: string, privateKey: Hex): Promise<Loca
   return { publicClient, wallet };
 }
 
-/** Deploys contracts/<name>.sol from the signer; resolves with its checksummed address once mined. */
-export async function deployCompiled(signer: LocalSigner, name: LocalContractName): Promise<Address> {
+/**
+ * Deploys contracts/<name>.sol from the signer, with its constructor's `args` if it takes any;
+ * resolves with its checksummed address once mined.
+ */
+export async function deployCompiled(
+  signer: LocalSigner,
+  name: LocalContractName,
+  args: readonly unknown[] = [],
+): Promise<Address> {
   const { abi, bytecode } = compileContract(name);
-  const hash = await signer.wallet.deployContract({ abi, bytecode });
+  const hash = await signer.wallet.deployContract({ abi, bytecode, args });
   const receipt = await waitForSuccess(signer.publicClient, hash, `${name} deployment`);
   if (!receipt.contractAddress) throw new Error(`${name} deployment ${hash} created no contract`);
   // Receipts carry lower-case addresses; hand out the checksummed form config and logs expect.

@@ -1,12 +1,13 @@
 import { getAddress, isAddress, type Address } from 'viem';
 import { repoRoot } from './infra/temporal-binaries';
-import { FRESH_CHAIN_CONTRACTS, readLocalChainRecord, type LocalContracts } from './local-contracts';
+import { FRESH_CHAIN_CONTRACTS, readLocalChainRecord } from './local-contracts';
 import {
   blockOnToken,
   sanctionOnOracle,
   screeningStatus,
   unblockOnToken,
   unsanctionOnOracle,
+  type ScreeningContracts,
 } from './screening-lists';
 import { stackSettings } from './stack-settings';
 
@@ -16,11 +17,11 @@ import { stackSettings } from './stack-settings';
 // anvil deployer's public key.
 
 const ACTIONS = {
-  block: (rpc: string, c: LocalContracts, w: Address) => blockOnToken(rpc, c.usdtAddress, w),
-  unblock: (rpc: string, c: LocalContracts, w: Address) => unblockOnToken(rpc, c.usdtAddress, w),
-  sanction: (rpc: string, c: LocalContracts, w: Address) =>
+  block: (rpc: string, c: ScreeningContracts, w: Address) => blockOnToken(rpc, c.usdtAddress, w),
+  unblock: (rpc: string, c: ScreeningContracts, w: Address) => unblockOnToken(rpc, c.usdtAddress, w),
+  sanction: (rpc: string, c: ScreeningContracts, w: Address) =>
     sanctionOnOracle(rpc, c.sanctionsOracleAddress, w),
-  unsanction: (rpc: string, c: LocalContracts, w: Address) =>
+  unsanction: (rpc: string, c: ScreeningContracts, w: Address) =>
     unsanctionOnOracle(rpc, c.sanctionsOracleAddress, w),
   status: async () => {},
 } as const;
@@ -34,7 +35,7 @@ async function main(): Promise<void> {
   const rpcUrl = process.env.EVM_RPC_URL || `http://127.0.0.1:${settings.anvilPort}`;
   // npm start's record of its chain; without one (docker compose's chain) the fresh-chain addresses.
   const recorded = { ...FRESH_CHAIN_CONTRACTS, ...readLocalChainRecord(settings.dataDir) };
-  const contracts: LocalContracts = {
+  const contracts: ScreeningContracts = {
     usdtAddress: getAddress(process.env.USDT_CONTRACT_ADDRESS || recorded.usdtAddress),
     sanctionsOracleAddress: getAddress(
       process.env.SANCTIONS_ORACLE_ADDRESS || recorded.sanctionsOracleAddress,

@@ -4,6 +4,9 @@ import { anvilAccount } from './infra/anvil';
 import { localSigner, waitForSuccess } from './local-signer';
 import type { LocalContracts } from './local-contracts';
 
+/** The two contracts screening reads. */
+export type ScreeningContracts = Pick<LocalContracts, 'usdtAddress' | 'sanctionsOracleAddress'>;
+
 // The owner's side of the local token's blocklist and of the test sanctions oracle, so a test or a
 // developer can put a wallet on either list and take it off again. The owner is the anvil deployer,
 // which deployed both (local-contracts.ts); its key is public and local-only.
@@ -26,7 +29,7 @@ export const unsanctionOnOracle = (rpcUrl: string, oracle: Address, wallet: Addr
 /** What the service's screening would read for `wallet` on these contracts. */
 export async function screeningStatus(
   rpcUrl: string,
-  contracts: LocalContracts,
+  contracts: ScreeningContracts,
   wallet: Address,
 ): Promise<{ blocked: boolean; sanctioned: boolean }> {
   const { publicClient } = await localSigner(rpcUrl, OWNER_KEY);
@@ -44,8 +47,8 @@ export async function screeningStatus(
   return { blocked, sanctioned };
 }
 
-/** One owner transaction; resolves once mined, throws if it reverted. */
-async function ownerCall(
+/** One owner transaction on a local contract; resolves once mined, throws if it reverted. */
+export async function ownerCall(
   rpcUrl: string,
   name: LocalContractName,
   address: Address,

@@ -25,6 +25,9 @@ export interface ChainEndpoint {
   usdtAddress: string;
   /** The sanctions oracle the api and the worker screen receivers with (not the sandbox's concern). */
   sanctionsOracleAddress?: string;
+  /** The Chainlink feeds (or their local stand-ins) the api quotes from with QUOTE_SOURCE=price-feeds. */
+  brlUsdFeedAddress?: string;
+  usdtUsdFeedAddress?: string;
 }
 
 /** The api's and the worker's environment for these servers. */
@@ -39,6 +42,11 @@ export function serviceEnv(s: StackEndpoints): Record<string, string> {
     USDT_CONTRACT_ADDRESS: s.chain.usdtAddress,
     ...(s.chain.sanctionsOracleAddress !== undefined && {
       SANCTIONS_ORACLE_ADDRESS: s.chain.sanctionsOracleAddress,
+    }),
+    // Given whatever the quote source: treasury mode quotes from them by default (D52).
+    ...(s.chain.brlUsdFeedAddress !== undefined && { PRICE_FEED_BRL_USD_ADDRESS: s.chain.brlUsdFeedAddress }),
+    ...(s.chain.usdtUsdFeedAddress !== undefined && {
+      PRICE_FEED_USDT_USD_ADDRESS: s.chain.usdtUsdFeedAddress,
     }),
     // The worker signs with the key; the api only reads the treasury's health, by its address.
     ...(s.treasuryKey !== undefined && {

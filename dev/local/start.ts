@@ -11,6 +11,7 @@ import { devServerSearchAttributes } from '../../src/temporal/search-attribute-r
 import { EXIT_WITH_LAUNCHER_IMPORT } from './exit-with-launcher';
 import {
   ensureLocalContracts,
+  FRESH_CHAIN_CONTRACTS,
   localChainEnv,
   readLocalChainRecord,
   writeLocalChainRecord,
@@ -29,6 +30,7 @@ import { registerLocalPixWebhook } from './local-api-pix';
 import { acquireLock } from './stack-lock';
 import { assertPortsFree, portClaims, stackSettings, usesLocalApiPix } from './stack-settings';
 import { Supervised, type Part } from './supervisor';
+import { refreshFeed } from './price-feed-admin';
 
 /**
  * `npm start`: the whole stack on the local defaults (docs/decisions.md D2), state kept under
@@ -100,6 +102,12 @@ async function main(): Promise<void> {
   if (!process.env.EVM_RPC_URL) env.TREASURY_PRIVATE_KEY ??= anvilAccount('treasury').privateKey;
   if (env.TREASURY_PRIVATE_KEY)
     env.TREASURY_ADDRESS ??= privateKeyToAddress(env.TREASURY_PRIVATE_KEY as `0x${string}`);
+  // Likewise the local price feeds treasury mode quotes from (the addresses are checked again once
+  // the chain is up; the recorded ones win then).
+  if (!process.env.EVM_RPC_URL) {
+    env.PRICE_FEED_BRL_USD_ADDRESS ??= FRESH_CHAIN_CONTRACTS.brlUsdFeedAddress;
+    env.PRICE_FEED_USDT_USD_ADDRESS ??= FRESH_CHAIN_CONTRACTS.usdtUsdFeedAddress;
+  }
   // PIX_PROVIDER=bcb-api-pix with no institution of its own: the sandbox's API Pix face plays one,
   // with the certificates it makes in the data directory.
   const localApiPix = usesLocalApiPix(process.env);
@@ -203,6 +211,10 @@ async function main(): Promise<void> {
     const local = await ensureLocalChain(env.EVM_RPC_URL!);
     say(`USDT test token at ${local.usdtAddress}`);
     say(`sanctions oracle (test) at ${local.sanctionsOracleAddress}`);
+    say(
+      `price feeds (test) BRL/USD at ${local.brlUsdFeedAddress}, USDT/USD at ${local.usdtUsdFeedAddress} ` +
+        `(npm run local:feeds)`,
+    );
     Object.assign(env, localChainEnv(process.env, local));
   }
 
@@ -316,6 +328,9 @@ function ensurePayloadKey(): string {
 async function ensureLocalChain(rpcUrl: string): Promise<LocalContracts> {
   const local = await ensureLocalContracts(rpcUrl, { known: readLocalChainRecord(DATA) });
   writeLocalChainRecord(DATA, local);
+  // Nothing updates the local feeds while the stack is down: a start is their heartbeat, so a chain
+  // kept from yesterday does not leave treasury mode without a rate.
+  for (const feed of [local.brlUsdFeedAddress, local.usdtUsdFeedAddress]) await refreshFeed(rpcUrl, feed);
   return local;
 }
 

@@ -20,6 +20,10 @@ export class HttpError extends Error {
 const RETRY_AFTER_SECONDS = 60;
 /** Screening sources answer again within seconds when a node or the database had a blip. */
 const SCREENING_RETRY_AFTER_SECONDS = 5;
+/** A rate source that did not answer (a provider or node blip) usually does within seconds. */
+const QUOTE_RETRY_AFTER_SECONDS = 5;
+/** A stale feed waits for its oracle network's next round: minutes, not seconds (D52). */
+const STALE_FEED_RETRY_AFTER_SECONDS = 60;
 
 /**
  * Every answer the api words for an error, in one table: its status and its exact message, as
@@ -56,7 +60,14 @@ export const API_ERRORS = {
   chargeNoLongerPayable: (status: PayoutStatus) =>
     new HttpError(410, `payout is ${status}: its PIX charge can no longer be paid`),
   startingAfterUnknown: () => new HttpError(400, STARTING_AFTER_UNKNOWN),
-  quoteUnavailable: () => new HttpError(503, 'quote unavailable, retry later'),
+  quoteUnavailable: () =>
+    new HttpError(503, 'quote unavailable, retry later', {
+      'retry-after': String(QUOTE_RETRY_AFTER_SECONDS),
+    }),
+  quoteStale: () =>
+    new HttpError(503, 'quote unavailable: the price feed is stale, retry later', {
+      'retry-after': String(STALE_FEED_RETRY_AFTER_SECONDS),
+    }),
   idempotencyConflict: () => new HttpError(409, 'idempotency conflict'),
   amountTooSmall: () => new HttpError(400, 'amount_brl is too small: min_amount_usdt must be at least 0.01'),
   chargeRefused: () => new HttpError(502, 'payment provider could not create the PIX charge, retry later'),
@@ -81,6 +92,7 @@ export const API_ERRORS = {
 /** Each refusal of the create-payout service. */
 const PAYOUT_REQUEST_ERRORS: Record<PayoutRequestErrorCode, () => HttpError> = {
   quote_unavailable: API_ERRORS.quoteUnavailable,
+  quote_stale: API_ERRORS.quoteStale,
   idempotency_conflict: API_ERRORS.idempotencyConflict,
   amount_too_small: API_ERRORS.amountTooSmall,
   charge_refused: API_ERRORS.chargeRefused,

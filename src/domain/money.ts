@@ -181,3 +181,30 @@ export function maxExpectedUsdtUnits(centavos: bigint, spotRate: string, toleran
   const numerator = centavos * scaleUp * rate.denominator * (margin.denominator + margin.numerator);
   return floorDiv(numerator, rate.numerator * margin.denominator);
 }
+
+/** Decimals of a rate derived from price feeds (docs/decisions.md D52). */
+export const DERIVED_RATE_DECIMALS = 8;
+
+/** A price feed's answer: `answer / 10^decimals` units of the quote currency (USD) per unit. */
+export interface FeedPrice {
+  answer: bigint;
+  decimals: number;
+}
+
+/**
+ * BRL per 1 USDT from two USD prices, (USDT/USD) / (BRL/USD), as a decimal string with
+ * DERIVED_RATE_DECIMALS decimals, computed as one exact integer division and rounded up: a higher
+ * rate lowers `min_amount_usdt`, so the rounding (under 1e-8 BRL) never promises more USDT than the
+ * feeds are worth. Both answers must be positive.
+ */
+export function rateFromUsdPrices(usdtUsd: FeedPrice, brlUsd: FeedPrice): string {
+  if (usdtUsd.answer <= 0n || brlUsd.answer <= 0n) throw new RangeError('price feed answers must be > 0');
+  for (const d of [usdtUsd.decimals, brlUsd.decimals]) {
+    if (!Number.isSafeInteger(d) || d < 0 || d > 77) throw new RangeError(`feed decimals out of range: ${d}`);
+  }
+  // (u / 10^du) / (b / 10^db) × 10^R = u × 10^(db + R) / (b × 10^du)
+  const numerator = usdtUsd.answer * 10n ** BigInt(brlUsd.decimals + DERIVED_RATE_DECIMALS);
+  const denominator = brlUsd.answer * 10n ** BigInt(usdtUsd.decimals);
+  const units = (numerator + denominator - 1n) / denominator;
+  return formatUnits(units, DERIVED_RATE_DECIMALS);
+}

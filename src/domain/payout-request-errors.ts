@@ -7,6 +7,7 @@
 
 export type PayoutRequestErrorCode =
   | 'quote_unavailable'
+  | 'quote_stale'
   | 'idempotency_conflict'
   | 'amount_too_small'
   | 'charge_refused'
@@ -27,6 +28,12 @@ export abstract class PayoutRequestError extends Error {
 export class QuoteUnavailableError extends PayoutRequestError {
   readonly code = 'quote_unavailable';
   override name = 'QuoteUnavailableError';
+}
+
+/** The rate's price feed has not been updated for longer than it may (D52): no rate, no payout. */
+export class QuoteStaleError extends PayoutRequestError {
+  readonly code = 'quote_stale';
+  override name = 'QuoteStaleError';
 }
 
 /** Another request holds the same Idempotency-Key and has not recorded its payout yet. */

@@ -1,6 +1,5 @@
 import { assertSchemaCurrent } from '../adapters/db/migrate';
 import { createPool, type Db } from '../adapters/db/pool';
-import { createCachedQuote } from '../adapters/provider/quote-cache';
 import { buildApp } from '../api/app';
 import { loadApiConfig, type ApiConfig } from '../config';
 import { createLogger, type Logger } from '../observability/logger';
@@ -14,7 +13,9 @@ import { connectClient } from '../temporal/connection';
 import { startTracing } from '../observability/tracing';
 import { tracingClientInterceptors } from '../temporal/tracing';
 import { createDataConverter, createPayloadCodec } from '../temporal/data-converter';
-import { measuredProvider, payloadKeysOf, runProcess, screeningOf } from './wiring';
+import { measuredProvider, payloadKeysOf, quoteSourceOf, runProcess, screeningOf } from './wiring';
+import { reportPriceFeeds } from '../adapters/rates/price-feeds';
+import { registerPriceFeedGauges } from '../observability/price-feed-gauges';
 import { reportScreeningSources } from '../adapters/screening/receiver-screening';
 import { createTreasuryHealthProbe } from '../adapters/chain/treasury-health';
 
@@ -40,7 +41,13 @@ async function main(): Promise<void> {
     tracingClientInterceptors(tracing),
   );
   const provider = measuredProvider(config, metrics);
-  const quote = createCachedQuote(provider, { ttlMs: config.QUOTE_CACHE_SECONDS * 1000 });
+  const { quote, feeds } = quoteSourceOf(config, provider);
+  if (feeds) {
+    // A feed address that is no feed stops the api here, as a screening contract without its function does.
+    await reportPriceFeeds(feeds, logger);
+    registerPriceFeedGauges(metrics.registry, feeds, config.PRICE_FEED_MAX_AGE_SECONDS, logger);
+  }
+  logger.info({ quoteSource: config.QUOTE_SOURCE }, 'quote source');
   const screening = screeningOf(config, db);
   await reportScreeningSources(screening, logger);
   const treasuryHealth =

@@ -12,6 +12,11 @@ import type { SettlementNetwork } from '../domain/payout';
 import type { Metrics } from '../observability/metrics';
 import type { Db } from '../adapters/db/pool';
 import { createChainAndDenylistScreening } from '../adapters/screening/receiver-screening';
+import { createCachedQuote } from '../adapters/provider/quote-cache';
+import type { QuoteSource } from '../adapters/rates/cached-quote';
+import { createPriceFeeds, priceFeedChainClient, type PriceFeeds } from '../adapters/rates/price-feeds';
+import { createStaticRate } from '../adapters/rates/static-rate';
+import type { Address } from 'viem';
 
 // Settings turned into the adapters' own options the same way by every process that needs them.
 
@@ -187,4 +192,43 @@ export function screeningOf(
     oracleAddress: config.SANCTIONS_ORACLE_ADDRESS,
     cacheSeconds: config.SCREENING_CACHE_SECONDS,
   });
+}
+
+/**
+ * The api's rate from its QUOTE_SOURCE (docs/decisions.md D52), cached QUOTE_CACHE_SECONDS, with the
+ * feeds themselves when they are the source (their start check and gauges). Config has checked that
+ * the source has what it reads.
+ */
+export function quoteSourceOf(
+  config: Pick<
+    ApiConfig,
+    | 'QUOTE_SOURCE'
+    | 'QUOTE_CACHE_SECONDS'
+    | 'EVM_RPC_URL'
+    | 'PRICE_FEED_BRL_USD_ADDRESS'
+    | 'PRICE_FEED_USDT_USD_ADDRESS'
+    | 'PRICE_FEED_MAX_AGE_SECONDS'
+    | 'FX_STATIC_RATE'
+  >,
+  provider: Pick<PaymentProvider, 'getQuote'>,
+): { quote: QuoteSource; feeds?: PriceFeeds } {
+  const cacheMs = config.QUOTE_CACHE_SECONDS * 1000;
+  switch (config.QUOTE_SOURCE) {
+    case 'provider':
+      return { quote: createCachedQuote(provider, { ttlMs: cacheMs }) };
+    case 'static':
+      return { quote: createStaticRate(config.FX_STATIC_RATE!, { cacheMs }) };
+    case 'price-feeds': {
+      const feeds = createPriceFeeds({
+        chain: priceFeedChainClient(config.EVM_RPC_URL),
+        settings: {
+          brlUsd: config.PRICE_FEED_BRL_USD_ADDRESS as Address,
+          usdtUsd: config.PRICE_FEED_USDT_USD_ADDRESS as Address,
+          maxAgeSeconds: config.PRICE_FEED_MAX_AGE_SECONDS,
+          cacheMs,
+        },
+      });
+      return { quote: feeds.quote, feeds };
+    }
+  }
 }

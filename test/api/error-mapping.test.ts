@@ -5,6 +5,7 @@ import {
   ChargeTimeoutError,
   IdempotencyConflictError,
   PayoutRequestError,
+  QuoteStaleError,
   QuoteUnavailableError,
 } from '../../src/domain/payout-request-errors';
 import { installErrorHandling } from '../../src/api/errors';
@@ -29,6 +30,7 @@ describe('error handler: payout request errors', () => {
 
   it.each([
     [new QuoteUnavailableError('rate endpoint down'), 503, 'quote unavailable, retry later'],
+    [new QuoteStaleError('feed 26 h old'), 503, 'quote unavailable: the price feed is stale, retry later'],
     [new IdempotencyConflictError('held'), 409, 'idempotency conflict'],
     [
       new AmountTooSmallError('9999 base units'),
@@ -42,5 +44,13 @@ describe('error handler: payout request errors', () => {
     const res = await call(base, '/throw');
     expectError(res, status, message);
     expect(res.text).not.toContain(error.message);
+  });
+
+  it.each([
+    [new QuoteUnavailableError('rate endpoint down'), '5'],
+    [new QuoteStaleError('feed 26 h old'), '60'],
+  ])('%s says when to retry', async (error, seconds) => {
+    toThrow = error;
+    expect((await call(base, '/throw')).headers.get('retry-after')).toBe(seconds);
   });
 });

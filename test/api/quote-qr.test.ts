@@ -96,8 +96,12 @@ describe('quote preview and QR code', () => {
     it('answers 503 as POST does when the provider has no rate', async () => {
       const { url } = await stack.startApi({}, { providerUrl: `http://127.0.0.1:${await freePort()}` });
       const { apiKey } = await stack.createPartner();
-      expectError(await quote(apiKey, '?amount_brl=100', url), 503, 'quote unavailable, retry later');
-      expectError(await post(url, apiKey, VALID_PAYOUT), 503, 'quote unavailable, retry later');
+      const previewed = await quote(apiKey, '?amount_brl=100', url);
+      expectError(previewed, 503, 'quote unavailable, retry later');
+      expect(previewed.headers.get('retry-after')).toBe('5');
+      const posted = await post(url, apiKey, VALID_PAYOUT);
+      expectError(posted, 503, 'quote unavailable, retry later');
+      expect(posted.headers.get('retry-after')).toBe('5');
     });
   });
 

@@ -16,8 +16,9 @@ import {
 } from '../../dev/local/local-contracts';
 import { rpc } from '../support/chain';
 import { screeningStatus } from '../support/screening';
+import { feedStatus } from '../support/price-feeds';
 
-// How the local chain's two contracts come to be, on a real anvil: where a fresh chain gets them
+// How the local chain's contracts come to be, on a real anvil: where a fresh chain gets them
 // (docker-compose.yml names those addresses), when an existing chain keeps or redeploys them, and
 // the by-hand tool that lists a wallet on them.
 
@@ -42,7 +43,7 @@ const deployerNonce = () => client.getTransactionCount({ address: deployer });
 const freshAddress = (): Address => privateKeyToAddress(generatePrivateKey());
 
 describe('ensureLocalContracts', () => {
-  it('puts both at the addresses docker-compose.yml names on a fresh chain, the token funded', async () => {
+  it('puts them at the addresses docker-compose.yml names on a fresh chain, the token funded', async () => {
     expect(first).toEqual(FRESH_CHAIN_CONTRACTS);
     for (const role of ['provider-sandbox', 'treasury'] as const) {
       const balance = await client.readContract({
@@ -53,9 +54,14 @@ describe('ensureLocalContracts', () => {
       });
       expect({ role, balance }).toEqual({ role, balance: 10_000_000_000_000n });
     }
+    // The feeds at realistic answers, Chainlink's 8 decimals, updated now.
+    const brl = await feedStatus(anvil.rpcUrl, first.brlUsdFeedAddress);
+    const usdt = await feedStatus(anvil.rpcUrl, first.usdtUsdFeedAddress);
+    expect([brl.answer, brl.decimals, usdt.answer, usdt.decimals]).toEqual([18_000_000n, 8, 100_010_000n, 8]);
+    expect(Math.abs(Number(brl.updatedAt) - Date.now() / 1000)).toBeLessThan(30);
   });
 
-  it('keeps both, sending nothing, while the chain holds them as built from today’s source', async () => {
+  it('keeps them all, sending nothing, while the chain holds them as built from today’s source', async () => {
     const nonce = await deployerNonce();
     expect(await ensureLocalContracts(anvil.rpcUrl, { known: first })).toEqual(first);
     expect(await deployerNonce()).toBe(nonce);
@@ -63,8 +69,12 @@ describe('ensureLocalContracts', () => {
 
   it('deploys again only the one the chain lost', async () => {
     await rpc(anvil.rpcUrl, 'anvil_setCode', [first.sanctionsOracleAddress, '0x']);
+    await rpc(anvil.rpcUrl, 'anvil_setCode', [first.usdtUsdFeedAddress, '0x']);
     const again = await ensureLocalContracts(anvil.rpcUrl, { known: first });
     expect(again.usdtAddress).toBe(first.usdtAddress);
+    expect(again.brlUsdFeedAddress).toBe(first.brlUsdFeedAddress);
+    expect(again.usdtUsdFeedAddress).not.toBe(first.usdtUsdFeedAddress);
+    expect((await feedStatus(anvil.rpcUrl, again.usdtUsdFeedAddress)).answer).toBe(100_010_000n);
     expect(again.sanctionsOracleAddress).not.toBe(first.sanctionsOracleAddress);
     expect(await screeningStatus(anvil.rpcUrl, again, freshAddress())).toEqual({
       blocked: false,
@@ -87,18 +97,25 @@ describe('ensureLocalContracts', () => {
 
 describe('localChainEnv', () => {
   it('gives the api and worker the local contracts unless the environment names its own', () => {
-    const own = { usdt: freshAddress(), oracle: freshAddress() };
-    expect(localChainEnv({}, first)).toEqual({
+    const own = { usdt: freshAddress(), oracle: freshAddress(), feed: freshAddress() };
+    const local = {
       USDT_CONTRACT_ADDRESS: first.usdtAddress,
       SANCTIONS_ORACLE_ADDRESS: first.sanctionsOracleAddress,
-    });
+      PRICE_FEED_BRL_USD_ADDRESS: first.brlUsdFeedAddress,
+      PRICE_FEED_USDT_USD_ADDRESS: first.usdtUsdFeedAddress,
+    };
+    expect(localChainEnv({}, first)).toEqual(local);
     expect(localChainEnv({ SANCTIONS_ORACLE_ADDRESS: own.oracle }, first)).toEqual({
-      USDT_CONTRACT_ADDRESS: first.usdtAddress,
+      ...local,
       SANCTIONS_ORACLE_ADDRESS: own.oracle,
     });
     expect(localChainEnv({ USDT_CONTRACT_ADDRESS: own.usdt }, first)).toEqual({
+      ...local,
       USDT_CONTRACT_ADDRESS: own.usdt,
-      SANCTIONS_ORACLE_ADDRESS: first.sanctionsOracleAddress,
+    });
+    expect(localChainEnv({ PRICE_FEED_BRL_USD_ADDRESS: own.feed }, first)).toEqual({
+      ...local,
+      PRICE_FEED_BRL_USD_ADDRESS: own.feed,
     });
   });
 });
@@ -153,5 +170,58 @@ describe('npm run local:screening', () => {
       stderr: expect.stringContaining('usage: npm run local:screening -- <block|unblock|'),
     });
     await expect(run('block', '0x1234')).rejects.toMatchObject({ code: 1 });
+  });
+});
+
+describe('npm run local:feeds', () => {
+  let dataDir: string;
+  let contracts: LocalContracts;
+
+  beforeAll(async () => {
+    contracts = await ensureLocalContracts(anvil.rpcUrl, { known: first });
+    dataDir = mkdtempSync(path.join(os.tmpdir(), 'local-feeds-'));
+    writeFileSync(path.join(dataDir, 'local-chain.json'), JSON.stringify(contracts));
+  });
+
+  afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
+
+  const run = (...args: string[]) => {
+    const env: NodeJS.ProcessEnv = { ...process.env, EVM_RPC_URL: anvil.rpcUrl, LOCAL_DATA_DIR: dataDir };
+    delete env.PRICE_FEED_BRL_USD_ADDRESS;
+    delete env.PRICE_FEED_USDT_USD_ADDRESS;
+    return promisify(execFile)(
+      process.execPath,
+      ['--import', pathToFileURL(require.resolve('tsx')).href, 'dev/local/feeds-cli.ts', ...args],
+      { cwd: ROOT, env },
+    );
+  };
+  const age = async (feed: Address) =>
+    Math.floor(Date.now() / 1000) - Number((await feedStatus(anvil.rpcUrl, feed)).updatedAt);
+
+  it('sets an answer, makes a feed stale and refreshes it, printing both feeds', async () => {
+    const set = await run('set', 'brl-usd', '0.19');
+    expect((await feedStatus(anvil.rpcUrl, contracts.brlUsdFeedAddress)).answer).toBe(19_000_000n);
+    expect(set.stdout).toMatch(
+      new RegExp(
+        `^brl-usd ${contracts.brlUsdFeedAddress}: 0\\.19 \\(round \\d+, updated \\d+ s ago\\)\nusdt-usd `,
+      ),
+    );
+
+    await run('stale', 'usdt-usd', '100000');
+    expect(await age(contracts.usdtUsdFeedAddress)).toBeGreaterThanOrEqual(100_000);
+    expect((await feedStatus(anvil.rpcUrl, contracts.usdtUsdFeedAddress)).answer).toBe(100_010_000n);
+
+    await run('refresh');
+    expect(await age(contracts.usdtUsdFeedAddress)).toBeLessThan(30);
+    expect((await feedStatus(anvil.rpcUrl, contracts.brlUsdFeedAddress)).answer).toBe(19_000_000n);
+  });
+
+  it('refuses an unknown action or feed, naming its usage', async () => {
+    await expect(run('freeze')).rejects.toMatchObject({
+      code: 1,
+      stderr: expect.stringContaining('usage: npm run local:feeds -- status'),
+    });
+    await expect(run('set', 'eur-usd', '1.1')).rejects.toMatchObject({ code: 1 });
+    await expect(run('set', 'brl-usd', '-1')).rejects.toMatchObject({ code: 1 });
   });
 });

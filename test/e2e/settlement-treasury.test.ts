@@ -16,10 +16,11 @@ describe('treasury settlement (dev server, PostgreSQL, anvil, sandbox, worker, a
     await stack.pay(payout.pix_copy_paste);
     const done = await stack.waitForStatus(apiKey, payout.id, ['COMPLETED', 'FAILED']);
 
+    // Treasury mode quotes from the chain's test feeds: 100 / (1.0001 / 0.18 × 1.06), rounded down.
     expect(done).toMatchObject({
       status: 'COMPLETED',
-      min_amount_usdt: 17.152658,
-      settled_amount_usdt: 17.152658,
+      min_amount_usdt: 16.979434,
+      settled_amount_usdt: 16.979434,
       blockchain_network: 'Arbitrum One',
       blockchain_chain_id: 42161,
       block_explorer_url: `https://arbiscan.io/tx/${done.blockchain_tx_id}`,
@@ -28,7 +29,7 @@ describe('treasury settlement (dev server, PostgreSQL, anvil, sandbox, worker, a
     expect(done.confirmed_at).toEqual(expect.any(String));
 
     const transfers = await stack.chain.transfersTo(receiver);
-    expect(transfers).toEqual({ count: 1, total: 17_152_658n, txHashes: [done.blockchain_tx_id] });
+    expect(transfers).toEqual({ count: 1, total: 16_979_434n, txHashes: [done.blockchain_tx_id] });
     const tx = await createPublicClient({ transport: http(stack.rpcUrl) }).getTransaction({
       hash: done.blockchain_tx_id as `0x${string}`,
     });
@@ -40,6 +41,6 @@ describe('treasury settlement (dev server, PostgreSQL, anvil, sandbox, worker, a
       'SELECT tx_hash, amount_units FROM treasury_transfers WHERE payout_id = $1',
       [payout.id],
     );
-    expect(rows).toEqual([{ tx_hash: done.blockchain_tx_id, amount_units: 17_152_658n }]);
+    expect(rows).toEqual([{ tx_hash: done.blockchain_tx_id, amount_units: 16_979_434n }]);
   });
 });

@@ -65,11 +65,11 @@ describe('treasury transfer survives a worker crash (worker as a separate proces
     expect(done).toMatchObject({
       status: 'COMPLETED',
       blockchain_tx_id: txHash,
-      settled_amount_usdt: 17.152658,
+      settled_amount_usdt: 16.979434,
     });
     expect(await stack.chain.transfersTo(receiver)).toEqual({
       count: 1,
-      total: 17_152_658n,
+      total: 16_979_434n,
       txHashes: [txHash],
     });
     const nonceAfter = await stack.chain.rpc<Hex>('eth_getTransactionCount', [treasury, 'latest']);

@@ -167,10 +167,10 @@ describe('a treasury blocked by the token issuer (real servers, treasury mode)',
     await expect(probe.treasuryCanSend()).resolves.toEqual({ ok: true });
     expect((await post(stack.apiUrl, apiKey, VALID_PAYOUT)).status).toBe(201);
     const done = await stack.waitForStatus(apiKey, payout.id, ['COMPLETED', 'FAILED'], 180_000);
-    expect(done).toMatchObject({ status: 'COMPLETED', settled_amount_usdt: 17.152658 });
+    expect(done).toMatchObject({ status: 'COMPLETED', settled_amount_usdt: 16.979434 });
     expect(await stack.chain.transfersTo(receiver)).toEqual({
       count: 1,
-      total: 17_152_658n,
+      total: 16_979_434n,
       txHashes: [done.blockchain_tx_id],
     });
     expect(await refundCases(payout.id)).toBe(0);
@@ -223,7 +223,7 @@ describe('a treasury blocked by the token issuer (real servers, treasury mode)',
     ]);
     expect(await stack.chain.transfersTo(receiver)).toEqual({
       count: 1,
-      total: 17_152_658n,
+      total: 16_979_434n,
       txHashes: [done.blockchain_tx_id],
     });
     expect(await refundCases(payout.id)).toBe(0);

@@ -139,6 +139,15 @@ describe('OpenAPI document', () => {
     expect(post.responses['409']!.description).toContain('idempotency conflict');
     expect(post.responses['401']!.description).toContain('missing X-API-Key header');
     expect(post.responses['503']!.description).toContain('quote unavailable, retry later');
+    expect(post.responses['503']!.description).toContain(
+      'quote unavailable: the price feed is stale, retry later',
+    );
+    expect(post.responses['503']!.headers).toHaveProperty('Retry-After');
+    const quotes = op('/v1/quotes', 'get');
+    expect(quotes.responses['503']!.description).toContain(
+      'quote unavailable: the price feed is stale, retry later',
+    );
+    expect(quotes.responses['503']!.headers).toHaveProperty('Retry-After');
   });
 
   it('documents GET /v1/payouts/{id}: key, 200 with the payout, 404 without an existence leak', () => {

@@ -78,6 +78,7 @@ describe('api and worker processes: metrics, alert rules, logs, encrypted payloa
   let apiUrl: string;
   let apiMetricsUrl: string;
   let workerMetricsUrl: string;
+  let treasuryApiMetricsUrl: string;
   let codecUrl: string;
   let payout: PayoutResponse;
 
@@ -93,8 +94,19 @@ describe('api and worker processes: metrics, alert rules, logs, encrypted payloa
       WORKER_METRICS_PORT: String(workerMetricsPort),
       CODEC_AUTH_TOKEN: CODEC_TOKEN,
     };
-    // Each fails at once, with its output, if its process exits before it is ready.
-    [worker, api] = await Promise.all([stack.startProcess('worker', env), stack.startProcess('api', env)]);
+    // Each fails at once, with its output, if its process exits before it is ready. A second api in
+    // treasury mode exposes what only that mode has (the price feeds it quotes from).
+    const treasuryMetricsPort = await freePort();
+    [worker, api] = await Promise.all([
+      stack.startProcess('worker', env),
+      stack.startProcess('api', env),
+      stack.startProcess('api', {
+        SETTLEMENT_MODE: 'treasury',
+        METRICS_PORT: String(treasuryMetricsPort),
+        CODEC_AUTH_TOKEN: CODEC_TOKEN,
+      }),
+    ]);
+    treasuryApiMetricsUrl = `http://127.0.0.1:${treasuryMetricsPort}/metrics`;
     apiUrl = `http://127.0.0.1:${port}`;
     apiMetricsUrl = `http://127.0.0.1:${metricsPort}/metrics`;
     workerMetricsUrl = `http://127.0.0.1:${workerMetricsPort}/metrics`;
@@ -250,7 +262,20 @@ describe('api and worker processes: metrics, alert rules, logs, encrypted payloa
     expect(workerText).toMatch(/^treasury_can_send\{address="0x[0-9a-fA-F]{40}",reason="none"\} 1$/m);
     expect(apiText).toMatch(/^webhook_deliveries_total\{provider="sandbox",outcome="failed"\} 0$/m);
 
-    const exposed = new Set([...sampledMetricNames(apiText), ...sampledMetricNames(workerText)]);
+    // Read from the chain at scrape time: the stack's two test feeds, fresh.
+    const treasuryApiText = await (await fetch(treasuryApiMetricsUrl)).text();
+    expect(treasuryApiText).toMatch(
+      /^price_feed_readable\{feed="usdt_usd",address="0x[0-9a-fA-F]{40}"\} 1$/m,
+    );
+    expect(treasuryApiText).toMatch(
+      /^price_feed_age_seconds\{feed="brl_usd",address="0x[0-9a-fA-F]{40}"\} \d+$/m,
+    );
+
+    const exposed = new Set([
+      ...sampledMetricNames(apiText),
+      ...sampledMetricNames(workerText),
+      ...sampledMetricNames(treasuryApiText),
+    ]);
     const families = new Set([...exposed].flatMap((n) => [n, n.replace(/_(?:bucket|count|sum)$/, '')]));
     const rules = (
       parse(readFileSync(path.join(ROOT, 'ops/alerts.yml'), 'utf8')) as {

@@ -1,9 +1,8 @@
-import { screeningOf } from '../../src/main/wiring';
+import { quoteSourceOf, screeningOf } from '../../src/main/wiring';
 import { Client } from '@temporalio/client';
 import type { FastifyInstance } from 'fastify';
 import { createPool } from '../../src/adapters/db/pool';
 import { createHttpProvider } from '../../src/adapters/provider/http-provider';
-import { createCachedQuote } from '../../src/adapters/provider/quote-cache';
 import { buildApp, type ApiDeps } from '../../src/api/app';
 import { loadApiConfig, type ApiConfig } from '../../src/config';
 import { createLogger } from '../../src/observability/logger';
@@ -24,6 +23,11 @@ export const FIXED_QUOTE: ApiDeps['quote'] = async () => ({
 /** Receiver screening on the sources `config` names, as the api and the worker processes build it. */
 export const configuredScreening = screeningOf;
 
+/** The config's QUOTE_SOURCE as the api process quotes (the provider's quote from `providerUrl`). */
+function configuredQuote(config: ApiConfig, providerUrl: string): ApiDeps['quote'] {
+  return quoteSourceOf(config, createHttpProvider({ baseUrl: providerUrl, timeoutMs: 2_000 })).quote;
+}
+
 /**
  * The api in this process on a loopback port (a free one unless `port` is given). Anything not given is what a test that does not
  * look at it needs: quotes from `config.PROVIDER_API_URL` (or FIXED_QUOTE when `providerUrl` is
@@ -43,13 +47,7 @@ export async function startApi(
     // The config's own sources, as the api process screens (a test without a chain sets SCREENING_SOURCES).
     screening: deps.screening ?? configuredScreening(config, db),
     temporal: deps.temporal ?? new Client(),
-    quote:
-      deps.quote ??
-      (providerUrl === null
-        ? FIXED_QUOTE
-        : createCachedQuote(createHttpProvider({ baseUrl: providerUrl, timeoutMs: 2_000 }), {
-            ttlMs: config.QUOTE_CACHE_SECONDS * 1000,
-          })),
+    quote: deps.quote ?? (providerUrl === null ? FIXED_QUOTE : configuredQuote(config, providerUrl)),
     logger: deps.logger ?? createLogger({ level: 'silent', name: 'test' }),
     metrics: deps.metrics ?? createMetrics(),
     ...(deps.treasuryHealth ? { treasuryHealth: deps.treasuryHealth } : {}),

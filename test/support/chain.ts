@@ -41,6 +41,9 @@ export interface TestChain {
   usdtAddress: Address;
   /** The test sanctions oracle (isSanctioned), owned by the anvil deployer. */
   sanctionsOracleAddress: Address;
+  /** The test price feeds (contracts/TestPriceFeed.sol, owner: the anvil deployer; test/support/price-feeds.ts). */
+  brlUsdFeedAddress: Address;
+  usdtUsdFeedAddress: Address;
   rpc<T = unknown>(method: string, params?: unknown[]): Promise<T>;
   /** Mines `blocks` blocks at once. */
   mine(blocks?: number): Promise<void>;
@@ -73,9 +76,12 @@ export async function startTestChain(
     const funded = [...(opts.funded ?? []), { wallet: reserve.address, usdtUnits: 1_000_000_000_000n }];
     for (const { wallet } of funded) await rpc(rpcUrl, 'anvil_setBalance', [wallet, GAS_MONEY]);
     // The token and the test sanctions oracle, both owned by the anvil deployer (test/support/screening.ts).
-    const { usdtAddress, sanctionsOracleAddress } = await ensureLocalContracts(rpcUrl, {
-      mints: funded.flatMap(({ wallet, usdtUnits }) => (usdtUnits ? [{ to: wallet, units: usdtUnits }] : [])),
-    });
+    const { usdtAddress, sanctionsOracleAddress, brlUsdFeedAddress, usdtUsdFeedAddress } =
+      await ensureLocalContracts(rpcUrl, {
+        mints: funded.flatMap(({ wallet, usdtUnits }) =>
+          usdtUnits ? [{ to: wallet, units: usdtUnits }] : [],
+        ),
+      });
     const client = createPublicClient({ transport: http(rpcUrl) });
     const transfer: TestChain['transfer'] = async (from, to, units, { gas } = {}) => {
       const wallet = createWalletClient({ account: privateKeyToAccount(from), transport: http(rpcUrl) });
@@ -94,6 +100,8 @@ export async function startTestChain(
       rpcUrl,
       usdtAddress,
       sanctionsOracleAddress,
+      brlUsdFeedAddress,
+      usdtUsdFeedAddress,
       rpc: (method, params) => rpc(rpcUrl, method, params),
       mine: async (blocks = 1) => {
         await rpc(rpcUrl, 'anvil_mine', [`0x${blocks.toString(16)}`]);

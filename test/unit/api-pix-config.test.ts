@@ -4,6 +4,9 @@ import { payoutIdOfTxid, txidOfPayout } from '../../src/adapters/provider/api-pi
 const TREASURY = {
   SETTLEMENT_MODE: 'treasury',
   TREASURY_PRIVATE_KEY: '0x5de4111afa1a4b94908f83103eb1f1706367c2e68ca870fc3fb9a804cdab365a',
+  // The api quotes from the price feeds in treasury mode (docs/decisions.md D52).
+  PRICE_FEED_BRL_USD_ADDRESS: '0xDc64a140Aa3E981100a9becA4E685f962f0cF6C9',
+  PRICE_FEED_USDT_USD_ADDRESS: '0x5FC8d32690cc91D4c39d9d3abcBD16989F875707',
 };
 const API_PIX = {
   PIX_PROVIDER: 'bcb-api-pix',

@@ -11,6 +11,78 @@ import {
 // Each process validates only the variables it reads: a setting that is wrong or missing for one
 // process never stops another.
 
+const FEEDS = {
+  PRICE_FEED_BRL_USD_ADDRESS: '0xDc64a140Aa3E981100a9becA4E685f962f0cF6C9',
+  PRICE_FEED_USDT_USD_ADDRESS: '0x5FC8d32690cc91D4c39d9d3abcBD16989F875707',
+};
+const TREASURY = {
+  SETTLEMENT_MODE: 'treasury',
+  TREASURY_ADDRESS: '0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC',
+};
+
+describe('the quote source (QUOTE_SOURCE, docs/decisions.md D52)', () => {
+  it("is the provider's quote in provider mode and the price feeds in treasury mode, unless set", () => {
+    expect(loadApiConfig({}).QUOTE_SOURCE).toBe('provider');
+    expect(loadApiConfig({ ...TREASURY, ...FEEDS }).QUOTE_SOURCE).toBe('price-feeds');
+    expect(loadApiConfig({ ...TREASURY, QUOTE_SOURCE: 'provider' }).QUOTE_SOURCE).toBe('provider');
+    expect(loadApiConfig({ QUOTE_SOURCE: 'price-feeds', ...FEEDS }).QUOTE_SOURCE).toBe('price-feeds');
+    expect(loadApiConfig({ QUOTE_SOURCE: 'static', FX_STATIC_RATE: '5.40' }).FX_STATIC_RATE).toBe('5.40');
+  });
+
+  it('refuses the feeds without both addresses, naming each and why it is needed', () => {
+    expect(() => loadApiConfig(TREASURY)).toThrow(
+      new ConfigError(
+        'invalid configuration: PRICE_FEED_BRL_USD_ADDRESS is required when QUOTE_SOURCE=price-feeds (the default in treasury mode); ' +
+          'PRICE_FEED_USDT_USD_ADDRESS is required when QUOTE_SOURCE=price-feeds (the default in treasury mode)',
+      ),
+    );
+    expect(() =>
+      loadApiConfig({
+        QUOTE_SOURCE: 'price-feeds',
+        PRICE_FEED_BRL_USD_ADDRESS: FEEDS.PRICE_FEED_BRL_USD_ADDRESS,
+      }),
+    ).toThrow(
+      new ConfigError(
+        'invalid configuration: PRICE_FEED_USDT_USD_ADDRESS is required when QUOTE_SOURCE=price-feeds',
+      ),
+    );
+    expect(() => loadApiConfig({ ...TREASURY, ...FEEDS, PRICE_FEED_USDT_USD_ADDRESS: '0x1234' })).toThrow(
+      /PRICE_FEED_USDT_USD_ADDRESS must be a 0x-prefixed 20-byte address/,
+    );
+  });
+
+  it('has no default rate: static needs one, and a rate given to another source is refused', () => {
+    expect(() => loadApiConfig({ QUOTE_SOURCE: 'static' })).toThrow(
+      new ConfigError(
+        'invalid configuration: FX_STATIC_RATE is required when QUOTE_SOURCE=static (there is no default rate)',
+      ),
+    );
+    expect(() => loadApiConfig({ FX_STATIC_RATE: '5.40' })).toThrow(
+      /FX_STATIC_RATE is read only when QUOTE_SOURCE=static, not with QUOTE_SOURCE=provider/,
+    );
+    expect(() => loadApiConfig({ ...TREASURY, ...FEEDS, FX_STATIC_RATE: '5.40' })).toThrow(
+      /FX_STATIC_RATE is read only when QUOTE_SOURCE=static, not with QUOTE_SOURCE=price-feeds \(the default in treasury mode\)/,
+    );
+    for (const rate of ['0', '0.000', '-5.4', '5,40', 'abc'])
+      expect(() => loadApiConfig({ QUOTE_SOURCE: 'static', FX_STATIC_RATE: rate })).toThrow(/FX_STATIC_RATE/);
+  });
+
+  it('refuses an unknown source and a feed age under a minute; the worker reads none of it', () => {
+    expect(() => loadApiConfig({ QUOTE_SOURCE: 'oracle' })).toThrow(/QUOTE_SOURCE/);
+    expect(() =>
+      loadApiConfig({ ...FEEDS, QUOTE_SOURCE: 'price-feeds', PRICE_FEED_MAX_AGE_SECONDS: '59' }),
+    ).toThrow(/PRICE_FEED_MAX_AGE_SECONDS/);
+    expect(loadApiConfig({}).PRICE_FEED_MAX_AGE_SECONDS).toBe(90_000);
+    expect(() =>
+      loadWorkerConfig({
+        SETTLEMENT_MODE: 'treasury',
+        TREASURY_PRIVATE_KEY: '0x' + '11'.repeat(32),
+        QUOTE_SOURCE: 'static',
+      }),
+    ).not.toThrow();
+  });
+});
+
 describe('per-process configuration', () => {
   it('treasury mode without its key stops the worker, which signs the transfers, and nothing else', () => {
     const env = { SETTLEMENT_MODE: 'treasury' };
@@ -21,11 +93,16 @@ describe('per-process configuration', () => {
     );
     // The api reads the treasury's health by its address, never the key.
     expect(() => loadApiConfig(env)).toThrow(/TREASURY_ADDRESS is required when SETTLEMENT_MODE=treasury/);
-    const api = loadApiConfig({ ...env, TREASURY_ADDRESS: '0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC' });
+    const api = loadApiConfig({
+      ...env,
+      ...FEEDS,
+      TREASURY_ADDRESS: '0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC',
+    });
     expect(api.SETTLEMENT_MODE).toBe('treasury');
     // One environment for both processes: the api derives the address from the key and keeps no key.
     const shared = loadApiConfig({
       ...env,
+      ...FEEDS,
       TREASURY_PRIVATE_KEY: '0x5de4111afa1a4b94908f83103eb1f1706367c2e68ca870fc3fb9a804cdab365a',
     });
     expect(shared.TREASURY_ADDRESS).toBe('0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC');

@@ -12,6 +12,7 @@ import {
   maxExpectedUsdtUnits,
   minAmountUsdtUnits,
   parseDecimal,
+  rateFromUsdPrices,
   usdtUnitsForBrl,
   usdtUnitsFromDecimal,
   usdtUnitsToNumber,
@@ -418,5 +419,41 @@ describe('maxExpectedUsdtUnits (the most a payment buys at its quote, plus the t
   it('refuses a rate that is not positive and a negative tolerance', () => {
     expect(() => maxExpectedUsdtUnits(10000n, '0', '0.02')).toThrow(RangeError);
     expect(() => maxExpectedUsdtUnits(10000n, '5.50', '-0.01')).toThrow(RangeError);
+  });
+});
+
+describe('rateFromUsdPrices (BRL per USDT from two USD feeds)', () => {
+  const at8 = (answer: bigint) => ({ answer, decimals: 8 });
+  it.each([
+    // 1.0001 / 0.18 = 5.556111…, rounded up at the 8th decimal.
+    [at8(100_010_000n), at8(18_000_000n), '5.55611112'],
+    [at8(100_000_000n), at8(20_000_000n), '5.00000000'],
+    [at8(99_950_000n), at8(20_000_000n), '4.99750000'],
+    // Feeds of different decimals: USDT/USD at 18, BRL/USD at 8.
+    [{ answer: 10n ** 18n, decimals: 18 }, at8(18_000_000n), '5.55555556'],
+    [at8(1n), at8(100_000_000n), '0.00000001'],
+  ])('%p / %p = %s', (usdtUsd, brlUsd, rate) => {
+    expect(rateFromUsdPrices(usdtUsd, brlUsd)).toBe(rate);
+  });
+
+  it('never rounds the rate down (a lower rate would promise more USDT than the feeds are worth)', () => {
+    fc.assert(
+      fc.property(
+        fc.bigInt({ min: 1n, max: 10n ** 12n }),
+        fc.bigInt({ min: 1n, max: 10n ** 12n }),
+        (u, b) => {
+          const rate = rateFromUsdPrices(at8(u), at8(b));
+          const units = parseDecimal(rate, 8);
+          // units / 10^8 >= u / b, and less than one unit above it.
+          expect(units * b >= u * 10n ** 8n).toBe(true);
+          expect((units - 1n) * b < u * 10n ** 8n).toBe(true);
+        },
+      ),
+    );
+  });
+
+  it('refuses a non-positive answer', () => {
+    expect(() => rateFromUsdPrices(at8(0n), at8(18_000_000n))).toThrow(RangeError);
+    expect(() => rateFromUsdPrices(at8(100_000_000n), at8(-1n))).toThrow(RangeError);
   });
 });

@@ -1,12 +1,5 @@
-import {
-  BaseError,
-  createPublicClient,
-  http,
-  ContractFunctionRevertedError,
-  ContractFunctionZeroDataError,
-  type Address,
-  type PublicClient,
-} from 'viem';
+import { createPublicClient, http, type Address, type PublicClient } from 'viem';
+import { isMissingFunction, shortError } from '../chain/contract-errors';
 import {
   firstFlag,
   ScreeningUnavailableError,
@@ -177,21 +170,6 @@ export interface SourceCheck {
   /** ok: answers; missing: no such function at that address (no code, or it reverts); unreadable: no answer. */
   state: 'ok' | 'missing' | 'unreadable';
   error?: string;
-}
-
-/** The contract answered, but not with the function: no code there, or a revert (no such selector). */
-function isMissingFunction(err: unknown): boolean {
-  if (!(err instanceof BaseError)) return false;
-  return (
-    err.walk(
-      (e) => e instanceof ContractFunctionZeroDataError || e instanceof ContractFunctionRevertedError,
-    ) !== null
-  );
-}
-
-function shortError(err: unknown): string {
-  if (err instanceof BaseError) return err.shortMessage;
-  return err instanceof Error ? err.message : String(err);
 }
 
 /** The public client screening reads the chain through (its own: reads only, short timeout). */

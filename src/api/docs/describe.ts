@@ -53,6 +53,15 @@ const RETRY_AFTER = {
     schema: { type: 'integer', examples: [60] },
   },
 };
+/** The 503s of a request that needs a rate: every refusal but the provider's slow charge says when to retry. */
+const RETRY_AFTER_503 = {
+  'Retry-After': {
+    description:
+      'Seconds to wait before retrying: 5 for an unavailable quote or screening, 60 for a stale price feed or a ' +
+      'treasury that cannot send (absent on `payment provider unavailable, retry later`)',
+    schema: { type: 'integer', examples: [5, 60] },
+  },
+};
 const REQUEST_ID = {
   'X-Request-Id': {
     description: 'Id of this request in our logs: yours when you sent a usable one, else generated',
@@ -82,7 +91,8 @@ const STATUS_MEANING: Record<string, string> = {
   '500': `Unexpected error: ${quoted(API_ERRORS.internalError())} (no details are ever returned; quote X-Request-Id to support)`,
   '502': `The payment provider could not create the PIX charge: ${quoted(API_ERRORS.chargeRefused())}`,
   '503':
-    `Temporarily unavailable, retry later: no exchange rate (${quoted(API_ERRORS.quoteUnavailable())}) or ` +
+    `Temporarily unavailable, retry later: no exchange rate (${quoted(API_ERRORS.quoteUnavailable())}, or ` +
+    `${quoted(API_ERRORS.quoteStale())} when its price feed is stale, both with \`Retry-After\`) or ` +
     `the provider is slow to create the charge (${quoted(API_ERRORS.providerUnavailable())})`,
 };
 
@@ -169,7 +179,8 @@ const OPERATIONS: Record<string, OperationDoc> = {
         `(USDT sent there could be frozen), or ${quoted(API_ERRORS.receiverFailedScreening())}. ` +
         'Final: a replay of the same Idempotency-Key answers the same.',
       '503':
-        `Nothing was created; retry later: ${quoted(API_ERRORS.quoteUnavailable())}, ` +
+        `Nothing was created; retry later: ${quoted(API_ERRORS.quoteUnavailable())} (with \`Retry-After\`), ` +
+        `${quoted(API_ERRORS.quoteStale())} (the rate's price feed is stale; with \`Retry-After\`), ` +
         `${quoted(API_ERRORS.providerUnavailable())} (no PIX charge within 20 s), or ` +
         `${quoted(API_ERRORS.screeningUnavailable())} (with \`Retry-After\`), or ` +
         `${quoted(API_ERRORS.treasuryCannotSend())} (with \`Retry-After\`).`,
@@ -241,7 +252,9 @@ const OPERATIONS: Record<string, OperationDoc> = {
       '400':
         'Invalid `amount_brl`, with the messages of POST /v1/payouts (e.g. `amount_brl must be > 0`, ' +
         '`amount_brl must have at most 2 decimal places`, `amount_brl is too small: min_amount_usdt must be at least 0.01`)',
-      '503': 'No exchange rate: `quote unavailable, retry later`',
+      '503':
+        `No exchange rate, with \`Retry-After\`: ${quoted(API_ERRORS.quoteUnavailable())}, or ` +
+        `${quoted(API_ERRORS.quoteStale())} when the rate's price feed is stale`,
     },
   },
   'get /v1/payouts/{id}/qr.svg': qrOperation('svg', 'image/svg+xml'),
@@ -359,6 +372,8 @@ export function describeOperations<D>(generated: D): D {
         }
         response.headers = { ...REQUEST_ID, ...response.headers };
         if (status === '429') response.headers = { ...response.headers, ...RETRY_AFTER };
+        if (status === '503' && (path === '/v1/quotes' || (path === '/v1/payouts' && method === 'post')))
+          response.headers = { ...response.headers, ...RETRY_AFTER_503 };
         if (status === '201' && path === '/v1/payouts') {
           response.headers = {
             ...response.headers,

@@ -1,7 +1,12 @@
 import { MIN_QUOTE_USDT_UNITS, minAmountUsdtUnits } from '../../domain/money';
-import { AmountTooSmallError, QuoteUnavailableError } from '../../domain/payout-request-errors';
+import {
+  AmountTooSmallError,
+  QuoteStaleError,
+  QuoteUnavailableError,
+} from '../../domain/payout-request-errors';
+import { RateUnavailableError } from '../../domain/rate';
 
-/** The provider's spot rate (BRL per 1 USDT) as the api holds it, and until when it is reused. */
+/** The spot rate (BRL per 1 USDT) as the api holds it, from its QUOTE_SOURCE, and until when it is reused. */
 export interface RateQuote {
   rate: string;
   /** ISO 8601: after this the api fetches a new rate, so a later quote or payout may differ. */
@@ -22,7 +27,9 @@ export async function quoteMinAmount(
   amountCentavos: bigint,
 ): Promise<{ minAmountUsdtUnits: bigint; expiresAt: string; rate: string }> {
   const quote = await deps.quote().catch((cause: unknown) => {
-    throw new QuoteUnavailableError('the provider quote failed', { cause });
+    if (cause instanceof RateUnavailableError && cause.reason === 'stale')
+      throw new QuoteStaleError(cause.message, { cause });
+    throw new QuoteUnavailableError(`the quote failed: ${errorText(cause)}`, { cause });
   });
   const minUnits = minAmountUsdtUnits(amountCentavos, quote.rate, deps.minAmountBuffer);
   if (minUnits < MIN_QUOTE_USDT_UNITS) {
@@ -30,3 +37,5 @@ export async function quoteMinAmount(
   }
   return { minAmountUsdtUnits: minUnits, expiresAt: quote.expiresAt, rate: quote.rate };
 }
+
+const errorText = (err: unknown) => (err instanceof Error ? err.message : String(err));

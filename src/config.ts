@@ -474,6 +474,13 @@ function quoteSourceIssues(
       path: ['FX_STATIC_RATE'],
       message: 'is required when QUOTE_SOURCE=static (there is no default rate)',
     });
+  // An API Pix institution quotes nothing: its deployments have no provider to ask.
+  if (source === 'provider' && env.PIX_PROVIDER === 'bcb-api-pix')
+    issues.push({
+      code: 'custom',
+      path: ['QUOTE_SOURCE'],
+      message: 'provider is not a rate source with PIX_PROVIDER=bcb-api-pix: use price-feeds or static',
+    });
   if (source !== 'static' && env.FX_STATIC_RATE)
     issues.push({
       code: 'custom',

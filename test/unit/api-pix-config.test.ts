@@ -58,6 +58,14 @@ describe('PIX_PROVIDER=bcb-api-pix settings', () => {
   });
 });
 
+it('refuses the provider as the rate source: an institution quotes nothing', () => {
+  const env = { ...API_PIX, ...TREASURY, QUOTE_SOURCE: 'provider' };
+  expect(() => loadApiConfig(env)).toThrow(
+    'invalid configuration: QUOTE_SOURCE provider is not a rate source with PIX_PROVIDER=bcb-api-pix: use price-feeds or static',
+  );
+  expect(loadApiConfig({ ...API_PIX, ...TREASURY }).QUOTE_SOURCE ?? 'price-feeds').toBe('price-feeds');
+});
+
 describe('txid of a payout', () => {
   it('is the payout id in 32 hex digits, the same on every retry, and maps back', () => {
     const payoutId = '3F2504E0-4F89-41D3-9A0C-0305E82C3301';

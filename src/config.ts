@@ -474,8 +474,9 @@ function quoteSourceIssues(
       path: ['FX_STATIC_RATE'],
       message: 'is required when QUOTE_SOURCE=static (there is no default rate)',
     });
-  // An API Pix institution quotes nothing: its deployments have no provider to ask.
-  if (source === 'provider' && env.PIX_PROVIDER === 'bcb-api-pix')
+  // An API Pix institution quotes nothing: its deployments have no provider to ask. (Outside treasury
+  // mode the settlement mode is what is wrong, and says so.)
+  if (source === 'provider' && env.PIX_PROVIDER === 'bcb-api-pix' && env.SETTLEMENT_MODE === 'treasury')
     issues.push({
       code: 'custom',
       path: ['QUOTE_SOURCE'],

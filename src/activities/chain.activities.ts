@@ -26,6 +26,7 @@ import {
 import type { Metrics } from '../observability/metrics';
 import { CHAIN_REJECTED } from './failure-types';
 import { createNonceGapCheck } from './treasury-nonce-gap';
+import type { PaymentHoldCheck } from './payment-hold';
 
 export interface ChainActivityDeps {
   db: Db;
@@ -44,6 +45,11 @@ export interface ChainActivityDeps {
    * higher fees (TREASURY_REPRICE_AFTER_SECONDS). Default 120.
    */
   treasuryRepriceAfterSeconds?: number;
+  /**
+   * Reads the settling payment again right before a treasury transfer is signed, where the PIX provider
+   * reports returns it did not make on our behalf (API Pix devoluções); absent, no such read.
+   */
+  paymentHold?: PaymentHoldCheck;
 }
 
 const MISMATCH_REASONS: readonly MismatchReason[] = ['no_matching_transfer', 'claimed_by_other'];
@@ -60,6 +66,7 @@ export function createChainActivities({
   screening,
   nonceConflictProof = { receiptLookups: 3, spacingMs: 2_000 },
   treasuryRepriceAfterSeconds = 120,
+  paymentHold,
 }: ChainActivityDeps) {
   // Alerted on with increase(): every reason's series exists from the start, at 0.
   for (const reason of MISMATCH_REASONS) metrics.transferMismatches.inc({ reason }, 0);
@@ -366,6 +373,9 @@ export function createChainActivities({
       amountUnits: string;
       /** An operator released the payout after screening flagged its receiver: sign without screening. */
       released?: boolean;
+      /** The payment this transfer pays for, read again before signing (paymentHold). */
+      chargeId?: string;
+      paymentEventId?: string;
     }): Promise<{ txHash: `0x${string}` } | { flagged: Extract<ScreeningVerdict, { kind: 'flagged' }> }> {
       // A transfer already signed for the payout (its open round) is only re-sent: nothing about this
       // worker (its treasury key, its balance) may refuse it then, since a refusal is taken as proof
@@ -398,6 +408,13 @@ export function createChainActivities({
           );
           return { flagged: verdict };
         }
+      }
+      if (paymentHold && req.chargeId !== undefined && req.paymentEventId !== undefined) {
+        await paymentHold({
+          payoutId: req.payoutId,
+          chargeId: req.chargeId,
+          paymentEventId: req.paymentEventId,
+        });
       }
       const treasury = treasuryAddressOf(ledger);
       const transfer = await getOrCreateTreasuryTransfer(

@@ -27,6 +27,7 @@ export interface ActivityDeps {
   screening: ReceiverScreening;
   nonceConflictProof?: ChainActivityDeps['nonceConflictProof'];
   treasuryRepriceAfterSeconds?: ChainActivityDeps['treasuryRepriceAfterSeconds'];
+  paymentHold?: ChainActivityDeps['paymentHold'];
 }
 
 /**

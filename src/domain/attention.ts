@@ -17,7 +17,7 @@ export const ATTENTION_KINDS = [
   'treasury_nonce_gap',
   /** A reported transfer that does not match the payout (another chain, wallet or amount). */
   'transfer_mismatch',
-  /** The charge's status cannot be read at expiry: unpaid is not assumed. */
+  /** The charge's status cannot be read (at expiry, or right before the treasury signs): nothing is assumed. */
   'charge_status_unreadable',
   /** The charge could not be removed at the provider at expiry. */
   'charge_removal_unanswered',
@@ -25,6 +25,8 @@ export const ATTENTION_KINDS = [
   'receiver_flagged',
   /** A screening source cannot be read right before sending: nothing is sent until it answers. */
   'screening_unreadable',
+  /** The payment is being returned to the payer (a devolução at the institution): nothing is sent. */
+  'payment_returned',
   /** For review, not waiting: the provider reported the settlement failed, the chain shows it paid. */
   'provider_contradiction',
   /** For review, not waiting: more USDT settled than the payment could buy at the quote. */

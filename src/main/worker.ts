@@ -1,5 +1,6 @@
 import type { DataConverter } from '@temporalio/common';
 import type { PixWebhookAdmin } from '../adapters/provider/api-pix/api-pix-provider';
+import { createPaymentHoldCheck } from '../activities/payment-hold';
 import { Worker, type NativeConnection, type WorkerOptions } from '@temporalio/worker';
 import { createActivities, type ActivityDeps } from '../activities';
 import { createCallbackActivities } from '../activities/callback.activities';
@@ -178,6 +179,10 @@ export async function main(): Promise<void> {
       logger,
       metrics,
       treasuryRepriceAfterSeconds: config.TREASURY_REPRICE_AFTER_SECONDS,
+      // An API Pix institution reports returns the payer's bank obtained (MED): read before signing.
+      ...(config.PIX_PROVIDER === 'bcb-api-pix' && {
+        paymentHold: createPaymentHoldCheck({ collection: rails.collection, logger }),
+      }),
       screening,
     },
     callbacks: callbackSenderOptionsOf(config),

@@ -778,7 +778,16 @@ describe('payoutWorkflow (time-skipping)', () => {
       expect(done.confirmedAt).toEqual(expect.any(String));
       expect(fake.callsOf('requestSettlement')).toHaveLength(0);
       expect(fake.callsOf('sendTreasuryTransfer')).toEqual([
-        [{ payoutId: done.id, to: done.receiverWallet, amountUnits: '17152658' }],
+        [
+          {
+            payoutId: done.id,
+            to: done.receiverWallet,
+            amountUnits: '17152658',
+            // The payment it pays for, read again right before signing.
+            chargeId: done.providerChargeId,
+            paymentEventId: expect.stringMatching(/^evt_/),
+          },
+        ],
       ]);
       expect(fake.callsOf('alertSettlementBelowMinimum')).toHaveLength(0);
     });

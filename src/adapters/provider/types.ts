@@ -80,7 +80,17 @@ export interface ChargeStatus {
   status: 'active' | 'paid' | 'expired' | 'removed';
   expiresAt: string;
   /** Every payment on the charge, oldest first, each under the event id of its pix.received notification. */
-  payments: { eventId: string; amountBrl: string; paidAt: string }[];
+  payments: {
+    eventId: string;
+    amountBrl: string;
+    paidAt: string;
+    /**
+     * The payer is getting this payment back, or got it, by a return the institution reports (API Pix:
+     * a devolução in process or done, say by the payer's bank through MED). Such a payment must not
+     * settle: its USDT would be paid on BRL that left again.
+     */
+    returned?: boolean;
+  }[];
 }
 
 /**

@@ -16,6 +16,8 @@ const WAITS_ON: Readonly<Record<string, AttentionKind>> = {
   TreasuryCannotSend: 'treasury_cannot_send',
   TreasuryNonceGap: 'treasury_nonce_gap',
   ScreeningUnavailable: 'screening_unreadable',
+  PaymentReturned: 'payment_returned',
+  ChargeStatusUnreadable: 'charge_status_unreadable',
 };
 const ROUND_KINDS: readonly AttentionKind[] = Object.values(WAITS_ON);
 
@@ -39,7 +41,17 @@ export async function settleFromTreasury(
   released = false,
 ): Promise<SettlementOutcome> {
   const amountUnits = payout.minAmountUsdtUnits;
-  const transfer = { payoutId: payout.id, to: payout.receiverWallet, amountUnits };
+  const transfer = {
+    payoutId: payout.id,
+    to: payout.receiverWallet,
+    amountUnits,
+    // Read again at the PIX provider right before signing: a payment returned meanwhile is not paid.
+    ...(payout.providerChargeId !== undefined &&
+      payout.paymentEventId !== undefined && {
+        chargeId: payout.providerChargeId,
+        paymentEventId: payout.paymentEventId,
+      }),
+  };
   for (;;) {
     let sent: Awaited<ReturnType<typeof treasury.sendTreasuryTransfer>>;
     try {

@@ -19,12 +19,20 @@ export const COB_STATUSES = [
   'REMOVIDA_PELO_PSP',
 ] as const;
 
+/** A return of a received Pix (devolução): ours, or one the payer's bank obtained (MED). */
+export const devolucaoSchema = z.object({
+  id: z.string().max(35),
+  valor: valorSchema,
+  status: z.enum(['EM_PROCESSAMENTO', 'DEVOLVIDO', 'NAO_REALIZADO']),
+});
+
 export const pixSchema = z.object({
   endToEndId: endToEndIdSchema,
   txid: z.string().max(35).optional(),
   valor: valorSchema,
   chave: z.string().max(77).optional(),
   horario: dateTime,
+  devolucoes: z.array(devolucaoSchema).max(100).optional(),
 });
 
 export const cobSchema = z.object({

@@ -313,7 +313,13 @@ function statusOf(cob: Cob, now: Date): ChargeStatus {
     amountBrl: cob.valor.original,
     status,
     expiresAt: expiresAt.toISOString(),
-    payments: pix.map((p) => ({ eventId: p.endToEndId, amountBrl: p.valor, paidAt: p.horario })),
+    payments: pix.map((p) => ({
+      eventId: p.endToEndId,
+      amountBrl: p.valor,
+      paidAt: p.horario,
+      // A devolução under way or done: the payer is getting this payment back (MED, the portal).
+      ...((p.devolucoes ?? []).some((d) => d.status !== 'NAO_REALIZADO') && { returned: true }),
+    })),
   };
 }
 

@@ -1,0 +1,47 @@
+import { ApplicationFailure } from '@temporalio/activity';
+import { ProviderError, type PixCollection } from '../adapters/provider/types';
+import type { Logger } from '../observability/logger';
+
+/** The payment a treasury transfer pays for: its charge and the event id of the payment that settles. */
+export interface SettlingPayment {
+  payoutId: string;
+  chargeId: string;
+  paymentEventId: string;
+}
+
+/**
+ * Right before the treasury signs, the payment it pays for is read again at the PIX provider: a
+ * payment the payer is getting back (a devolução the payer's bank obtained, say by MED, while the
+ * payout waited for the treasury or an operator) must not be paid in USDT as well. Throws retryably:
+ * `PaymentReturned` (the payout waits with an attention item for an operator) or
+ * `ChargeStatusUnreadable` (nothing is signed on an unknown: a read that fails is not "still held").
+ */
+export function createPaymentHoldCheck(deps: { collection: PixCollection; logger: Logger }) {
+  return async function assertPaymentHeld(payment: SettlingPayment): Promise<void> {
+    let status;
+    try {
+      status = await deps.collection.getChargeStatus(payment.chargeId);
+    } catch (err) {
+      if (!(err instanceof ProviderError)) throw err;
+      deps.logger.warn(
+        { payoutId: payment.payoutId, chargeId: payment.chargeId, code: err.code },
+        'charge status unreadable right before the treasury transfer: nothing signed',
+      );
+      throw ApplicationFailure.retryable(err.message, 'ChargeStatusUnreadable');
+    }
+    const settling = status.payments.find((p) => p.eventId === payment.paymentEventId);
+    if (settling === undefined || settling.returned === true) {
+      const why = settling === undefined ? 'no longer listed on its charge' : 'being returned to the payer';
+      deps.logger.error(
+        { event: 'payment_returned', payoutId: payment.payoutId, paymentEventId: payment.paymentEventId },
+        `the payment is ${why} right before the treasury transfer: nothing signed`,
+      );
+      throw ApplicationFailure.retryable(
+        `payment ${payment.paymentEventId} is ${why}: nothing is sent until an operator decides`,
+        'PaymentReturned',
+      );
+    }
+  };
+}
+
+export type PaymentHoldCheck = ReturnType<typeof createPaymentHoldCheck>;

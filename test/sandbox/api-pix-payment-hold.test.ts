@@ -1,0 +1,88 @@
+/**
+ * The read right before the treasury signs (src/activities/payment-hold.ts): a payment the payer is
+ * getting back through a devolução is never paid in USDT as well. Against the sandbox's API Pix face
+ * over mutual TLS, with its devoluções; nothing is mocked.
+ */
+import { randomUUID } from 'node:crypto';
+
+import { createPaymentHoldCheck } from '../../src/activities/payment-hold';
+import { apiPixProviderOf } from '../../src/main/wiring';
+import { createLogger } from '../../src/observability/logger';
+import { CLIENT_ID, CLIENT_SECRET, PIX_KEY, startApiPixSandbox, type ApiPixSandbox } from './api-pix-support';
+
+let sandbox: ApiPixSandbox;
+beforeAll(async () => {
+  sandbox = await startApiPixSandbox();
+});
+afterAll(() => sandbox?.close());
+
+const institution = () =>
+  apiPixProviderOf({
+    PIX_API_URL: sandbox.apiUrl,
+    PIX_API_TOKEN_URL: `${sandbox.origin}/oauth/token`,
+    PIX_API_CLIENT_ID: CLIENT_ID,
+    PIX_API_CLIENT_SECRET: CLIENT_SECRET,
+    PIX_API_SCOPES: undefined,
+    PIX_API_CERT_FILE: `${sandbox.certDir}/client.pem`,
+    PIX_API_KEY_FILE: `${sandbox.certDir}/client-key.pem`,
+    PIX_API_CA_FILE: `${sandbox.certDir}/ca.pem`,
+    PIX_API_RECEIVER_KEY: PIX_KEY,
+    PIX_API_PAYER_MESSAGE: 'Pagamento de teste',
+    PROVIDER_TIMEOUT_MS: 5_000,
+  });
+
+/** A paid charge: its id and the endToEndId of its payment. */
+async function paidCharge(): Promise<{ payoutId: string; chargeId: string; paymentEventId: string }> {
+  const payoutId = randomUUID();
+  const charge = await institution().createCharge({
+    externalId: payoutId,
+    amountCentavos: 10_000n,
+    payerPixKey: '12345678901',
+    payerPixKeyType: 'CPF',
+    expiresInSeconds: 600,
+  });
+  const paid = await sandbox.plainCall('POST', '/sandbox/payments', { pix_copy_paste: charge.pixCopyPaste });
+  expect(paid.status).toBe(202);
+  const status = await institution().getChargeStatus(charge.chargeId);
+  return { payoutId, chargeId: charge.chargeId, paymentEventId: status.payments[0]!.eventId };
+}
+
+const check = () =>
+  createPaymentHoldCheck({
+    collection: institution(),
+    logger: createLogger({ level: 'silent', name: 'test' }),
+  });
+
+async function failureType(promise: Promise<unknown>): Promise<string | undefined> {
+  try {
+    await promise;
+  } catch (err) {
+    return (err as { type?: string }).type;
+  }
+  return undefined;
+}
+
+it('lets a payment that is held be paid', async () => {
+  await expect(check()(await paidCharge())).resolves.toBeUndefined();
+});
+
+it('stops a payment that is being returned, and one returned, from being paid', async () => {
+  const payment = await paidCharge();
+  const devolucao = await sandbox.api('PUT', `/pix/${payment.paymentEventId}/devolucao/med1`, {
+    valor: '100.00',
+  });
+  expect(devolucao.status).toBe(201);
+  // EM_PROCESSAMENTO at first, DEVOLVIDO shortly after: neither may settle.
+  expect(await failureType(check()(payment))).toBe('PaymentReturned');
+  await new Promise((resolve) => setTimeout(resolve, 400));
+  expect(await failureType(check()(payment))).toBe('PaymentReturned');
+});
+
+it('signs nothing on a charge that cannot be read, nor for a payment it does not list', async () => {
+  const payment = await paidCharge();
+  await sandbox.plainCall('POST', '/sandbox/faults', { route: 'GET /cob/{txid}', status: 503, count: 1 });
+  expect(await failureType(check()(payment))).toBe('ChargeStatusUnreadable');
+  expect(await failureType(check()({ ...payment, paymentEventId: 'E00000000202611251200abcdefghijk' }))).toBe(
+    'PaymentReturned',
+  );
+});

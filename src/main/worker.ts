@@ -1,3 +1,5 @@
+import { X509Certificate } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import type { DataConverter } from '@temporalio/common';
 import type { PixWebhookAdmin } from '../adapters/provider/api-pix/api-pix-provider';
 import { createPaymentHoldCheck } from '../activities/payment-hold';
@@ -100,6 +102,27 @@ export function createPayoutWorker(opts: PayoutWorkerOptions): Promise<Worker> {
 }
 
 /**
+ * The API Pix client certificate's expiry, at start: an expired one makes every call a TLS failure,
+ * and institutions issue them for a year or two. An error within 30 days of the end.
+ */
+function reportClientCertificate(file: string | undefined, logger: Logger): void {
+  if (file === undefined) return;
+  try {
+    const cert = new X509Certificate(readFileSync(file));
+    const daysLeft = Math.floor((Date.parse(cert.validTo) - Date.now()) / 86_400_000);
+    const fields = { certificate: file, validTo: new Date(cert.validTo).toISOString(), daysLeft };
+    if (daysLeft < 30)
+      logger.error(fields, 'API Pix client certificate expires soon: renew it at the institution');
+    else logger.info(fields, 'API Pix client certificate');
+  } catch (err) {
+    logger.error(
+      { certificate: file, err: err instanceof Error ? err.message : String(err) },
+      'API Pix client certificate unreadable',
+    );
+  }
+}
+
+/**
  * Says at start whether the API Pix institution answers (certificate, OAuth client, URL) and where
  * its webhooks go: a wrong secret or an unregistered webhook shows in the first log lines rather
  * than at the first payout. An institution that does not answer does not stop the worker; payouts
@@ -133,7 +156,10 @@ export async function main(): Promise<void> {
   // Migrations are a separate one-shot job (src/main/migrate.ts); replicas only check for it.
   await assertSchemaCurrent(db);
   const rails = pixRailsOf(config, metrics);
-  if (rails.webhooks) void reportApiPixInstitution(rails.webhooks, logger);
+  if (rails.webhooks) {
+    reportClientCertificate(config.PIX_API_CERT_FILE, logger);
+    void reportApiPixInstitution(rails.webhooks, logger);
+  }
   const ledger = createUsdtLedger({
     rpcUrl: config.EVM_RPC_URL,
     chainId: config.EVM_CHAIN_ID,

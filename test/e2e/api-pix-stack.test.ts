@@ -113,6 +113,10 @@ describe('PIX_PROVIDER=bcb-api-pix SETTLEMENT_MODE=treasury npm start', () => {
     'has registered its webhook at the institution, as `admin pix webhook show` reads it',
     async () => {
       await stack.waitFor(/webhook .*\/webhooks\/sandbox\/pix registered/);
+      // The worker said at start that the institution answers, where its webhook points, and how long
+      // its client certificate lasts.
+      await stack.waitFor(/API Pix institution answers; webhook registered/);
+      await stack.waitFor(/"daysLeft":\d+.*API Pix client certificate"/);
       const certDir = path.join(env.LOCAL_DATA_DIR!, 'sandbox-api-pix');
       const shown = await admin(['pix', 'webhook', 'show'], {
         PIX_PROVIDER: 'bcb-api-pix',

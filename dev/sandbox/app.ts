@@ -6,6 +6,8 @@ import { z } from 'zod';
 
 import { BrCodeError, encodeBrCode, parseBrCode } from '../../src/domain/brcode';
 import { formatCentavos, parseDecimal } from '../../src/domain/money';
+import { API_PIX_FAULT_ROUTES, type ApiPixFaultRoute, type FaultRegistry } from './api-pix/faults';
+import { Problem, type ApiPixPsp } from './api-pix/psp';
 import type { SandboxConfig } from './config';
 import { createSettlementRunner, createUsdtSender, settleablePayment, type UsdtSender } from './settlement';
 import {
@@ -27,6 +29,10 @@ export interface SandboxDeps {
   usdtSender?: UsdtSender;
   /** Retry tuning of webhook delivery (tests shorten it). */
   webhook?: Partial<Omit<WebhookOptions, 'url' | 'logger'>>;
+  /** The state shared with the API Pix face; default: its own (SANDBOX_STATE_FILE or memory). */
+  state?: SandboxState;
+  /** The API Pix face's PSP, when that face runs: the payer pays its dynamic codes here too. */
+  apiPix?: { psp: ApiPixPsp; faults: FaultRegistry };
 }
 
 /** An error with the status and `{"error"}` message (and machine-readable `code`) the sandbox answers with. */
@@ -79,6 +85,8 @@ const paymentRequest = z.object({
     .optional(),
   // false: the payment happens but its webhook is never delivered (a lost notification).
   notify: z.boolean().default(true),
+  // API Pix only: the payer's message to the receiver (the Pix's infoPagador).
+  info_pagador: z.string().min(1).max(140).optional(),
 });
 
 const redeliveryRequest = z.object({ event_id: z.string().min(1).max(64) });
@@ -94,9 +102,13 @@ const FAULT_ROUTES = {
   'GET /pix/notification/{token}': 'GET /pix/notification/:token',
 } as const;
 type FaultRoute = keyof typeof FAULT_ROUTES;
+type AnyFaultRoute = FaultRoute | ApiPixFaultRoute;
 
 const faultRequest = z.object({
-  route: z.enum(Object.keys(FAULT_ROUTES) as [FaultRoute, ...FaultRoute[]]),
+  route: z.enum([...Object.keys(FAULT_ROUTES), ...Object.keys(API_PIX_FAULT_ROUTES)] as [
+    AnyFaultRoute,
+    ...AnyFaultRoute[],
+  ]),
   status: z.number().int().min(400).max(599),
   count: z.number().int().min(1).max(10_000),
 });
@@ -112,7 +124,9 @@ export function buildSandboxApp(config: SandboxConfig, deps: SandboxDeps = {}): 
     bodyLimit: BODY_LIMIT_BYTES,
   });
   const now = deps.now ?? (() => new Date());
-  const state = config.stateFile === undefined ? new SandboxState() : SandboxState.load(config.stateFile);
+  const state =
+    deps.state ?? (config.stateFile === undefined ? new SandboxState() : SandboxState.load(config.stateFile));
+  const apiPix = deps.apiPix;
 
   const webhooks = createWebhookDispatcher({ ...deps.webhook, url: config.webhookUrl, logger: app.log });
   const settlements = createSettlementRunner({
@@ -346,7 +360,29 @@ export function buildSandboxApp(config: SandboxConfig, deps: SandboxDeps = {}): 
   // The payer's bank. Not part of the provider API, so it takes no provider API key.
   app.post('/sandbox/payments', async (request, reply) => {
     const req = parse(paymentRequest, request.body);
-    const charge = chargeForCode(req.pix_copy_paste);
+    const parsed = parseCode(req.pix_copy_paste);
+    if (parsed.merchantAccount.url !== undefined) {
+      // A dynamic code: an API Pix cob, found by its location.
+      if (!apiPix) throw new HttpError(404, 'unknown charge');
+      const pix = payerCall(() =>
+        apiPix.psp.pay({
+          location: parsed.merchantAccount.url ?? '',
+          codeAmount: parsed.transactionAmount,
+          paidCentavos: req.amount_brl === undefined ? undefined : BigInt(Math.round(req.amount_brl * 100)),
+          infoPagador: req.info_pagador,
+          notify: req.notify,
+        }),
+      );
+      return reply
+        .status(202)
+        .send({
+          txid: pix.txid,
+          end_to_end_id: pix.endToEndId,
+          event_id: pix.endToEndId,
+          status: 'accepted',
+        });
+    }
+    const charge = chargeForCode(parsed);
     if (charge.removedAt) throw new HttpError(410, 'charge was removed by the receiver');
     const amountCentavos =
       req.amount_brl === undefined ? charge.amountCentavos : BigInt(Math.round(req.amount_brl * 100));
@@ -390,6 +426,11 @@ export function buildSandboxApp(config: SandboxConfig, deps: SandboxDeps = {}): 
   // the same event_id, under a new notification token.
   app.post('/sandbox/notifications/redeliver', async (request, reply) => {
     const req = parse(redeliveryRequest, request.body);
+    // An endToEndId: the API Pix face pushes that Pix again.
+    if (apiPix && payerCall(() => apiPix.psp.redeliver(req.event_id))) {
+      request.log.info({ end_to_end_id: req.event_id }, 'pix redelivered');
+      return reply.status(202).send({ event_id: req.event_id, status: 'accepted' });
+    }
     const body = state.reissueNotification(req.event_id);
     if (!body) throw new HttpError(404, 'unknown event');
     request.log.info({ event_id: body.event_id, type: body.type }, 'notification redelivered');
@@ -401,28 +442,61 @@ export function buildSandboxApp(config: SandboxConfig, deps: SandboxDeps = {}): 
   // outage, a rotated key or a lagging replica would. Not part of the provider API: no API key.
   app.post('/sandbox/faults', async (request, reply) => {
     const req = parse(faultRequest, request.body);
-    faults.set(FAULT_ROUTES[req.route], { route: req.route, status: req.status, remaining: req.count });
+    if (req.route in API_PIX_FAULT_ROUTES) {
+      if (!apiPix) throw new HttpError(400, 'route: the API Pix face is not running (SANDBOX_API_PIX_PORT)');
+      const pattern = API_PIX_FAULT_ROUTES[req.route as ApiPixFaultRoute];
+      apiPix.faults.arm(pattern, { route: req.route, status: req.status, remaining: req.count });
+    } else {
+      const route = req.route as FaultRoute;
+      faults.set(FAULT_ROUTES[route], { route, status: req.status, remaining: req.count });
+    }
     request.log.info(req, 'fault armed');
     return reply.status(201).send({ route: req.route, status: req.status, remaining: req.count });
   });
   app.get('/sandbox/faults', async () => ({
-    faults: [...faults.values()].map((f) => ({ route: f.route, status: f.status, remaining: f.remaining })),
+    faults: [...faults.values(), ...(apiPix?.faults.list() ?? [])].map((f) => ({
+      route: f.route,
+      status: f.status,
+      remaining: f.remaining,
+    })),
   }));
   app.delete('/sandbox/faults', async () => {
-    const cleared = faults.size;
+    const cleared = faults.size + (apiPix?.faults.clear() ?? 0);
     faults.clear();
     return { cleared };
   });
 
-  function chargeForCode(code: string): Charge {
-    let parsed: ReturnType<typeof parseBrCode>;
+  // API Pix test controls: what the payer got back (one entry per DEVOLVIDO devolução), and
+  // devoluções that will fail.
+  app.get('/sandbox/returns', async () => ({ returns: apiPix?.psp.returns() ?? [] }));
+  app.post('/sandbox/devolucoes/refuse', async (request, reply) => {
+    const req = parse(z.object({ count: z.number().int().min(0).max(10_000) }), request.body);
+    if (!apiPix) throw new HttpError(404, 'the API Pix face is not running (SANDBOX_API_PIX_PORT)');
+    apiPix.psp.refuseNextDevolucoes(req.count);
+    return reply.status(201).send({ refuse_next: req.count });
+  });
+
+  /** The API Pix PSP's refusals of the payer, as this face's errors. */
+  function payerCall<T>(run: () => T): T {
     try {
-      parsed = parseBrCode(code.trim());
+      return run();
+    } catch (err) {
+      if (err instanceof Problem) throw new HttpError(err.status, err.message);
+      throw err;
+    }
+  }
+
+  function parseCode(code: string): ReturnType<typeof parseBrCode> {
+    try {
+      return parseBrCode(code.trim());
     } catch (err) {
       if (err instanceof BrCodeError)
         throw new HttpError(400, `pix_copy_paste is not a valid BR Code: ${err.message}`);
       throw err;
     }
+  }
+
+  function chargeForCode(parsed: ReturnType<typeof parseBrCode>): Charge {
     // A code paying another key, or without our txid, is not one of this provider's charges.
     const charge =
       parsed.merchantAccount.key === config.pixKey && parsed.txid !== undefined

@@ -30,6 +30,19 @@ export interface SandboxConfig {
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   /** JSON file the state is saved to and restored from; none: memory only, a restart forgets all. */
   stateFile?: string;
+  /** The API Pix face (BCB's API Pix over mutual TLS, docs/sandbox-api-pix.md); none: not started. */
+  apiPix?: ApiPixConfig;
+}
+
+export interface ApiPixConfig {
+  port: number;
+  /** Where ca.pem, client.pem, client-key.pem (and the server's and CA's own files) are kept. */
+  certDir: string;
+  /** Names and IPv4 addresses the server certificate is valid for: 127.0.0.1, localhost and these. */
+  serverNames: string[];
+  clientId: string;
+  clientSecret: string;
+  tokenTtlSeconds: number;
 }
 
 export class SandboxConfigError extends Error {
@@ -95,6 +108,27 @@ const schema = z.object({
     'info',
   ),
   SANDBOX_STATE_FILE: optional(z.string().min(1)),
+  SANDBOX_API_PIX_PORT: optional(port),
+  SANDBOX_API_PIX_CERT_DIR: withDefault(z.string().min(1), '.data/sandbox-api-pix'),
+  SANDBOX_API_PIX_CERT_NAMES: withDefault(
+    z
+      .string()
+      .regex(
+        /^[A-Za-z0-9.-]+(,[A-Za-z0-9.-]+)*$/,
+        'must be comma-separated host names or IPv4 addresses, e.g. sandbox,pix.local',
+      ),
+    'localhost',
+  ),
+  SANDBOX_API_PIX_CLIENT_ID: withDefault(printable(64), 'payout-service'),
+  SANDBOX_API_PIX_CLIENT_SECRET: withDefault(printable(128), 'sandbox-api-pix-secret'),
+  SANDBOX_API_PIX_TOKEN_TTL_SECONDS: withDefault(
+    z.coerce
+      .number({ error: 'must be an integer 1-86400' })
+      .int()
+      .min(1)
+      .max(86_400, 'must be at most 86400'),
+    '3600',
+  ),
 });
 
 /** Every variable the sandbox reads (docker-compose.yml is checked against this list). */
@@ -124,5 +158,15 @@ export function loadSandboxConfig(env: NodeJS.ProcessEnv = process.env): Sandbox
     pixKey: e.SANDBOX_PIX_KEY,
     logLevel: e.SANDBOX_LOG_LEVEL,
     stateFile: e.SANDBOX_STATE_FILE,
+    ...(e.SANDBOX_API_PIX_PORT !== undefined && {
+      apiPix: {
+        port: e.SANDBOX_API_PIX_PORT,
+        certDir: e.SANDBOX_API_PIX_CERT_DIR,
+        serverNames: [...new Set(['127.0.0.1', 'localhost', ...e.SANDBOX_API_PIX_CERT_NAMES.split(',')])],
+        clientId: e.SANDBOX_API_PIX_CLIENT_ID,
+        clientSecret: e.SANDBOX_API_PIX_CLIENT_SECRET,
+        tokenTtlSeconds: e.SANDBOX_API_PIX_TOKEN_TTL_SECONDS,
+      },
+    }),
   };
 }

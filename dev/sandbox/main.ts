@@ -1,5 +1,12 @@
+import { join, resolve } from 'node:path';
+
+import pino from 'pino';
+
+import { CERT_FILES } from './api-pix/certificates';
+import { createApiPixFace, type ApiPixFace } from './api-pix/face';
 import { buildSandboxApp } from './app';
 import { loadSandboxConfig, SandboxConfigError, type SandboxConfig } from './config';
+import { SandboxState } from './state';
 
 /** `npm run sandbox`: the provider sandbox as its own process (docs/provider-api.md). */
 async function main(): Promise<void> {
@@ -12,7 +19,14 @@ async function main(): Promise<void> {
     process.exit(1);
   }
 
-  const app = buildSandboxApp(config);
+  // One state and one logger for both faces: a cob created on the API Pix face is paid on this one.
+  const logger = pino({ level: config.logLevel });
+  const state = config.stateFile === undefined ? new SandboxState() : SandboxState.load(config.stateFile);
+  const apiPix: ApiPixFace | undefined =
+    config.apiPix === undefined
+      ? undefined
+      : createApiPixFace({ ...config, apiPix: config.apiPix }, state, logger);
+  const app = buildSandboxApp(config, { logger, state, ...(apiPix && { apiPix }) });
   if (config.usdtAddress === undefined || config.walletPrivateKey === undefined) {
     app.log.warn('SANDBOX_USDT_ADDRESS or SANDBOX_WALLET_PRIVATE_KEY not set: settlements will answer 503');
   }
@@ -26,7 +40,7 @@ async function main(): Promise<void> {
     }
     stopping = true;
     app.log.info({ signal }, 'shutting down');
-    app.close().then(
+    Promise.all([app.close(), apiPix?.app.close()]).then(
       () => process.exit(0),
       (err: unknown) => {
         app.log.error({ err }, 'shutdown failed');
@@ -49,6 +63,21 @@ async function main(): Promise<void> {
     },
     'provider sandbox ready',
   );
+  if (apiPix && config.apiPix) {
+    await apiPix.app.listen({ port: config.apiPix.port, host: config.host });
+    const dir = resolve(config.apiPix.certDir);
+    app.log.info(
+      {
+        base_url: `https://127.0.0.1:${config.apiPix.port}/api/v2`,
+        token_url: `https://127.0.0.1:${config.apiPix.port}/oauth/token`,
+        ca: join(dir, CERT_FILES.ca),
+        client_cert: join(dir, CERT_FILES.clientCert),
+        client_key: join(dir, CERT_FILES.clientKey),
+        certificates_made: apiPix.created,
+      },
+      'API Pix face ready (mutual TLS)',
+    );
+  }
 }
 
 main().catch((err: unknown) => {

@@ -83,6 +83,69 @@ export type NotificationBody = {
   | { type: 'settlement.failed'; failure_reason: string }
 );
 
+/** API Pix (BCB) records: the face of dev/sandbox/api-pix. Amounts are centavos. */
+export type CobStatus = 'ATIVA' | 'CONCLUIDA' | 'REMOVIDA_PELO_USUARIO_RECEBEDOR' | 'REMOVIDA_PELO_PSP';
+
+export interface Cob {
+  txid: string;
+  /** 0 at creation, one more at each change (its removal). */
+  revisao: number;
+  createdAt: Date;
+  /** Seconds from createdAt (calendario.expiracao). */
+  expiracao: number;
+  amountCentavos: bigint;
+  modalidadeAlteracao: 0 | 1;
+  chave: string;
+  solicitacaoPagador?: string;
+  devedor?: Record<string, string>;
+  locId: number;
+  /** Without scheme, as in field 26-25 of its BR Code. */
+  location: string;
+  pixCopiaECola: string;
+  status: CobStatus;
+  /** The Pix received for it, by endToEndId, oldest first. */
+  endToEndIds: string[];
+}
+
+export interface ReceivedPix {
+  endToEndId: string;
+  txid: string;
+  amountCentavos: bigint;
+  chave: string;
+  horario: Date;
+  infoPagador?: string;
+  devolucoes: Devolucao[];
+}
+
+export interface Devolucao {
+  id: string;
+  rtrId: string;
+  amountCentavos: bigint;
+  natureza: 'ORIGINAL' | 'RETIRADA';
+  descricao?: string;
+  requestedAt: Date;
+  status: 'EM_PROCESSAMENTO' | 'DEVOLVIDO' | 'NAO_REALIZADO';
+  settledAt?: Date;
+  motivo?: string;
+  /** Set by the sandbox control at request time: this one will end NAO_REALIZADO. */
+  refuse?: boolean;
+}
+
+/** Money back in the payer's account: one per DEVOLVIDO devolução, so a test can count them. */
+export interface PayerReturn {
+  rtrId: string;
+  endToEndId: string;
+  devolucaoId: string;
+  amountCentavos: bigint;
+  returnedAt: Date;
+}
+
+export interface PixWebhook {
+  chave: string;
+  webhookUrl: string;
+  createdAt: Date;
+}
+
 /** Distributes NotificationBody over its union so each variant keeps its own fields. */
 type WithoutGenerated<T> = T extends unknown ? Omit<T, 'token' | 'event_id'> : never;
 export type NotificationInput = WithoutGenerated<NotificationBody>;
@@ -94,6 +157,11 @@ interface Snapshot {
   settlements: Settlement[];
   notifications: NotificationBody[];
   tokenByEventId: [string, string][];
+  // API Pix records; absent in files written before that face existed.
+  cobs?: Cob[];
+  pix?: ReceivedPix[];
+  returns?: PayerReturn[];
+  pixWebhooks?: PixWebhook[];
 }
 
 export class SandboxStateFileError extends Error {
@@ -126,6 +194,10 @@ export class SandboxState {
     for (const settlement of snapshot.settlements) state.indexSettlement(settlement);
     for (const body of snapshot.notifications) state.notifications.set(body.token, body);
     for (const [eventId, token] of snapshot.tokenByEventId) state.tokenByEventId.set(eventId, token);
+    for (const cob of snapshot.cobs ?? []) state.indexCob(cob);
+    for (const pix of snapshot.pix ?? []) state.pix.set(pix.endToEndId, pix);
+    state.returns.push(...(snapshot.returns ?? []));
+    for (const hook of snapshot.pixWebhooks ?? []) state.pixWebhooks.set(hook.chave, hook);
     return state;
   }
 
@@ -142,6 +214,10 @@ export class SandboxState {
       settlements: [...this.settlements.values()],
       notifications: [...this.notifications.values()],
       tokenByEventId: [...this.tokenByEventId],
+      cobs: [...this.cobs.values()],
+      pix: [...this.pix.values()],
+      returns: this.returns,
+      pixWebhooks: [...this.pixWebhooks.values()],
     };
     const tmp = `${this.file}.tmp`;
     writeFileSync(tmp, JSON.stringify(snapshot, tag), { flush: true });
@@ -164,6 +240,11 @@ export class SandboxState {
   private readonly settlementIdByExternalId = new Map<string, string>();
   private readonly notifications = new Map<string, NotificationBody>();
   private readonly tokenByEventId = new Map<string, string>();
+  private readonly cobs = new Map<string, Cob>();
+  private readonly txidByLocation = new Map<string, string>();
+  private readonly pix = new Map<string, ReceivedPix>();
+  private readonly returns: PayerReturn[] = [];
+  private readonly pixWebhooks = new Map<string, PixWebhook>();
 
   chargeById(chargeId: string): Charge | undefined {
     return this.charges.get(chargeId);
@@ -227,6 +308,74 @@ export class SandboxState {
 
   notification(token: string): NotificationBody | undefined {
     return this.notifications.get(token);
+  }
+
+  // API Pix. Records are changed in place by their owner (dev/sandbox/api-pix), which calls save().
+
+  cob(txid: string): Cob | undefined {
+    return this.cobs.get(txid);
+  }
+
+  cobByLocation(location: string): Cob | undefined {
+    const txid = this.txidByLocation.get(location);
+    return txid === undefined ? undefined : this.cobs.get(txid);
+  }
+
+  /** Location ids are never reused: one more than the highest ever given. */
+  nextLocId(): number {
+    let max = 0;
+    for (const cob of this.cobs.values()) max = Math.max(max, cob.locId);
+    return max + 1;
+  }
+
+  addCob(cob: Cob): void {
+    this.indexCob(cob);
+    this.save();
+  }
+
+  private indexCob(cob: Cob): void {
+    this.cobs.set(cob.txid, cob);
+    this.txidByLocation.set(cob.location, cob.txid);
+  }
+
+  receivedPix(endToEndId: string): ReceivedPix | undefined {
+    return this.pix.get(endToEndId);
+  }
+
+  allReceivedPix(): ReceivedPix[] {
+    return [...this.pix.values()];
+  }
+
+  /** The Pix and its cob's new status, saved together. */
+  addReceivedPix(pix: ReceivedPix, cob: Cob): void {
+    this.pix.set(pix.endToEndId, pix);
+    cob.endToEndIds.push(pix.endToEndId);
+    cob.status = 'CONCLUIDA';
+    this.save();
+  }
+
+  addReturn(entry: PayerReturn): void {
+    this.returns.push(entry);
+    this.save();
+  }
+
+  allReturns(): readonly PayerReturn[] {
+    return this.returns;
+  }
+
+  pixWebhook(chave: string): PixWebhook | undefined {
+    return this.pixWebhooks.get(chave);
+  }
+
+  setPixWebhook(hook: PixWebhook): void {
+    this.pixWebhooks.set(hook.chave, hook);
+    this.save();
+  }
+
+  deletePixWebhook(chave: string): boolean {
+    const had = this.pixWebhooks.delete(chave);
+    if (had) this.save();
+    return had;
   }
 }
 

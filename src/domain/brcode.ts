@@ -20,6 +20,19 @@ export interface BrCodeInput {
   description?: string;
 }
 
+/**
+ * A dynamic BR Code (API Pix cob): the payer's bank fetches the charge from `location` instead of
+ * reading a key, so there is no key and no txid in the code (62-05 is "***").
+ */
+export interface DynamicBrCodeInput {
+  /** The cob's location, without scheme ("pix.example.com/qr/v2/..."), field 26-25. */
+  location: string;
+  merchantName: string;
+  merchantCity: string;
+  /** BRL with exactly 2 decimals; omitted: the payer's bank reads it from the location. */
+  amount?: string;
+}
+
 export interface ParsedBrCode {
   payloadFormatIndicator: string;
   pointOfInitiationMethod?: string;
@@ -42,6 +55,7 @@ const MAX_PIX_KEY_LENGTH = 77; // longest DICT key (an e-mail)
 const MAX_NAME_LENGTH = 25;
 const MAX_CITY_LENGTH = 15;
 const MAX_TXID_LENGTH = 25;
+const MAX_LOCATION_LENGTH = 77; // API Pix `location` maxLength
 const MAX_AMOUNT_LENGTH = 13;
 const CRC_TAG = '6304';
 
@@ -117,6 +131,30 @@ function checkedTxid(txid: string): string {
   throw new BrCodeError('txid must be 1-25 characters of [A-Za-z0-9], or "***"');
 }
 
+function checkedLocation(location: string): string {
+  if (!/^[\x21-\x7e]+$/.test(location))
+    throw new BrCodeError('location must be non-empty printable ASCII without spaces');
+  if (/^[A-Za-z][A-Za-z0-9+.-]*:\/\//.test(location))
+    throw new BrCodeError('location must be written without its scheme (no "https://")');
+  if (location.length > MAX_LOCATION_LENGTH)
+    throw new BrCodeError(`location must be at most ${MAX_LOCATION_LENGTH} characters`);
+  return location;
+}
+
+/** Everything after field 26, the same in static and dynamic codes. */
+function tail(input: { merchantName: string; merchantCity: string; amount?: string; txid: string }): string {
+  return (
+    field(ID.merchantCategory, '0000') +
+    field(ID.currency, BRL_CURRENCY) +
+    (input.amount === undefined ? '' : field(ID.amount, checkedAmount(input.amount))) +
+    field(ID.country, 'BR') +
+    field(ID.merchantName, asciiText('merchantName', input.merchantName, MAX_NAME_LENGTH)) +
+    field(ID.merchantCity, asciiText('merchantCity', input.merchantCity, MAX_CITY_LENGTH)) +
+    field(ID.additionalData, field(ADDITIONAL.txid, checkedTxid(input.txid))) +
+    CRC_TAG
+  );
+}
+
 /** A static (key-based) BR Code: what providers commonly issue for a charge with amount and txid. */
 export function encodeBrCode(input: BrCodeInput): string {
   const key = checkedPixKey(input.pixKey);
@@ -131,17 +169,21 @@ export function encodeBrCode(input: BrCodeInput): string {
   if (account.length > MAX_FIELD_LENGTH) {
     throw new BrCodeError('pixKey and description together exceed the 99 characters of field 26');
   }
+  const body = field(ID.payloadFormat, '01') + field('26', account) + tail(input);
+  return body + crc16ccitt(body);
+}
+
+/**
+ * A dynamic BR Code, as a PSP issues it for an API Pix cob: point of initiation 12 (single use), the
+ * location in 26-25 and no key, txid "***" (the cob's txid is behind the location).
+ */
+export function encodeDynamicBrCode(input: DynamicBrCodeInput): string {
+  const account = field(ACCOUNT.gui, PIX_GUI) + field(ACCOUNT.url, checkedLocation(input.location));
   const body =
     field(ID.payloadFormat, '01') +
+    field(ID.pointOfInitiation, '12') +
     field('26', account) +
-    field(ID.merchantCategory, '0000') +
-    field(ID.currency, BRL_CURRENCY) +
-    (input.amount === undefined ? '' : field(ID.amount, checkedAmount(input.amount))) +
-    field(ID.country, 'BR') +
-    field(ID.merchantName, asciiText('merchantName', input.merchantName, MAX_NAME_LENGTH)) +
-    field(ID.merchantCity, asciiText('merchantCity', input.merchantCity, MAX_CITY_LENGTH)) +
-    field(ID.additionalData, field(ADDITIONAL.txid, checkedTxid(input.txid))) +
-    CRC_TAG;
+    tail({ ...input, txid: '***' });
   return body + crc16ccitt(body);
 }
 
@@ -214,6 +256,9 @@ function pixAccount(fields: Map<string, string>): ParsedBrCode['merchantAccount'
       key === undefined || (key.length > 0 && key.length <= MAX_PIX_KEY_LENGTH),
       'PIX key length is invalid',
     );
+    // Some issuers write the scheme too (pix-utils does), so that is not held against them; field
+    // 26's 99 characters already bound the length.
+    check(url === undefined || url.length > 0, 'URL (26-25) must not be empty');
     return {
       gui,
       ...(key === undefined ? {} : { key }),

@@ -1,13 +1,14 @@
 import fc from 'fast-check';
 // An independent implementation (npm pix-utils), to show that other PIX software reads our codes
 // and that we read theirs. Its CRC module is not re-exported from the package root.
-import { createStaticPix, hasError, isStaticPix, parsePix } from 'pix-utils';
+import { createStaticPix, hasError, isDynamicPix, isStaticPix, parsePix } from 'pix-utils';
 import { computeCRC } from 'pix-utils/dist/main/crc';
 
 import {
   BrCodeError,
   crc16ccitt,
   encodeBrCode,
+  encodeDynamicBrCode,
   parseBrCode,
   type BrCodeInput,
   type ParsedBrCode,
@@ -604,6 +605,96 @@ describe('BR Code properties', () => {
         }
       }),
       { numRuns: 1000 },
+    );
+  });
+});
+
+describe('encodeDynamicBrCode (the location field, 26-25)', () => {
+  const LOCATION = 'pix.example.com/8b3da2f39a4140d1a91abd93113bd441';
+
+  it('reproduces the BCB manual dynamic example byte for byte', () => {
+    expect(
+      encodeDynamicBrCode({ location: LOCATION, merchantName: 'Fulano de Tal', merchantCity: 'BRASILIA' }),
+    ).toBe(BCB_DYNAMIC);
+  });
+
+  it('writes the location and no key, txid ***, single use, and the amount; parse reads them back', () => {
+    const code = encodeDynamicBrCode({
+      location: 'sandbox.pix.local/qr/v2/0123456789abcdef0123456789abcdef',
+      merchantName: 'PIX SANDBOX PROVIDER',
+      merchantCity: 'SAO PAULO',
+      amount: '100.00',
+    });
+    const account =
+      f('00', 'br.gov.bcb.pix') + f('25', 'sandbox.pix.local/qr/v2/0123456789abcdef0123456789abcdef');
+    expect(code).toBe(
+      withCrc(
+        f('00', '01') +
+          f('01', '12') +
+          f('26', account) +
+          f('52', '0000') +
+          f('53', '986') +
+          f('54', '100.00') +
+          f('58', 'BR') +
+          f('59', 'PIX SANDBOX PROVIDER') +
+          f('60', 'SAO PAULO') +
+          f('62', f('05', '***')),
+      ),
+    );
+    expect(parseBrCode(code)).toMatchObject({
+      pointOfInitiationMethod: '12',
+      merchantAccount: {
+        gui: 'br.gov.bcb.pix',
+        url: 'sandbox.pix.local/qr/v2/0123456789abcdef0123456789abcdef',
+      },
+      transactionAmount: '100.00',
+      txid: '***',
+    });
+    expect(parseBrCode(code).merchantAccount.key).toBeUndefined();
+  });
+
+  it('is read by pix-utils as a dynamic code with the same location', () => {
+    const code = encodeDynamicBrCode({
+      location: LOCATION,
+      merchantName: 'Fulano',
+      merchantCity: 'BRASILIA',
+      amount: '5.00',
+    });
+    const parsed = parsePix(code);
+    if (hasError(parsed) || !isDynamicPix(parsed)) throw new Error('pix-utils did not read a dynamic code');
+    expect(parsed.url).toBe(LOCATION);
+  });
+
+  it.each([
+    ['empty', ''],
+    ['with a scheme', 'https://pix.example.com/qr/1'],
+    ['with a space', 'pix.example.com/qr 1'],
+    ['over 77 characters', `pix.example.com/${'a'.repeat(62)}`],
+  ])('refuses a location %s', (_what, location) => {
+    expect(
+      brCodeErrorOf(() => encodeDynamicBrCode({ location, merchantName: 'Fulano', merchantCity: 'BRASILIA' }))
+        .message,
+    ).toMatch(/^location must/);
+  });
+
+  it('parse refuses an empty URL in 26-25', () => {
+    const code = withCrc(f('00', '01') + f('26', f('00', 'br.gov.bcb.pix') + f('25', '')) + COMMON_TAIL);
+    expect(brCodeErrorOf(() => parseBrCode(code)).message).toBe('URL (26-25) must not be empty');
+  });
+
+  it('detects any single-character change of a dynamic code', () => {
+    const code = encodeDynamicBrCode({
+      location: LOCATION,
+      merchantName: 'Fulano',
+      merchantCity: 'BRASILIA',
+      amount: '10.00',
+    });
+    fc.assert(
+      fc.property(fc.nat(code.length - 9), fc.constantFrom(...'0123456789abcdefXYZ./'), (at, char) => {
+        fc.pre(code[at] !== char);
+        const changed = code.slice(0, at) + char + code.slice(at + 1);
+        expect(() => parseBrCode(changed)).toThrow(BrCodeError);
+      }),
     );
   });
 });

@@ -44,7 +44,11 @@ export function describeIssues(error: z.ZodError): string {
     .join('; ');
 }
 
-export function transportError(operation: string, err: unknown, timeoutMs: number | undefined): ProviderError {
+export function transportError(
+  operation: string,
+  err: unknown,
+  timeoutMs: number | undefined,
+): ProviderError {
   // Duck-typed on purpose: fetch's errors come from Node's internals and may belong to another realm
   // (a vm context, jest), where `instanceof Error` is false.
   const { name, message, cause } = errorFields(err);
@@ -129,4 +133,3 @@ export function redact(text: string, secrets: string[]): string {
   for (const s of secrets) if (s.length > 0) out = out.split(s).join('[redacted]');
   return out;
 }
-

@@ -44,3 +44,12 @@ export const webhookSchema = z.object({
   chave: z.string().min(1).max(77),
   criacao: dateTime.optional(),
 });
+
+/** A devolução (PUT and GET /pix/{e2eid}/devolucao/{id}). */
+export const devolucaoSchema = z.object({
+  id: z.string().regex(/^[a-zA-Z0-9]{1,35}$/),
+  rtrId: endToEndIdSchema,
+  valor: valorSchema,
+  status: z.enum(['EM_PROCESSAMENTO', 'DEVOLVIDO', 'NAO_REALIZADO']),
+  motivo: z.string().max(2000).optional(),
+});

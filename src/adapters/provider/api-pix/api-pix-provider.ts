@@ -4,8 +4,10 @@ import { BrCodeError, parseBrCode } from '../../../domain/brcode';
 import { formatCentavos, parseDecimal } from '../../../domain/money';
 import type { ProviderEvent } from '../../../domain/provider-event';
 import type { ProviderCallMetric } from '../http-provider';
-import { describeIssues, invalid, parseJson, statusError, transportError } from '../http-answers';
-import { ProviderError, type ChargeStatus, type PixCollection } from '../types';
+import { invalid } from '../http-answers';
+import { ProviderError, type ChargeStatus, type PaymentReturns, type PixCollection } from '../types';
+import { createApiPixCall } from './api-pix-call';
+import { createApiPixReturns } from './api-pix-returns';
 import { cobSchema, pixSchema, webhookSchema, type Cob } from './api-pix-bodies';
 import type { HttpsTransport } from './mtls-transport';
 import type { TokenSource } from './oauth-token';
@@ -31,16 +33,6 @@ export interface PixWebhookAdmin {
   getWebhook(): Promise<{ url: string; registeredAt?: string } | null>;
 }
 
-interface CallSpec<T extends z.ZodType> {
-  operation: string;
-  method: 'GET' | 'PUT' | 'PATCH';
-  path: string;
-  body?: unknown;
-  /** null: the answer's body is not read (a registration answered with an empty 200 or 204). */
-  schema: T | null;
-  notFoundCode?: string;
-}
-
 /**
  * The service's PIX collection on any Brazilian bank or payment institution through the Central
  * Bank's standard API Pix (docs/api-pix.md): immediate charges (`cob`) under a txid derived from the
@@ -48,60 +40,12 @@ interface CallSpec<T extends z.ZodType> {
  * by its endToEndId. Mutual TLS and OAuth2 are the transport's and the token source's; every answer is
  * validated here and nothing unvalidated leaves this module.
  */
-export function createApiPixProvider(opts: ApiPixProviderOptions): PixCollection & PixWebhookAdmin {
-  const baseUrl = opts.baseUrl.replace(/\/+$/, '');
+export function createApiPixProvider(
+  opts: ApiPixProviderOptions,
+): PixCollection & PaymentReturns & PixWebhookAdmin {
   const now = opts.now ?? (() => new Date());
 
-  async function call<T extends z.ZodType>(spec: CallSpec<T>): Promise<z.infer<T>> {
-    const started = performance.now();
-    let status: number | undefined;
-    try {
-      const token = await opts.tokens.get();
-      let answer = await send(spec, token);
-      if (answer.status === 401) {
-        // Revoked or expired early on the institution's side: one fresh token, one more try.
-        opts.tokens.invalidate(token);
-        answer = await send(spec, await opts.tokens.get());
-      }
-      status = answer.status;
-      if (answer.status < 200 || answer.status >= 300) {
-        throw statusError(spec, answer.status, answer.text, []);
-      }
-      const data = spec.schema === null ? undefined : validated(spec.operation, spec.schema, answer.text);
-      opts.onCall?.({
-        operation: spec.operation,
-        durationMs: performance.now() - started,
-        outcome: 'ok',
-        status,
-      });
-      return data as z.infer<T>;
-    } catch (err) {
-      opts.onCall?.({
-        operation: spec.operation,
-        durationMs: performance.now() - started,
-        outcome: 'error',
-        status,
-      });
-      throw err;
-    }
-  }
-
-  async function send(spec: CallSpec<z.ZodType>, token: string) {
-    try {
-      return await opts.transport({
-        method: spec.method,
-        url: `${baseUrl}${spec.path}`,
-        headers: {
-          authorization: `Bearer ${token}`,
-          accept: 'application/json',
-          ...(spec.body !== undefined && { 'content-type': 'application/json' }),
-        },
-        ...(spec.body !== undefined && { body: JSON.stringify(spec.body) }),
-      });
-    } catch (err) {
-      throw transportError(spec.operation, err, undefined);
-    }
-  }
+  const call = createApiPixCall(opts);
 
   const readCob = (operation: string, txid: string) =>
     call({ operation, method: 'GET', path: `/cob/${txid}`, schema: cobSchema });
@@ -123,6 +67,8 @@ export function createApiPixProvider(opts: ApiPixProviderOptions): PixCollection
   }
 
   return {
+    ...createApiPixReturns(call),
+
     async createCharge(req) {
       const txid = txidOfPayout(req.externalId);
       const amount = formatCentavos(req.amountCentavos);
@@ -235,12 +181,6 @@ export function createApiPixProvider(opts: ApiPixProviderOptions): PixCollection
       }
     },
   };
-}
-
-function validated<T extends z.ZodType>(operation: string, schema: T, text: string): z.infer<T> {
-  const parsed = schema.safeParse(parseJson(text, operation));
-  if (!parsed.success) throw invalid(operation, describeIssues(parsed.error));
-  return parsed.data;
 }
 
 function expiryOf(cob: Cob): Date {

@@ -28,7 +28,8 @@ export const BOOKKEEPING: ActivityOptions = {
  * minutes and RefundReturningTooLong tells an operator when it lasts.
  */
 export const REFUND_PROVIDER: ActivityOptions = {
-  startToCloseTimeout: '30 seconds',
+  // Twice the provider client's default timeout: a worker that died mid-call is replaced soon.
+  startToCloseTimeout: '20 seconds',
   retry: { initialInterval: '2 seconds', maximumInterval: '5 minutes' },
 };
 

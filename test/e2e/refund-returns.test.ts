@@ -13,11 +13,14 @@ describe('refunds returned by the provider (real servers)', () => {
   let apiKey: string;
   let worker: ServiceProcess;
   let expiring: PayoutResponse;
+  let removal: { arrived: Promise<void>; release(): void };
 
   beforeAll(async () => {
     ({ apiKey } = await stack.createPartner());
     worker = await stack.startProcess('worker');
-    // Its charge expires while the first test runs.
+    // Its charge expires while the first test runs. At expiry the service removes the charge; that
+    // removal is held, so the payer can still pay the expired charge, as a bank would before it.
+    removal = stack.providerProxy!.hold('PATCH /pix/charges');
     expiring = (await stack.createPayout(apiKey)).payout;
   }, 120_000);
 
@@ -72,9 +75,10 @@ describe('refunds returned by the provider (real servers)', () => {
     const wrongCase = await untilCase(wrong, 'returned');
     expect(wrongCase).toMatchObject({ kind: 'wrong_amount', return_id: expect.stringMatching(/^rtn_/) });
 
+    // Paid twice at once: the second payment reaches the payout while it settles the first.
     await stack.payWith(payout.pix_copy_paste, {});
-    expect((await stack.waitForStatus(apiKey, payout.id, ['COMPLETED', 'FAILED'])).status).toBe('COMPLETED');
     const again = await stack.payWith(payout.pix_copy_paste, {});
+    expect((await stack.waitForStatus(apiKey, payout.id, ['COMPLETED', 'FAILED'])).status).toBe('COMPLETED');
     const secondCase = await untilCase(again, 'returned');
     expect(secondCase.kind).toBe('second_payment');
 
@@ -88,10 +92,12 @@ describe('refunds returned by the provider (real servers)', () => {
   }, 120_000);
 
   it('a payment after the charge expired is returned to the payer, once', async () => {
-    expect((await stack.waitForStatus(apiKey, expiring.id, ['FAILED', 'COMPLETED'], 120_000)).status).toBe(
+    await removal.arrived;
+    const late = await stack.payWith(expiring.pix_copy_paste, {});
+    removal.release();
+    expect((await stack.waitForStatus(apiKey, expiring.id, ['FAILED', 'COMPLETED'], 60_000)).status).toBe(
       'FAILED',
     );
-    const late = await stack.payWith(expiring.pix_copy_paste, {});
     const lateCase = await untilCase(late, 'returned');
     expect(lateCase.kind).toBe('late_payment');
     expect(await returnsOf(late)).toHaveLength(1);

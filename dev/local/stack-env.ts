@@ -1,4 +1,5 @@
 import { privateKeyToAddress } from 'viem/accounts';
+import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 
 /**
@@ -63,6 +64,36 @@ export function sandboxEnv(s: {
     SANDBOX_WALLET_PRIVATE_KEY: s.walletKey,
   };
 }
+
+/**
+ * The sandbox's API Pix face (PIX_PROVIDER=bcb-api-pix): where it listens and keeps the certificates
+ * it makes (a CA, its server certificate, the service's client certificate).
+ */
+export function apiPixSandboxEnv(s: { port: number; certDir: string }): Record<string, string> {
+  return { SANDBOX_API_PIX_PORT: String(s.port), SANDBOX_API_PIX_CERT_DIR: s.certDir };
+}
+
+/**
+ * The worker's (and the admin CLI's) settings for that face: its URLs, the client certificate the
+ * sandbox made, the OAuth client and the receiver key the sandbox knows by default.
+ */
+export function apiPixServiceEnv(s: { port: number; certDir: string }): Record<string, string> {
+  const origin = `https://127.0.0.1:${s.port}`;
+  return {
+    PIX_API_URL: `${origin}/api/v2`,
+    PIX_API_TOKEN_URL: `${origin}/oauth/token`,
+    PIX_API_CLIENT_ID: SANDBOX_API_PIX_CLIENT.id,
+    PIX_API_CLIENT_SECRET: SANDBOX_API_PIX_CLIENT.secret,
+    PIX_API_CERT_FILE: path.join(s.certDir, 'client.pem'),
+    PIX_API_KEY_FILE: path.join(s.certDir, 'client-key.pem'),
+    PIX_API_CA_FILE: path.join(s.certDir, 'ca.pem'),
+    PIX_API_RECEIVER_KEY: SANDBOX_RECEIVER_KEY,
+  };
+}
+
+/** The sandbox's defaults (dev/sandbox/config.ts) for its OAuth client and the receiver's PIX key. */
+const SANDBOX_API_PIX_CLIENT = { id: 'payout-service', secret: 'sandbox-api-pix-secret' } as const;
+const SANDBOX_RECEIVER_KEY = '5f2b9c1e-8d4a-4c3b-9a6e-2f1d0c7b8a90';
 
 /** The service processes' entry points, run from source. */
 export const SERVICE_ENTRIES = {

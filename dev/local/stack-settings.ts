@@ -23,6 +23,8 @@ export interface StackSettings {
   temporalUiPort: number;
   anvilPort: number;
   sandboxPort: number;
+  /** The sandbox's API Pix face (mutual TLS), started when PIX_PROVIDER=bcb-api-pix names no PIX_API_URL. */
+  sandboxApiPixPort: number;
 }
 
 function port(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
@@ -43,6 +45,7 @@ export function stackSettings(root: string, env: NodeJS.ProcessEnv = process.env
     temporalUiPort: port(env, 'LOCAL_TEMPORAL_UI_PORT', LAUNCHER_DEFAULTS.LOCAL_TEMPORAL_UI_PORT),
     anvilPort: port(env, 'LOCAL_ANVIL_PORT', LAUNCHER_DEFAULTS.LOCAL_ANVIL_PORT),
     sandboxPort: port(env, 'SANDBOX_PORT', 4000),
+    sandboxApiPixPort: port(env, 'SANDBOX_API_PIX_PORT', 4443),
   };
 }
 
@@ -51,6 +54,11 @@ export interface PortClaim {
   port: number;
   /** The variable that moves it. */
   variable: string;
+}
+
+/** PIX_PROVIDER=bcb-api-pix without an institution of its own: the sandbox's API Pix face plays it. */
+export function usesLocalApiPix(env: NodeJS.ProcessEnv): boolean {
+  return env.PIX_PROVIDER === 'bcb-api-pix' && !env.PIX_API_URL;
 }
 
 /** The ports this start will bind, for the parts it starts itself. */
@@ -67,8 +75,12 @@ export function portClaims(
     claims.push({ what: 'Temporal Web UI', port: s.temporalUiPort, variable: 'LOCAL_TEMPORAL_UI_PORT' });
   }
   if (!env.EVM_RPC_URL) claims.push({ what: 'anvil', port: s.anvilPort, variable: 'LOCAL_ANVIL_PORT' });
-  if (!env.PROVIDER_API_URL)
+  const localApiPix = usesLocalApiPix(env);
+  if (!env.PROVIDER_API_URL || localApiPix)
     claims.push({ what: 'provider sandbox', port: s.sandboxPort, variable: 'SANDBOX_PORT' });
+  if (localApiPix) {
+    claims.push({ what: 'API Pix sandbox', port: s.sandboxApiPixPort, variable: 'SANDBOX_API_PIX_PORT' });
+  }
   claims.push({ what: 'api', port: config.PORT, variable: 'PORT' });
   claims.push({ what: 'api ops port', port: config.METRICS_PORT, variable: 'METRICS_PORT' });
   claims.push({ what: 'worker ops port', port: config.WORKER_METRICS_PORT, variable: 'WORKER_METRICS_PORT' });

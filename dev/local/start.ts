@@ -24,9 +24,10 @@ import { repoRoot } from './infra/temporal-binaries';
 import { startTemporalDevServer } from './infra/temporal-dev-server';
 import { findLeftovers, launcherMark, stopLeftovers } from './leftovers';
 import { createLineFormatter } from './log-format';
-import { fromSource, sandboxEnv, SERVICE_ENTRIES } from './stack-env';
+import { apiPixSandboxEnv, apiPixServiceEnv, fromSource, sandboxEnv, SERVICE_ENTRIES } from './stack-env';
+import { registerLocalPixWebhook } from './local-api-pix';
 import { acquireLock } from './stack-lock';
-import { assertPortsFree, portClaims, stackSettings } from './stack-settings';
+import { assertPortsFree, portClaims, stackSettings, usesLocalApiPix } from './stack-settings';
 import { Supervised, type Part } from './supervisor';
 
 /**
@@ -99,6 +100,13 @@ async function main(): Promise<void> {
   if (!process.env.EVM_RPC_URL) env.TREASURY_PRIVATE_KEY ??= anvilAccount('treasury').privateKey;
   if (env.TREASURY_PRIVATE_KEY)
     env.TREASURY_ADDRESS ??= privateKeyToAddress(env.TREASURY_PRIVATE_KEY as `0x${string}`);
+  // PIX_PROVIDER=bcb-api-pix with no institution of its own: the sandbox's API Pix face plays one,
+  // with the certificates it makes in the data directory.
+  const localApiPix = usesLocalApiPix(process.env);
+  const apiPixFace = { port: settings.sandboxApiPixPort, certDir: path.join(DATA, 'sandbox-api-pix') };
+  if (localApiPix) {
+    for (const [name, value] of Object.entries(apiPixServiceEnv(apiPixFace))) env[name] ??= value;
+  }
   // The Web UI calls the codec endpoint from its own origin.
   env.CODEC_CORS_ORIGINS ??= `http://127.0.0.1:${settings.temporalUiPort},http://localhost:${settings.temporalUiPort}`;
   // Both services' settings, checked before anything starts.
@@ -215,19 +223,34 @@ async function main(): Promise<void> {
       }),
   });
 
-  if (!process.env.PROVIDER_API_URL) {
-    await supervise(
-      service('sandbox', SERVICE_ENTRIES.sandbox, {
-        ...process.env,
-        ...sandboxEnv({
-          port: settings.sandboxPort,
-          webhookUrl: `${apiUrl}/webhooks/sandbox`,
-          chain: { rpcUrl: env.EVM_RPC_URL!, usdtAddress: env.USDT_CONTRACT_ADDRESS! },
-          walletKey: anvilAccount('provider-sandbox').privateKey,
-        }),
+  if (!process.env.PROVIDER_API_URL || localApiPix) {
+    const sandbox = service('sandbox', SERVICE_ENTRIES.sandbox, {
+      ...process.env,
+      ...sandboxEnv({
+        port: settings.sandboxPort,
+        webhookUrl: `${apiUrl}/webhooks/sandbox`,
+        chain: { rpcUrl: env.EVM_RPC_URL!, usdtAddress: env.USDT_CONTRACT_ADDRESS! },
+        walletKey: anvilAccount('provider-sandbox').privateKey,
       }),
+      ...(localApiPix && apiPixSandboxEnv(apiPixFace)),
+    });
+    await supervise(
+      localApiPix
+        ? {
+            name: sandbox.name,
+            // Its webhook registration lives in the sandbox's memory: registered again on every start,
+            // as an operator registers it at a real institution (`admin pix webhook set`).
+            start: async () => {
+              const running = await sandbox.start();
+              const url = `${apiUrl}/webhooks/${config.PROVIDER_NAME}`;
+              await registerLocalPixWebhook(env, url);
+              say(`API Pix sandbox https://127.0.0.1:${apiPixFace.port}: webhook ${url}/pix registered`);
+              return running;
+            },
+          }
+        : sandbox,
     );
-    env.PROVIDER_API_URL = `http://127.0.0.1:${settings.sandboxPort}`;
+    env.PROVIDER_API_URL ??= `http://127.0.0.1:${settings.sandboxPort}`;
   }
 
   const demo = await ensureDemoPartner(env.DATABASE_URL ?? config.DATABASE_URL);
@@ -246,6 +269,9 @@ async function main(): Promise<void> {
       `  Payload codec    ${codecEndpoint} (the Web UI decrypts workflow payloads through it)`,
       `  Payouts in UI    ${uiUrl}/namespaces/${config.TEMPORAL_NAMESPACE}/workflows?query=${encodeURIComponent(`PartnerId="${demo.partner_id}"`)}`,
       `  Provider sandbox ${env.PROVIDER_API_URL}`,
+      ...(localApiPix
+        ? [`  API Pix sandbox  ${env.PIX_API_URL} (mutual TLS; PIX_PROVIDER=bcb-api-pix)`]
+        : []),
       `  EVM node         ${env.EVM_RPC_URL} (chain id ${config.EVM_CHAIN_ID}), USDT ${env.USDT_CONTRACT_ADDRESS}`,
       `  Sanctions oracle ${env.SANCTIONS_ORACLE_ADDRESS ?? '(SANCTIONS_ORACLE_ADDRESS not set)'}`,
       `  PostgreSQL       ${redactPassword(env.DATABASE_URL ?? config.DATABASE_URL)}`,

@@ -7,7 +7,8 @@ import { z } from 'zod';
 import { BrCodeError, encodeBrCode, parseBrCode } from '../../src/domain/brcode';
 import { formatCentavos, parseDecimal } from '../../src/domain/money';
 import { API_PIX_FAULT_ROUTES, type ApiPixFaultRoute, type FaultRegistry } from './api-pix/faults';
-import { Problem, type ApiPixPsp } from './api-pix/psp';
+import { Problem } from './api-pix/problem';
+import type { ApiPixPsp } from './api-pix/psp';
 import type { SandboxConfig } from './config';
 import { createSettlementRunner, createUsdtSender, settleablePayment, type UsdtSender } from './settlement';
 import {

@@ -119,7 +119,11 @@ const schema = z.object({
       ),
     'localhost',
   ),
-  SANDBOX_API_PIX_CLIENT_ID: withDefault(printable(64), 'payout-service'),
+  // HTTP Basic cannot carry a ':' in the user id.
+  SANDBOX_API_PIX_CLIENT_ID: withDefault(
+    printable(64).refine((s) => !s.includes(':'), 'must not contain ":"'),
+    'payout-service',
+  ),
   SANDBOX_API_PIX_CLIENT_SECRET: withDefault(printable(128), 'sandbox-api-pix-secret'),
   SANDBOX_API_PIX_TOKEN_TTL_SECONDS: withDefault(
     z.coerce

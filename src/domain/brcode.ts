@@ -142,7 +142,12 @@ function checkedLocation(location: string): string {
 }
 
 /** Everything after field 26, the same in static and dynamic codes. */
-function tail(input: { merchantName: string; merchantCity: string; amount?: string; txid: string }): string {
+function fieldsAfterAccount(input: {
+  merchantName: string;
+  merchantCity: string;
+  amount?: string;
+  txid: string;
+}): string {
   return (
     field(ID.merchantCategory, '0000') +
     field(ID.currency, BRL_CURRENCY) +
@@ -169,7 +174,7 @@ export function encodeBrCode(input: BrCodeInput): string {
   if (account.length > MAX_FIELD_LENGTH) {
     throw new BrCodeError('pixKey and description together exceed the 99 characters of field 26');
   }
-  const body = field(ID.payloadFormat, '01') + field('26', account) + tail(input);
+  const body = field(ID.payloadFormat, '01') + field('26', account) + fieldsAfterAccount(input);
   return body + crc16ccitt(body);
 }
 
@@ -183,7 +188,7 @@ export function encodeDynamicBrCode(input: DynamicBrCodeInput): string {
     field(ID.payloadFormat, '01') +
     field(ID.pointOfInitiation, '12') +
     field('26', account) +
-    tail({ ...input, txid: '***' });
+    fieldsAfterAccount({ ...input, txid: '***' });
   return body + crc16ccitt(body);
 }
 

@@ -1,86 +1,19 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
+import { readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
-import readline from 'node:readline';
-import { pathToFileURL } from 'node:url';
-import { freePort } from '../../dev/local/infra/ports';
 import { findLeftovers } from '../../dev/local/leftovers';
-import { workflowBundle } from '../support/stack';
+import { launch as launchLauncher, launcherEnv, launcherMessages, type Launch } from '../support/launcher';
 import { until } from '../support/until';
 
 // The real launcher (`dev/local/start.ts`, as `npm start` runs it) on free loopback ports and a
 // data folder of its own, ended every way it can end. One stack is shared where a case leaves it
 // running; each way to end it is one start. Waits are on log lines and /readyz, never on time.
 
-const ROOT = path.resolve(__dirname, '../..');
 const CAP_MS = 120_000;
-const data = mkdtempSync(path.join(os.tmpdir(), 'payouts-launcher-'));
-// As root the postgres user must reach the data folder (mkdtemp makes it 0700).
-chmodSync(data, 0o755);
+let data: string;
 let env: NodeJS.ProcessEnv;
 let apiUrl: string;
-
-interface Launch {
-  proc: ChildProcess;
-  lines: string[];
-  exited: Promise<number | null>;
-  /** Resolves with the first line (seen so far or later) matching; rejects when the launcher exits first. */
-  waitFor(pattern: RegExp): Promise<string>;
-}
-
-function launch(): Launch {
-  // Its own process group, as a terminal's foreground job: signals to the group are a Ctrl-C or
-  // a closed terminal.
-  const proc = spawn(
-    process.execPath,
-    ['--import', pathToFileURL(require.resolve('tsx')).href, 'dev/local/start.ts'],
-    {
-      cwd: ROOT,
-      env,
-      detached: true,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    },
-  );
-  const lines: string[] = [];
-  const waiters = new Set<() => void>();
-  const exited = new Promise<number | null>((resolve) => proc.once('exit', (code) => resolve(code)));
-  for (const stream of [proc.stdout!, proc.stderr!]) {
-    readline.createInterface({ input: stream }).on('line', (line) => {
-      lines.push(line);
-      if (process.env.TEST_LOG) process.stdout.write(`${line}\n`);
-      for (const w of waiters) w();
-    });
-  }
-  const waitFor = (pattern: RegExp) =>
-    new Promise<string>((resolve, reject) => {
-      const check = () => {
-        const hit = lines.find((l) => pattern.test(l));
-        if (hit) {
-          waiters.delete(check);
-          resolve(hit);
-        }
-      };
-      waiters.add(check);
-      check();
-      void exited.then(() => {
-        check();
-        if (waiters.delete(check))
-          reject(new Error(`launcher exited before ${pattern}:\n${lines.slice(-30).join('\n')}`));
-      });
-    });
-  return { proc, lines, exited, waitFor };
-}
-
-const messages = (l: Launch) =>
-  l.lines.flatMap((line) => {
-    try {
-      const parsed = JSON.parse(line) as { source?: string; msg?: string };
-      return parsed.source === 'local' && parsed.msg ? [parsed.msg] : [];
-    } catch {
-      return [];
-    }
-  });
+const launch = () => launchLauncher(env);
+const messages = launcherMessages;
 
 async function readyz(): Promise<number> {
   try {
@@ -103,34 +36,7 @@ async function stoppedCleanly(l: Launch): Promise<void> {
 }
 
 beforeAll(async () => {
-  const bundle = path.join(data, 'workflow-bundle.js');
-  writeFileSync(bundle, (await workflowBundle()).code);
-  const port = () => freePort().then(String);
-  env = {
-    ...process.env,
-    LOCAL_DATA_DIR: path.join(data, 'data'),
-    LOCAL_POSTGRES_PORT: await port(),
-    LOCAL_TEMPORAL_PORT: await port(),
-    LOCAL_TEMPORAL_UI_PORT: await port(),
-    LOCAL_ANVIL_PORT: await port(),
-    SANDBOX_PORT: await port(),
-    PORT: await port(),
-    METRICS_PORT: await port(),
-    WORKER_METRICS_PORT: await port(),
-    // One webpack run for the file instead of one per worker start.
-    WORKFLOW_BUNDLE_PATH: bundle,
-    LOG_LEVEL: 'info',
-  };
-  for (const key of [
-    'DATABASE_URL',
-    'TEMPORAL_ADDRESS',
-    'EVM_RPC_URL',
-    'PROVIDER_API_URL',
-    'USDT_CONTRACT_ADDRESS',
-    'SANCTIONS_ORACLE_ADDRESS',
-  ])
-    delete env[key];
-  apiUrl = `http://127.0.0.1:${env.PORT}`;
+  ({ env, data, apiUrl } = await launcherEnv());
 }, CAP_MS);
 
 afterAll(async () => {

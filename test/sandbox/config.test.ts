@@ -64,3 +64,38 @@ test('SANDBOX_STATE_FILE: memory only unless set', () => {
   expect(loadSandboxConfig({ SANDBOX_STATE_FILE: '' }).stateFile).toBeUndefined();
   expect(loadSandboxConfig({ SANDBOX_STATE_FILE: '/tmp/sandbox.json' }).stateFile).toBe('/tmp/sandbox.json');
 });
+
+describe('the API Pix face', () => {
+  it('is off unless SANDBOX_API_PIX_PORT is set', () => {
+    expect(loadSandboxConfig({}).apiPix).toBeUndefined();
+    expect(loadSandboxConfig({ SANDBOX_API_PIX_PORT: '' }).apiPix).toBeUndefined();
+  });
+
+  it('has local defaults, and the server names always include 127.0.0.1 and localhost', () => {
+    expect(loadSandboxConfig({ SANDBOX_API_PIX_PORT: '4443' }).apiPix).toEqual({
+      port: 4443,
+      certDir: '.data/sandbox-api-pix',
+      serverNames: ['127.0.0.1', 'localhost'],
+      clientId: 'payout-service',
+      clientSecret: 'sandbox-api-pix-secret',
+      tokenTtlSeconds: 3600,
+    });
+    expect(
+      loadSandboxConfig({ SANDBOX_API_PIX_PORT: '4443', SANDBOX_API_PIX_CERT_NAMES: 'sandbox,localhost' })
+        .apiPix?.serverNames,
+    ).toEqual(['127.0.0.1', 'localhost', 'sandbox']);
+  });
+
+  it('names each bad setting', () => {
+    expect(() =>
+      loadSandboxConfig({
+        SANDBOX_API_PIX_PORT: 'x',
+        SANDBOX_API_PIX_CERT_NAMES: 'a b',
+        SANDBOX_API_PIX_CLIENT_ID: 'a:b',
+        SANDBOX_API_PIX_TOKEN_TTL_SECONDS: '0',
+      }),
+    ).toThrow(
+      /SANDBOX_API_PIX_PORT[^]*SANDBOX_API_PIX_CERT_NAMES[^]*SANDBOX_API_PIX_CLIENT_ID[^]*SANDBOX_API_PIX_TOKEN_TTL_SECONDS/,
+    );
+  });
+});

@@ -7,7 +7,8 @@ import { z } from 'zod';
 import type { ApiPixConfig } from '../config';
 import type { ApiPixTls } from './certificates';
 import { API_PIX_FAULT_ROUTES, type FaultRegistry } from './faults';
-import { Problem, problemType, type ApiPixPsp } from './psp';
+import { Problem, problemType } from './problem';
+import type { ApiPixPsp } from './psp';
 
 export interface ApiPixAppOptions {
   config: ApiPixConfig;

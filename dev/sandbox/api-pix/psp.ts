@@ -5,6 +5,8 @@ import type { FastifyBaseLogger } from 'fastify';
 import { encodeDynamicBrCode } from '../../../src/domain/brcode';
 import { formatCentavos, parseDecimal } from '../../../src/domain/money';
 import type { SandboxState, Cob, Devolucao, ReceivedPix } from '../state';
+import { Problem, problemType } from './problem';
+import { createViews } from './views';
 import type { PixPusher } from './webhooks';
 
 /**
@@ -12,22 +14,6 @@ import type { PixPusher } from './webhooks';
  * registrations, kept in the sandbox's shared state. Both faces use it: the API Pix app for the
  * receiver's calls, the plain app for the payer (POST /sandbox/payments) and the test controls.
  */
-
-/** An API Pix error (the spec's Problema), also how the payer's bank is refused. */
-export class Problem extends Error {
-  constructor(
-    readonly status: number,
-    readonly type: string,
-    readonly title: string,
-    detail: string,
-    readonly violacoes?: { razao: string; propriedade: string; valor?: string }[],
-  ) {
-    super(detail);
-  }
-}
-
-const ERROR_TYPE_BASE = 'https://pix.bcb.gov.br/api/v2/error/';
-export const problemType = (name: string) => `${ERROR_TYPE_BASE}${name}`;
 
 /** Problems the payer's bank answers with on the plain face (status and message only). */
 const refused = (status: number, message: string) =>
@@ -126,54 +112,7 @@ export function createApiPixPsp(opts: PspOptions) {
     return pix;
   }
 
-  function devolucaoView(d: Devolucao) {
-    return {
-      id: d.id,
-      rtrId: d.rtrId,
-      valor: formatCentavos(d.amountCentavos),
-      natureza: d.natureza,
-      ...(d.descricao !== undefined && { descricao: d.descricao }),
-      horario: {
-        solicitacao: d.requestedAt.toISOString(),
-        ...(d.settledAt && { liquidacao: d.settledAt.toISOString() }),
-      },
-      status: d.status,
-      ...(d.motivo !== undefined && { motivo: d.motivo }),
-    };
-  }
-
-  /** A Pix as GET /pix/{e2eid} and the webhook serve it. */
-  function pixView(p: ReceivedPix) {
-    return {
-      endToEndId: p.endToEndId,
-      txid: p.txid,
-      valor: formatCentavos(p.amountCentavos),
-      chave: p.chave,
-      horario: p.horario.toISOString(),
-      ...(p.infoPagador !== undefined && { infoPagador: p.infoPagador }),
-      ...(p.devolucoes.length > 0 && { devolucoes: p.devolucoes.map(devolucaoView) }),
-    };
-  }
-
-  /** CobGerada, and CobCompleta (with `pix`) once paid. */
-  function cobView(cob: Cob) {
-    const criacao = cob.createdAt.toISOString();
-    const pix = cob.endToEndIds.map((id) => state.receivedPix(id)).filter((p) => p !== undefined);
-    return {
-      calendario: { criacao, expiracao: cob.expiracao },
-      txid: cob.txid,
-      revisao: cob.revisao,
-      loc: { id: cob.locId, location: cob.location, tipoCob: 'cob', criacao },
-      location: cob.location,
-      status: cob.status,
-      ...(cob.devedor && { devedor: cob.devedor }),
-      valor: { original: formatCentavos(cob.amountCentavos), modalidadeAlteracao: cob.modalidadeAlteracao },
-      chave: cob.chave,
-      ...(cob.solicitacaoPagador !== undefined && { solicitacaoPagador: cob.solicitacaoPagador }),
-      pixCopiaECola: cob.pixCopiaECola,
-      ...(pix.length > 0 && { pix: pix.map(pixView) }),
-    };
-  }
+  const { cobView, pixView, devolucaoView } = createViews(state);
 
   function pushPix(pix: ReceivedPix): boolean {
     const hook = state.pixWebhook(pix.chave);

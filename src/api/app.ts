@@ -23,7 +23,7 @@ import type { RateQuote } from './quotes/min-amount';
 import { webhookRoutes } from './webhooks/webhook.routes';
 import { authenticatePartner } from './auth';
 import type { ReceiverScreening } from '../domain/screening';
-import type { CreatePayoutDeps } from './payouts/create-payout';
+import { CHARGE_WAIT_MS, type CreatePayoutDeps } from './payouts/create-payout';
 
 export interface ApiDeps {
   config: ApiConfig;
@@ -115,7 +115,7 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
     postRateLimitPerMinute: config.POST_RATE_LIMIT_PER_MINUTE,
     readRateLimitPerMinute: config.READ_RATE_LIMIT_PER_MINUTE,
     authenticate,
-    chargeWaitMs: 20_000,
+    chargeWaitMs: CHARGE_WAIT_MS,
     screening: deps.screening,
     ...(deps.treasuryHealth ? { treasuryHealth: deps.treasuryHealth } : {}),
     screeningCounters: {

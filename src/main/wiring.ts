@@ -113,10 +113,15 @@ export function pixRailsOf(
   config: ApiPixSettings &
     Pick<WorkerConfig, 'PIX_PROVIDER' | 'PROVIDER_API_URL' | 'PROVIDER_API_KEY' | 'PROVIDER_TIMEOUT_MS'>,
   metrics: Pick<Metrics, 'providerCallDuration'>,
-): { collection: PixCollection; returns?: PaymentReturns; settlement?: SettlementProvider } {
+): {
+  collection: PixCollection;
+  returns?: PaymentReturns;
+  settlement?: SettlementProvider;
+  webhooks?: PixWebhookAdmin;
+} {
   if (config.PIX_PROVIDER === 'bcb-api-pix') {
-    const apiPix = apiPixProviderOf(config, metrics);
-    return { collection: apiPix, returns: apiPix };
+    const institution = apiPixProviderOf(config, metrics);
+    return { collection: institution, returns: institution, webhooks: institution };
   }
   const provider = measuredProvider(config, metrics);
   return { collection: provider, returns: provider, settlement: provider };

@@ -1,4 +1,5 @@
 import type { DataConverter } from '@temporalio/common';
+import type { PixWebhookAdmin } from '../adapters/provider/api-pix/api-pix-provider';
 import { Worker, type NativeConnection, type WorkerOptions } from '@temporalio/worker';
 import { createActivities, type ActivityDeps } from '../activities';
 import { createCallbackActivities } from '../activities/callback.activities';
@@ -10,10 +11,11 @@ import { createSecretBox, type SecretBox } from '../adapters/secrets/secret-box'
 import { loadWorkerConfig } from '../config';
 import type { SettlementNetwork } from '../domain/payout';
 import { activityMetricsInterceptor } from '../observability/activity-metrics';
-import { createLogger } from '../observability/logger';
+import { createLogger, type Logger } from '../observability/logger';
 import { createMetrics } from '../observability/metrics';
 import { registerTreasuryGauges } from '../observability/ops-gauges';
 import { scrapeLocal, startOpsServer } from '../observability/ops-server';
+import { workerHealthHandler } from '../observability/worker-health';
 import { onShutdown } from '../shutdown';
 import { connectWorker } from '../temporal/connection';
 import { createDataConverter } from '../temporal/data-converter';
@@ -53,6 +55,8 @@ export interface PayoutWorkerOptions {
   maxCachedWorkflows?: number;
   /** This build's worker deployment version (Worker Versioning, workflows pinned); unversioned when omitted. */
   version?: WorkerVersion;
+  /** How long running activities may finish after a shutdown request (WORKER_SHUTDOWN_GRACE_SECONDS). */
+  shutdownGraceSeconds?: number;
 }
 
 /** The payout worker: the workflow bundle plus activities wired to the real adapters. */
@@ -63,6 +67,9 @@ export function createPayoutWorker(opts: PayoutWorkerOptions): Promise<Worker> {
     taskQueue: opts.taskQueue,
     dataConverter: opts.dataConverter,
     ...(opts.maxCachedWorkflows !== undefined ? { maxCachedWorkflows: opts.maxCachedWorkflows } : {}),
+    ...(opts.shutdownGraceSeconds !== undefined
+      ? { shutdownGraceTime: `${opts.shutdownGraceSeconds} seconds` }
+      : {}),
     ...(opts.workflowBundle ? { workflowBundle: opts.workflowBundle } : workflowSource()),
     ...workerDeploymentOptions(opts.version),
     interceptors: { activity: [activityMetricsInterceptor(opts.deps.metrics)] },
@@ -80,6 +87,28 @@ export function createPayoutWorker(opts: PayoutWorkerOptions): Promise<Worker> {
 }
 
 /**
+ * Says at start whether the API Pix institution answers (certificate, OAuth client, URL) and where
+ * its webhooks go: a wrong secret or an unregistered webhook shows in the first log lines rather
+ * than at the first payout. An institution that does not answer does not stop the worker; payouts
+ * retry their calls until it does.
+ */
+async function reportApiPixInstitution(webhooks: PixWebhookAdmin, logger: Logger): Promise<void> {
+  try {
+    const registered = await webhooks.getWebhook();
+    if (registered === null) {
+      logger.error('API Pix institution answers, but no webhook is registered: run `admin pix webhook set`');
+    } else {
+      logger.info({ webhookUrl: registered.url }, 'API Pix institution answers; webhook registered');
+    }
+  } catch (err) {
+    logger.error(
+      { err: err instanceof Error ? err.message : String(err) },
+      'API Pix institution does not answer',
+    );
+  }
+}
+
+/**
  * The worker process: its configuration, adapters, metrics and Temporal connection, wired here
  * only. src/worker.ts runs it.
  */
@@ -91,6 +120,7 @@ export async function main(): Promise<void> {
   // Migrations are a separate one-shot job (src/main/migrate.ts); replicas only check for it.
   await assertSchemaCurrent(db);
   const rails = pixRailsOf(config, metrics);
+  if (rails.webhooks) void reportApiPixInstitution(rails.webhooks, logger);
   const ledger = createUsdtLedger({
     rpcUrl: config.EVM_RPC_URL,
     chainId: config.EVM_CHAIN_ID,
@@ -105,11 +135,15 @@ export async function main(): Promise<void> {
   const connection = await connectWorker(config);
   await requireSearchAttributes(connection.operatorService, config.TEMPORAL_NAMESPACE, logger);
   registerTreasuryGauges(metrics.registry, ledger, logger);
+  // Started before the worker exists so /metrics answers during start-up; /readyz says INITIALIZED
+  // until the worker polls.
+  const started: { worker?: Worker } = {};
   const ops = await startOpsServer({
     host: config.HOST,
     port: config.WORKER_METRICS_PORT,
     registry: metrics.registry,
     extraMetrics: scrapeLocal(runtime.metricsUrl, logger),
+    handlers: [workerHealthHandler(() => started.worker?.getState() ?? 'INITIALIZED')],
     logger,
   });
   const version: WorkerVersion | undefined = config.TEMPORAL_WORKER_BUILD_ID
@@ -137,9 +171,11 @@ export async function main(): Promise<void> {
     network: settlementNetworkOf(config),
     dataConverter: createDataConverter(keys),
     maxCachedWorkflows: config.WORKER_MAX_CACHED_WORKFLOWS,
+    shutdownGraceSeconds: config.WORKER_SHUTDOWN_GRACE_SECONDS,
     ...(version ? { version } : {}),
     ...(config.WORKFLOW_BUNDLE_PATH ? { workflowBundle: { codePath: config.WORKFLOW_BUNDLE_PATH } } : {}),
   });
+  started.worker = worker;
   onShutdown(logger, async () => {
     // Stops polling, lets running activities finish (up to the shutdown grace time), then returns.
     worker.shutdown();

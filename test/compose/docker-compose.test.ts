@@ -1,7 +1,10 @@
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { privateKeyToAddress } from 'viem/accounts';
+import Ajv from 'ajv';
+import draft07 from 'ajv/dist/refs/json-schema-draft-07.json';
 import { parse } from 'yaml';
+import { CHARGE_WAIT_MS } from '../../src/api/payouts/create-payout';
 import { loadApiConfig, loadMigrateConfig, loadWorkerConfig, PROCESS_VARIABLES } from '../../src/config';
 import { PAYOUT_SEARCH_ATTRIBUTES } from '../../src/workflows/search-attributes';
 import { anvilAccount } from '../../dev/local/infra/anvil';
@@ -20,6 +23,8 @@ interface Service {
   build?: string;
   command?: string[] | string;
   restart?: string;
+  healthcheck?: { test: string[] };
+  stop_grace_period?: string;
   environment?: Record<string, string>;
   ports?: string[];
   depends_on?: string[] | Record<string, { condition: string }>;
@@ -68,7 +73,9 @@ describe('docker-compose.yml', () => {
     expect(published('temporal')).toContainEqual(['7233', '7233']);
     expect(published('temporal-ui')).toContainEqual(['8233', '8080']);
     expect(published('anvil')).toContainEqual(['8545', '8545']);
-    expect(published('postgres')).toContainEqual(['5432', '5432']);
+    // The databases stay on compose's network: nothing on the host reaches them by default.
+    expect(published('postgres')).toEqual([]);
+    expect(published('temporal-db')).toEqual([]);
   });
 
   it('depends only on services it defines', () => {
@@ -100,7 +107,7 @@ describe('docker-compose.yml', () => {
 
   it('migrates once, in a one-shot job the api and the worker wait for', () => {
     expect(services.migrate!.command).toEqual(['node', 'dist/src/main/migrate.js']);
-    expect(services.migrate!.restart).toBe('no');
+    expect(services.migrate!.restart).toMatch(/^on-failure/);
     for (const name of ['api', 'worker'])
       expect(services[name]!.depends_on).toMatchObject({
         migrate: { condition: 'service_completed_successfully' },
@@ -239,5 +246,89 @@ describe('docker-compose.yml', () => {
   it('starts anvil on chain id 42161', () => {
     const args = services.anvil!.command as string[];
     expect(args[args.indexOf('--chain-id') + 1]).toBe('42161');
+  });
+});
+
+describe('docker-compose.yml on a first `docker compose up`', () => {
+  const ONE_SHOT = ['migrate', 'temporal-schema', 'temporal-setup', 'chain-setup'];
+  const condition = (service: string, dep: string) =>
+    (services[service]!.depends_on as Record<string, { condition: string }>)[dep]?.condition;
+  /** Compose's duration syntax as used here (`45s`, `1m30s`), in seconds. */
+  const seconds = (duration: string) => {
+    const m = /^(?:(\d+)m)?(?:(\d+)s)?$/.exec(duration);
+    if (!m || !duration) throw new Error(`unparsed duration ${duration}`);
+    return Number(m[1] ?? 0) * 60 + Number(m[2] ?? 0);
+  };
+
+  it('pins every image to a tag its maintainers name (ops/image-tags.yml, with the source of each)', () => {
+    const pinned = (
+      parse(readFileSync(path.join(ROOT, 'ops/image-tags.yml'), 'utf8')) as {
+        images: { image: string; tag: string; source: string }[];
+      }
+    ).images;
+    for (const entry of pinned) expect(entry.source.length).toBeGreaterThan(20);
+    const allowed = new Set(pinned.map((p) => `${p.image}:${p.tag}`));
+    const used = Object.values(services).flatMap((s) => (s.image ? [s.image] : []));
+    for (const image of used) expect({ image, pinned: allowed.has(image) }).toEqual({ image, pinned: true });
+    // And nothing listed goes unused: the list is the compose file's, not a wish list.
+    expect([...allowed].sort()).toEqual([...new Set(used)].sort());
+  });
+
+  it('checks PostgreSQL over TCP: the init server on the Unix socket is not the real one', () => {
+    for (const name of ['postgres', 'temporal-db']) {
+      const test = services[name]!.healthcheck!.test.join(' ');
+      expect(test).toMatch(/pg_isready -h 127\.0\.0\.1 /);
+    }
+  });
+
+  it('retries its one-shot jobs, which run only once what they need is ready', () => {
+    for (const name of ONE_SHOT)
+      expect({ name, restart: services[name]!.restart }).toEqual({
+        name,
+        restart: expect.stringMatching(/^on-failure/),
+      });
+    expect(condition('migrate', 'postgres')).toBe('service_healthy');
+    expect(condition('temporal-schema', 'temporal-db')).toBe('service_healthy');
+    expect(condition('temporal-setup', 'temporal')).toBe('service_healthy');
+    expect(condition('temporal-ui', 'temporal')).toBe('service_healthy');
+    // A node that answers JSON-RPC, not one whose process merely exists.
+    expect(services.anvil!.healthcheck!.test).toEqual(
+      expect.arrayContaining(['cast', 'chain-id', '--rpc-url', 'http://127.0.0.1:8545']),
+    );
+    expect(condition('chain-setup', 'anvil')).toBe('service_healthy');
+  });
+
+  it('gives the worker and the api time to drain before Docker kills them', () => {
+    const worker = loadWorkerConfig(services.worker!.environment!);
+    expect(seconds(services.worker!.stop_grace_period!)).toBeGreaterThan(
+      worker.WORKER_SHUTDOWN_GRACE_SECONDS,
+    );
+    // The api's longest request: a POST that reads a quote from the provider, then waits for its charge.
+    const api = loadApiConfig(services.api!.environment!);
+    expect(seconds(services.api!.stop_grace_period!) * 1000).toBeGreaterThan(
+      CHARGE_WAIT_MS + api.PROVIDER_TIMEOUT_MS,
+    );
+    expect(services.worker!.healthcheck!.test.join(' ')).toContain(
+      `http://127.0.0.1:${worker.WORKER_METRICS_PORT}/readyz`,
+    );
+  });
+
+  it('is valid against the Compose Specification schema (vendored from compose-spec/compose-spec)', () => {
+    const ajv = new Ajv({ allErrors: true, strict: false });
+    // The spec names draft-07 by its https address; Ajv knows the same meta-schema by its http one.
+    ajv.addMetaSchema({ ...draft07, $id: 'https://json-schema.org/draft-07/schema' });
+    const validate = ajv.compile(
+      JSON.parse(readFileSync(path.join(__dirname, 'vendor/compose-spec.json'), 'utf8')) as object,
+    );
+    // As written (anchors merged, `${...}` left for compose), and as compose reads it.
+    const raw = parse(readFileSync(path.join(ROOT, 'docker-compose.yml'), 'utf8'), {
+      merge: true,
+    }) as unknown;
+    for (const doc of [raw, loadCompose()]) {
+      validate(doc);
+      expect(validate.errors ?? []).toEqual([]);
+    }
+    // The validator does refuse what compose refuses.
+    expect(validate({ services: { api: { image: 'x', restart: 3, stop_grace_period: [] } } })).toBe(false);
   });
 });

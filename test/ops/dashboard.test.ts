@@ -6,6 +6,7 @@ import { createLogger } from '../../src/observability/logger';
 import { createMetrics } from '../../src/observability/metrics';
 import { registerCallbackGauges, registerTreasuryGauges } from '../../src/observability/ops-gauges';
 import { registerOpenPayoutGauges } from '../../src/observability/payout-gauges';
+import { REPLICATED_GAUGES } from '../support/replicated-gauges';
 
 // The Grafana dashboard reads only metrics the service registers (or the Temporal SDK's temporal_*),
 // and shows every view a payments team asks for. Registration does no I/O: nothing is collected here.
@@ -15,7 +16,12 @@ const dashboard = JSON.parse(
   readFileSync(path.join(ROOT, 'ops/grafana/dashboards/payouts.json'), 'utf8'),
 ) as {
   uid: string;
-  panels: { title: string; targets: { expr: string }[] }[];
+  templating: { list: { name: string; type: string; query: string }[] };
+  panels: {
+    title: string;
+    datasource?: { uid: string };
+    targets: { expr: string; datasource?: { uid: string } }[];
+  }[];
 };
 
 function serviceMetricNames(): Set<string> {
@@ -59,5 +65,30 @@ describe('Grafana dashboard (ops/grafana/dashboards/payouts.json)', () => {
       'treasury_usdt_balance',
     ])
       expect(exprs).toContain(needed);
+  });
+
+  it('reads whichever Prometheus the viewer picks (a datasource variable), in every panel', () => {
+    expect(dashboard.templating.list).toContainEqual(
+      expect.objectContaining({ name: 'datasource', type: 'datasource', query: 'prometheus' }),
+    );
+    for (const panel of dashboard.panels) {
+      expect({ panel: panel.title, uid: panel.datasource?.uid }).toEqual({
+        panel: panel.title,
+        uid: '${datasource}',
+      });
+      for (const target of panel.targets)
+        if (target.datasource) expect(target.datasource.uid).toBe('${datasource}');
+    }
+  });
+
+  it('takes the max or min of gauges every replica reports, never their sum', () => {
+    for (const panel of dashboard.panels)
+      for (const { expr } of panel.targets)
+        for (const gauge of REPLICATED_GAUGES)
+          if (new RegExp(`\\b${gauge}\\b`).test(expr))
+            expect({ panel: panel.title, expr }).toEqual({
+              panel: panel.title,
+              expr: expect.stringMatching(new RegExp(`^(max|min) by \\(\\w+\\) \\(${gauge}\\)$`)),
+            });
   });
 });

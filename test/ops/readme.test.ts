@@ -59,7 +59,7 @@ function anchorsOf(markdown: string): Set<string> {
 
 const alertRules = (
   parse(read('ops/alerts.yml')) as {
-    groups: { rules: { alert: string; annotations: { runbook?: string } }[] }[];
+    groups: { rules: { alert: string; annotations: { runbook_url?: string } }[] }[];
   }
 ).groups.flatMap((g) => g.rules);
 
@@ -193,10 +193,13 @@ describe('README', () => {
 describe('ops/alerts.yml', () => {
   it('links every rule to a runbook section that exists', () => {
     for (const rule of alertRules) {
-      const [file, anchor] = (rule.annotations.runbook ?? '').split('#');
+      // runbook_url is the configured base (where docs/ is served) and a page#section of docs/.
+      const url = rule.annotations.runbook_url ?? '';
+      const [page, anchor] = url.replace('{{ $externalLabels.runbook_base_url }}/', '').split('#');
+      const file = page && `docs/${page}`;
       const found =
         !!file && !!anchor && existsSync(path.join(ROOT, file)) && anchorsOf(read(file)).has(anchor);
-      expect({ alert: rule.alert, runbook: rule.annotations.runbook, found }).toMatchObject({ found: true });
+      expect({ alert: rule.alert, runbook_url: url, found }).toMatchObject({ found: true });
     }
   });
 

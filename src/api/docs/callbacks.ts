@@ -46,6 +46,9 @@ export function describeCallbackWebhooks<D>(generated: D): D {
         post: {
           operationId: event === 'payout.completed' ? 'payoutCompletedCallback' : 'payoutFailedCallback',
           tags: ['callbacks'],
+          // Authenticated by the signature headers below (an HMAC over the body), which no OpenAPI
+          // security scheme can express; no credential of a scheme's kind is sent.
+          security: [],
           summary: `${event} (to your callback URL)`,
           description:
             `${when} Sent to the callback URL your account manager set, signed (Standard Webhooks). ` +

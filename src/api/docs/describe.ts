@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { API_ERRORS, type HttpError } from '../errors';
-import { errorBodySchema, idempotencyKeySchema } from '../payouts/payout.schemas';
+import { errorBodySchema, IDEMPOTENCY_KEY_MESSAGE, idempotencyKeySchema } from '../payouts/payout.schemas';
 
 /**
  * What the route schemas cannot carry, added to the generated document: security, headers and the
@@ -84,6 +84,16 @@ const STATUS_MEANING: Record<string, string> = {
   '503':
     `Temporarily unavailable, retry later: no exchange rate (${quoted(API_ERRORS.quoteUnavailable())}) or ` +
     `the provider is slow to create the charge (${quoted(API_ERRORS.providerUnavailable())})`,
+};
+
+/** The operations that honour an Idempotency-Key header, and what a repeat does there. */
+const IDEMPOTENCY_KEY_MEANING: Record<string, string> = {
+  'post /v1/payouts':
+    'Your opaque id for this payout (e.g. your order id), scoped to your partner account and ' +
+    'valid 24 h: a repeat returns the original payout instead of creating another.',
+  'post /v1/payouts/{id}/cancel':
+    'Your opaque id for this cancel: a repeat of a cancel that succeeded answers 200 with the ' +
+    'payout and `Idempotent-Replayed: true` instead of 409.',
 };
 
 const PATH_PARAMETERS: Record<string, string> = {
@@ -196,6 +206,28 @@ const OPERATIONS: Record<string, OperationDoc> = {
         'with a time zone (e.g. 2026-01-31T00:00:00Z) or Unix seconds` for a value that is not a real instant)',
     },
   },
+  'post /v1/payouts/{id}/cancel': {
+    operationId: 'cancelPayout',
+    tag: 'payouts',
+    description:
+      'Cancels a PENDING payout: it becomes FAILED (`failure_reason` `cancelled`) and its PIX charge is ' +
+      "removed at the provider. The payout's workflow decides between the cancel and a payment arriving " +
+      'at the same moment, once: if the payment won, the cancel answers 409 and the payout settles ' +
+      'normally. No body. A refused cancel changes nothing, so asking again is safe; with an ' +
+      'Idempotency-Key, a repeat of a cancel that succeeded answers 200 with the payout and ' +
+      '`Idempotent-Replayed: true`. Spends the POST rate-limit bucket.',
+    responses: {
+      '200': 'The cancelled payout, status FAILED (or the replay of a cancel that succeeded)',
+      '400': `\`Idempotency-Key\` malformed: ${quoted(API_ERRORS.invalidRequest(IDEMPOTENCY_KEY_MESSAGE))}`,
+      '404': 'Unknown id, malformed id, or a payout of another partner: `payout not found`',
+      '409':
+        `A payment has already been applied or reached the provider first: ${quoted(API_ERRORS.payoutBeingProcessed())}; ` +
+        'or the payout is already final: `payout is already <STATUS>` (e.g. `payout is already COMPLETED`)',
+      '503':
+        'The provider did not answer the removal in time; retry (the cancel may still complete): ' +
+        quoted(API_ERRORS.providerUnavailable()),
+    },
+  },
   'get /v1/quotes': {
     operationId: 'previewQuote',
     tag: 'payouts',
@@ -267,14 +299,13 @@ export function describeOperations<D>(generated: D): D {
       }
       const hasHeader = (name: string) =>
         parameters.some((p) => p.in === 'header' && p.name.toLowerCase() === name.toLowerCase());
-      if (method === 'post' && path === '/v1/payouts' && !hasHeader('Idempotency-Key')) {
+      const idempotent = IDEMPOTENCY_KEY_MEANING[`${method} ${path}`];
+      if (idempotent && !hasHeader('Idempotency-Key')) {
         parameters.push({
           name: 'Idempotency-Key',
           in: 'header',
           required: false,
-          description:
-            'Your opaque id for this payout (e.g. your order id), scoped to your partner account and ' +
-            'valid 24 h: a repeat returns the original payout instead of creating another.',
+          description: idempotent,
           schema: jsonSchema(idempotencyKeySchema, 'input'),
         });
       }

@@ -58,7 +58,19 @@ export const apiDocs = fp<ApiDocsOptions>(
     await app.register(fastifySwagger, {
       openapi: {
         openapi: '3.1.0',
-        info: { title: 'PIX → USDT Payout API', version: '1.0.0', description: description(opts.network) },
+        info: {
+          title: 'PIX → USDT Payout API',
+          version: '1.0.0',
+          description: description(opts.network),
+          // Partners get their keys, callback URLs and limits from their account manager, not from a
+          // public address; the API is theirs under their agreement, not open source (package.json).
+          contact: { name: 'Your account manager (API keys, callback URL, limits)' },
+          // SPDX's form for a licence of one's own (no SPDX id exists for a proprietary one).
+          license: {
+            name: 'Proprietary: for partners under their service agreement',
+            identifier: 'LicenseRef-Proprietary',
+          },
+        },
         servers: opts.publicBaseUrl ? [{ url: opts.publicBaseUrl }] : [],
         tags: [
           { name: 'payouts', description: 'Partner API: create and read payouts' },

@@ -43,6 +43,12 @@ import { payoutSearchAttributes, payoutSummary } from '../../workflows/search-at
 import { quoteMinAmount, type MinAmountDeps } from '../quotes/min-amount';
 import type { CreatePayoutBody } from './payout.schemas';
 
+/**
+ * How long POST waits for the PIX charge before answering 503 (the workflow keeps going): the
+ * longest wait of the api, which its stop grace period must outlast (docker-compose.yml).
+ */
+export const CHARGE_WAIT_MS = 20_000;
+
 export interface CreatePayoutDeps extends MinAmountDeps {
   db: Db;
   temporal: Client;

@@ -138,9 +138,8 @@ export function anyCase(word: string): string {
 
 export type CreatePayoutBody = z.output<ReturnType<typeof createPayoutBodySchema>>;
 
-export const idempotencyKeySchema = z
-  .string()
-  .regex(/^[\x20-\x7e]{1,255}$/, 'Idempotency-Key must be 1-255 printable ASCII characters');
+export const IDEMPOTENCY_KEY_MESSAGE = 'Idempotency-Key must be 1-255 printable ASCII characters';
+export const idempotencyKeySchema = z.string().regex(/^[\x20-\x7e]{1,255}$/, IDEMPOTENCY_KEY_MESSAGE);
 
 export const payoutIdParamsSchema = z.object({ id: z.string() });
 

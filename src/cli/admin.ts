@@ -540,7 +540,9 @@ const COMMANDS: Record<string, Command> = {
             `refund case ${id} is open: its workflow has not applied the policy, or the PIX provider cannot return payments (resolve it by hand)`,
           );
         }
-        if (found.status !== 'awaiting_approval' && found.approvedBy === null) {
+        // Approved before (the workflow may have ended since): the same approval, nothing more to do.
+        if (found.approvedBy !== null) return refundCaseView(found);
+        if (found.status !== 'awaiting_approval') {
           throw new Error(`refund case ${id} is ${found.status}: it does not await approval`);
         }
         try {

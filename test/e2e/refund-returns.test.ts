@@ -1,3 +1,6 @@
+import { execFile } from 'node:child_process';
+import path from 'node:path';
+import { promisify } from 'node:util';
 import type { PayoutResponse } from '../../src/domain/payout';
 import { useStack } from '../support/stack';
 import type { ServiceProcess } from '../support/service-process';
@@ -102,6 +105,57 @@ describe('refunds returned by the provider (real servers)', () => {
     expect(lateCase.kind).toBe('late_payment');
     expect(await returnsOf(late)).toHaveLength(1);
   }, 180_000);
+
+  /** The admin CLI as an operator runs it, on this stack. */
+  async function admin(...args: string[]): Promise<Record<string, unknown>> {
+    const root = path.resolve(__dirname, '../..');
+    const { stdout } = await promisify(execFile)(
+      path.join(root, 'node_modules/.bin/tsx'),
+      ['src/main/admin.ts', ...args],
+      {
+        cwd: root,
+        env: { PATH: process.env.PATH, HOME: process.env.HOME, ...stack.serviceEnv },
+        timeout: 60_000,
+      },
+    );
+    return JSON.parse(stdout) as Record<string, unknown>;
+  }
+
+  it('a paid payout that failed waits for approval; `admin refunds approve` returns it, once', async () => {
+    const { payout } = await stack.createPayout(apiKey);
+    const paid = await stack.payWith(payout.pix_copy_paste, { outcome: 'settlement_failed' });
+    expect((await stack.waitForStatus(apiKey, payout.id, ['COMPLETED', 'FAILED'])).status).toBe('FAILED');
+    const waiting = await untilCase(paid, 'awaiting_approval');
+    expect(waiting.kind).toBe('payout_failed');
+    expect(await returnsOf(paid)).toEqual([]);
+
+    const approved = await admin('refunds', 'approve', '--id', waiting.id, '--by', 'ana');
+    expect(approved).toMatchObject({ id: waiting.id, status: 'returning', approved_by: 'ana' });
+    await untilCase(paid, 'returned');
+    expect(await returnsOf(paid)).toHaveLength(1);
+    // Approving again is harmless: the same case, no second return.
+    expect(await admin('refunds', 'approve', '--id', waiting.id, '--by', 'ana')).toMatchObject({
+      id: waiting.id,
+    });
+
+    const listed = (await admin('refunds', 'list', '--all')) as {
+      refund_cases: {
+        id: string;
+        status: string;
+        return_id: string;
+        changes: { status: string; at: string }[];
+      }[];
+    };
+    const shown = listed.refund_cases.find((c) => c.id === waiting.id);
+    expect(shown).toMatchObject({ status: 'returned', return_id: expect.stringMatching(/^rtn_/) });
+    expect(shown!.changes.map((c) => c.status)).toEqual([
+      'open',
+      'awaiting_approval',
+      'returning',
+      'returned',
+    ]);
+    expect(await returnsOf(paid)).toHaveLength(1);
+  }, 120_000);
 
   it('a worker killed after the return was requested, before it was recorded, returns the money once', async () => {
     const { payout } = await stack.createPayout(apiKey);

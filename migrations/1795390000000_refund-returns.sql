@@ -40,6 +40,15 @@ CREATE INDEX refund_cases_unfinished_idx ON refund_cases (created_at)
 
 DROP INDEX refund_cases_unfinished_idx;
 CREATE INDEX refund_cases_open_idx ON refund_cases (created_at) WHERE status = 'open';
+ALTER TABLE refund_cases DROP CONSTRAINT refund_cases_resolution_check;
+ALTER TABLE refund_cases DROP CONSTRAINT refund_cases_status_check;
+-- A returned case was resolved (by the provider); any other unfinished one is open again.
+UPDATE refund_cases SET status = 'resolved', resolved_at = status_changed_at,
+  resolution_note = 'returned through the provider' WHERE status = 'returned';
+UPDATE refund_cases SET status = 'open' WHERE status IN ('awaiting_approval', 'returning', 'refused');
+ALTER TABLE refund_cases ADD CONSTRAINT refund_cases_status_check CHECK (status IN ('open', 'resolved'));
+ALTER TABLE refund_cases ADD CONSTRAINT refund_cases_resolution_check
+  CHECK ((status = 'open') = (resolved_at IS NULL) AND (status = 'open') = (resolution_note IS NULL));
 DROP TABLE refund_case_changes;
 ALTER TABLE refund_cases
   DROP COLUMN status_changed_at,
@@ -47,11 +56,3 @@ ALTER TABLE refund_cases
   DROP COLUMN refusal_reason,
   DROP COLUMN return_id,
   DROP COLUMN kind;
-ALTER TABLE refund_cases DROP CONSTRAINT refund_cases_resolution_check;
-ALTER TABLE refund_cases DROP CONSTRAINT refund_cases_status_check;
-UPDATE refund_cases SET status = 'open' WHERE status IN ('awaiting_approval', 'returning', 'refused');
-UPDATE refund_cases SET status = 'resolved', resolved_at = status_changed_at,
-  resolution_note = 'returned through the provider' WHERE status = 'returned';
-ALTER TABLE refund_cases ADD CONSTRAINT refund_cases_status_check CHECK (status IN ('open', 'resolved'));
-ALTER TABLE refund_cases ADD CONSTRAINT refund_cases_resolution_check
-  CHECK ((status = 'open') = (resolved_at IS NULL) AND (status = 'open') = (resolution_note IS NULL));

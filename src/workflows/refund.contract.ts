@@ -26,10 +26,11 @@ export interface RefundApproval {
 }
 
 /**
- * `admin refunds approve`: accepted only while the case awaits approval; answers once the case is
- * `returning` (the approval is recorded and the return is being asked for).
+ * `admin refunds approve`: accepted only while the case awaits approval; answers the case's status
+ * once the approval is recorded: `returning` (the return is being asked for), or `resolved` when an
+ * operator resolved it by hand first.
  */
-export const approveRefundUpdate = defineUpdate<'returning', [RefundApproval]>('approveRefund');
+export const approveRefundUpdate = defineUpdate<string, [RefundApproval]>('approveRefund');
 
 /** The update's refusal type: the case does not await approval. */
 export const REFUND_NOT_AWAITING_APPROVAL = 'RefundNotAwaitingApproval';

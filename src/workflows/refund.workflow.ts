@@ -43,13 +43,14 @@ export async function refundWorkflow(input: RefundWorkflowInput): Promise<Refund
   const { caseId } = input;
   let awaiting = false;
   let approvedBy: string | undefined;
-  let returning = false;
+  /** The case's status once the approval is recorded: what the update answers. */
+  let afterApproval: string | undefined;
   setHandler(
     approveRefundUpdate,
-    async (approval: RefundApproval): Promise<'returning'> => {
+    async (approval: RefundApproval): Promise<string> => {
       approvedBy ??= approval.by;
-      await condition(() => returning);
-      return 'returning';
+      await condition(() => afterApproval !== undefined);
+      return afterApproval ?? 'returning';
     },
     {
       validator: (_approval: RefundApproval) => {
@@ -75,11 +76,11 @@ export async function refundWorkflow(input: RefundWorkflowInput): Promise<Refund
       if ((await bookkeeping.refundCaseStatus(caseId)) === 'resolved') return 'resolved_by_hand';
     }
     awaiting = false;
-    if ((await bookkeeping.approveRefund({ caseId, by })) === 'resolved') return 'resolved_by_hand';
+    afterApproval = await bookkeeping.approveRefund({ caseId, by });
+    if (afterApproval === 'resolved') return 'resolved_by_hand';
   }
 
   let answer = await provider.requestReturn(caseId);
-  returning = true;
   for (let delay = FIRST_POLL_MS; answer === 'returning'; delay = Math.min(delay * 2, MAX_POLL_MS)) {
     await sleep(delay);
     answer = await provider.checkReturn(caseId);

@@ -2,6 +2,7 @@ import { loadClientConfigProfile } from '@temporalio/envconfig';
 import { privateKeyToAddress } from 'viem/accounts';
 import { z } from 'zod';
 import { SCREENING_SOURCES, type ScreeningSource } from './domain/screening';
+import { DEFAULT_AUTO_RETURN_KINDS, REFUND_KINDS, type RefundKind } from './domain/refund';
 import { parsePayloadKey } from './adapters/secrets/payload-keys';
 import { temporalConfigEnv } from './temporal/config-file-env';
 import { BUILD_ID_PATTERN } from './temporal/worker-versioning';
@@ -140,6 +141,27 @@ const VARIABLES = {
   PIX_API_CA_FILE: optional(z.string().min(1)),
   PIX_API_RECEIVER_KEY: optional(z.string().min(1).max(77)),
   PIX_API_PAYER_MESSAGE: z.string().min(1).max(140).default('Pagamento convertido em USDT'),
+  // The refund policy (docs/decisions.md D63): the refund kinds whose payment goes back to the payer
+  // at once, comma-separated; every other kind waits for `admin refunds approve`. "none": all wait.
+  REFUND_AUTO_RETURN_KINDS: z.preprocess(
+    (v) => (typeof v === 'string' && v.trim() === '' ? undefined : v),
+    z
+      .string()
+      .default(DEFAULT_AUTO_RETURN_KINDS.join(','))
+      .transform((v, ctx) => {
+        const list = v.split(',').map((s) => s.trim());
+        if (list.length === 1 && list[0] === 'none') return [] as RefundKind[];
+        const unknown = list.filter((s) => !(REFUND_KINDS as readonly string[]).includes(s));
+        if (unknown.length > 0) {
+          ctx.addIssue({
+            code: 'custom',
+            message: `unknown refund kind(s) "${unknown.join('", "')}": list ${REFUND_KINDS.join(', ')}, or none alone`,
+          });
+          return z.NEVER;
+        }
+        return [...new Set(list)] as RefundKind[];
+      }),
+  ),
   QUOTE_CACHE_SECONDS: int(30, 0).refine((v) => v <= 30, 'must be at most 30 (docs/decisions.md D5)'),
   // Where the api's rate comes from (docs/decisions.md D52): the provider's quote, two Chainlink
   // feeds on the settlement chain, or the operator's own rate. Unset: the provider's in provider
@@ -349,6 +371,7 @@ const WORKER = [
   'TREASURY_REPRICE_AFTER_SECONDS',
   'SCREENING_SOURCES',
   'SANCTIONS_ORACLE_ADDRESS',
+  'REFUND_AUTO_RETURN_KINDS',
   ...PAYLOAD_KEYS,
   'CALLBACK_ALLOW_PRIVATE_NETWORKS',
   'CALLBACK_TIMEOUT_MS',

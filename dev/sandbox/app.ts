@@ -20,6 +20,7 @@ import {
   type PaymentOutcome,
   type Settlement,
 } from './state';
+import { createReturnDesk, payerReturnsView, returnRequest, ReturnRefused } from './returns';
 import { createWebhookDispatcher, type WebhookOptions } from './webhooks';
 
 export interface SandboxDeps {
@@ -32,6 +33,8 @@ export interface SandboxDeps {
   webhook?: Partial<Omit<WebhookOptions, 'url' | 'logger'>>;
   /** The state shared with the API Pix face; default: its own (SANDBOX_STATE_FILE or memory). */
   state?: SandboxState;
+  /** From a provider API return's request to its final status; default 1 s. */
+  returnDelayMs?: number;
   /** The API Pix face's PSP, when that face runs: the payer pays its dynamic codes here too. */
   apiPix?: { psp: ApiPixPsp; faults: FaultRegistry };
 }
@@ -101,6 +104,8 @@ const FAULT_ROUTES = {
   'POST /settlements': 'POST /settlements',
   'GET /settlements/{settlement_id}': 'GET /settlements/:settlementId',
   'GET /pix/notification/{token}': 'GET /pix/notification/:token',
+  'POST /pix/returns': 'POST /pix/returns',
+  'GET /pix/returns/{return_id}': 'GET /pix/returns/:returnId',
 } as const;
 type FaultRoute = keyof typeof FAULT_ROUTES;
 type AnyFaultRoute = FaultRoute | ApiPixFaultRoute;
@@ -150,7 +155,9 @@ export function buildSandboxApp(config: SandboxConfig, deps: SandboxDeps = {}): 
     );
     settlements.start(settlement, state.chargeById(settlement.chargeId));
   }
+  const returns = createReturnDesk({ state, now, logger: app.log, delayMs: deps.returnDelayMs });
   app.addHook('onClose', async () => {
+    returns.close();
     // Settlements first, so one finishing during shutdown still records its notification (fetchable
     // later) before the webhook loops are stopped.
     await settlements.close();
@@ -358,6 +365,27 @@ export function buildSandboxApp(config: SandboxConfig, deps: SandboxDeps = {}): 
     return body;
   });
 
+  // A received payment sent back to its payer, idempotent on the service's refund id.
+  app.post('/pix/returns', async (request, reply) => {
+    authorize(request);
+    const req = parse(returnRequest, request.body);
+    const { created, body } = returnCall(() => returns.request(req));
+    return reply.status(created ? 201 : 200).send(body);
+  });
+  app.get<{ Params: { returnId: string } }>('/pix/returns/:returnId', async (request) => {
+    authorize(request);
+    return returnCall(() => returns.get(request.params.returnId));
+  });
+
+  function returnCall<T>(run: () => T): T {
+    try {
+      return run();
+    } catch (err) {
+      if (err instanceof ReturnRefused) throw new HttpError(err.statusCode, err.message, err.code);
+      throw err;
+    }
+  }
+
   // The payer's bank. Not part of the provider API, so it takes no provider API key.
   app.post('/sandbox/payments', async (request, reply) => {
     const req = parse(paymentRequest, request.body);
@@ -465,9 +493,14 @@ export function buildSandboxApp(config: SandboxConfig, deps: SandboxDeps = {}): 
     return { cleared };
   });
 
-  // API Pix test controls: what the payer got back (one entry per DEVOLVIDO devolução), and
-  // devoluções that will fail.
-  app.get('/sandbox/returns', async () => ({ returns: apiPix?.psp.returns() ?? [] }));
+  // Test controls: what the payer got back (one entry per return that reached the payer, from either
+  // face: a DEVOLVIDO devolução or a returned provider API return), and returns that will fail.
+  app.get('/sandbox/returns', async () => ({ returns: payerReturnsView(state) }));
+  app.post('/sandbox/returns/refuse', async (request, reply) => {
+    const req = parse(z.object({ count: z.number().int().min(0).max(10_000) }), request.body);
+    returns.refuseNext(req.count);
+    return reply.status(201).send({ refuse_next: req.count });
+  });
   app.post('/sandbox/devolucoes/refuse', async (request, reply) => {
     const req = parse(z.object({ count: z.number().int().min(0).max(10_000) }), request.body);
     if (!apiPix) throw new HttpError(404, 'the API Pix face is not running (SANDBOX_API_PIX_PORT)');

@@ -140,6 +140,20 @@ export interface PayerReturn {
   returnedAt: Date;
 }
 
+/** A return of the provider API (POST /pix/returns), by our refund id. */
+export interface ProviderReturn {
+  returnId: string;
+  refundId: string;
+  /** The returned payment's event id. */
+  eventId: string;
+  amountCentavos: bigint;
+  reason: string;
+  status: 'returning' | 'returned' | 'refused';
+  refusalReason?: string;
+  requestedAt: Date;
+  updatedAt: Date;
+}
+
 export interface PixWebhook {
   chave: string;
   webhookUrl: string;
@@ -162,6 +176,7 @@ interface Snapshot {
   pix?: ReceivedPix[];
   returns?: PayerReturn[];
   pixWebhooks?: PixWebhook[];
+  providerReturns?: ProviderReturn[];
 }
 
 export class SandboxStateFileError extends Error {
@@ -198,6 +213,7 @@ export class SandboxState {
     for (const pix of snapshot.pix ?? []) state.pix.set(pix.endToEndId, pix);
     state.returns.push(...(snapshot.returns ?? []));
     for (const hook of snapshot.pixWebhooks ?? []) state.pixWebhooks.set(hook.chave, hook);
+    for (const r of snapshot.providerReturns ?? []) state.providerReturns.set(r.refundId, r);
     return state;
   }
 
@@ -218,6 +234,7 @@ export class SandboxState {
       pix: [...this.pix.values()],
       returns: this.returns,
       pixWebhooks: [...this.pixWebhooks.values()],
+      providerReturns: [...this.providerReturns.values()],
     };
     const tmp = `${this.file}.tmp`;
     writeFileSync(tmp, JSON.stringify(snapshot, tag), { flush: true });
@@ -245,6 +262,7 @@ export class SandboxState {
   private readonly pix = new Map<string, ReceivedPix>();
   private readonly returns: PayerReturn[] = [];
   private readonly pixWebhooks = new Map<string, PixWebhook>();
+  private readonly providerReturns = new Map<string, ProviderReturn>();
 
   chargeById(chargeId: string): Charge | undefined {
     return this.charges.get(chargeId);
@@ -363,6 +381,35 @@ export class SandboxState {
     return this.returns;
   }
 
+  // The provider API's returns. Changed in place by dev/sandbox/returns.ts, which calls save().
+
+  providerReturnByRefundId(refundId: string): ProviderReturn | undefined {
+    return this.providerReturns.get(refundId);
+  }
+
+  providerReturnById(returnId: string): ProviderReturn | undefined {
+    for (const r of this.providerReturns.values()) if (r.returnId === returnId) return r;
+    return undefined;
+  }
+
+  allProviderReturns(): ProviderReturn[] {
+    return [...this.providerReturns.values()];
+  }
+
+  addProviderReturn(entry: ProviderReturn): void {
+    this.providerReturns.set(entry.refundId, entry);
+    this.save();
+  }
+
+  /** A received payment of the provider API by its event id, with its charge. */
+  paymentByEventId(eventId: string): { charge: Charge; payment: Payment } | undefined {
+    for (const charge of this.charges.values()) {
+      const payment = charge.payments.find((p) => p.eventId === eventId);
+      if (payment) return { charge, payment };
+    }
+    return undefined;
+  }
+
   pixWebhook(chave: string): PixWebhook | undefined {
     return this.pixWebhooks.get(chave);
   }
@@ -400,7 +447,7 @@ function revive(_key: string, value: unknown): unknown {
 }
 
 /** `chg_3f9a...`: 22 hex digits (88 random bits), so the charge's txid is exactly 25 characters. */
-export function newId(prefix: 'chg' | 'stl' | 'evt'): string {
+export function newId(prefix: 'chg' | 'stl' | 'evt' | 'rtn'): string {
   return `${prefix}_${randomBytes(11).toString('hex')}`;
 }
 

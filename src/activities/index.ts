@@ -1,11 +1,13 @@
 import type { UsdtLedger } from '../adapters/chain/usdt-ledger';
 import type { Db } from '../adapters/db/pool';
-import type { PixCollection, SettlementProvider } from '../adapters/provider/types';
+import type { PaymentReturns, PixCollection, SettlementProvider } from '../adapters/provider/types';
 import type { Logger } from '../observability/logger';
 import type { Metrics } from '../observability/metrics';
 import { createChainActivities, type ChainActivityDeps } from './chain.activities';
 import { createPayoutBookkeepingActivities } from './payout-bookkeeping.activities';
 import { createProviderActivities } from './provider.activities';
+import { createRefundActivities, type RefundPolicy } from './refund.activities';
+import { DEFAULT_AUTO_RETURN_KINDS } from '../domain/refund';
 
 export type { ChainActivities } from './chain.activities';
 export type { PayoutBookkeepingActivities, RefundKind } from './payout-bookkeeping.activities';
@@ -13,6 +15,7 @@ export type { ChargeReconciliation, ProviderActivities, SettlementReport } from 
 import { createScreeningActivities } from './screening.activities';
 import type { ReceiverScreening } from '../domain/screening';
 export type { ScreeningActivities } from './screening.activities';
+export type { RefundActivities, RefundPolicy } from './refund.activities';
 export type { AttentionKind } from '../adapters/db/attention-repo';
 
 export interface ActivityDeps {
@@ -21,6 +24,10 @@ export interface ActivityDeps {
   provider: PixCollection;
   /** Sends the USDT in provider settlement mode; absent where the PIX provider cannot. */
   settlementProvider?: SettlementProvider | undefined;
+  /** Returns received payments to their payers; absent where the PIX provider cannot. */
+  returns?: PaymentReturns | undefined;
+  /** Which refund kinds return by themselves (REFUND_AUTO_RETURN_KINDS). */
+  refundPolicy?: RefundPolicy | undefined;
   ledger: UsdtLedger;
   logger: Logger;
   metrics: Metrics;
@@ -42,6 +49,10 @@ export function createActivities(deps: ActivityDeps) {
     ...createProviderActivities(deps),
     ...createChainActivities(deps),
     ...createScreeningActivities(deps),
+    ...createRefundActivities({
+      ...deps,
+      policy: deps.refundPolicy ?? { autoReturnKinds: DEFAULT_AUTO_RETURN_KINDS },
+    }),
   };
 }
 

@@ -7,6 +7,7 @@ import type { ProviderEvent } from '../domain/provider-event';
 import type { Logger } from '../observability/logger';
 import type { Metrics } from '../observability/metrics';
 import { isUuid } from '../domain/ids';
+import { REFUND_KINDS, type RefundKind } from '../domain/refund';
 import {
   clearAttention,
   raiseAttention,
@@ -16,15 +17,7 @@ import {
   type OperatorDecision,
 } from '../adapters/db/attention-repo';
 
-/** Why a received payment is refunded rather than settled (the refund metric's `kind` label). */
-export const REFUND_KINDS = [
-  'late_payment',
-  'wrong_amount',
-  'wrong_charge',
-  'second_payment',
-  'payout_failed',
-] as const;
-export type RefundKind = (typeof REFUND_KINDS)[number];
+export { REFUND_KINDS, type RefundKind } from '../domain/refund';
 
 /**
  * Payout bookkeeping: the read model, refund cases and the alerts raised along a payout's life.
@@ -125,15 +118,16 @@ export function createPayoutBookkeepingActivities({
     /**
      * Opens a refund case for a received PIX payment that will not be settled (the activity keeps its
      * first name, which running workflow histories refer to). Raises PayoutRefundDue through the
-     * metric. A redelivered event of the payment a payout settles opens nothing.
+     * metric. A redelivered event of the payment a payout settles opens nothing. The case's id is
+     * returned (for a case opened now or before): the workflow starts the case's refund workflow.
      */
     async recordLatePayment(req: {
       payoutId: string;
       event: ProviderEvent;
       reason: string;
       kind?: RefundKind;
-    }): Promise<OpenRefundCaseResult | 'not_a_payment'> {
-      if (req.event.type !== 'pix.received') return 'not_a_payment';
+    }): Promise<OpenRefundCaseResult | { outcome: 'not_a_payment' }> {
+      if (req.event.type !== 'pix.received') return { outcome: 'not_a_payment' };
       const kind = req.kind ?? 'late_payment';
       const result = await openRefundCase(db, {
         eventId: req.event.eventId,
@@ -141,21 +135,23 @@ export function createPayoutBookkeepingActivities({
         chargeId: req.event.chargeId,
         amountBrl: req.event.amountBrl,
         reason: req.reason,
+        kind,
       });
-      if (result === 'opened') {
+      if (result.outcome === 'opened') {
         metrics.refundCasesOpened.inc({ kind });
         logger.error(
           {
             event: 'refund_case_opened',
             kind,
             payoutId: req.payoutId,
+            caseId: result.caseId,
             eventId: req.event.eventId,
             amountBrl: req.event.amountBrl,
             reason: req.reason,
           },
           'PIX payment received that will not be settled: refund case opened',
         );
-      } else if (result === 'payment_settles_its_payout') {
+      } else if (result.outcome === 'payment_settles_its_payout') {
         logger.info(
           { payoutId: req.payoutId, eventId: req.event.eventId },
           'redelivered event of the payment this payout settles: nothing to refund',

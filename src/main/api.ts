@@ -5,7 +5,11 @@ import { loadApiConfig, type ApiConfig } from '../config';
 import { createLogger, type Logger } from '../observability/logger';
 import { createMetrics, type Metrics } from '../observability/metrics';
 import { startOpsServer, type OpsServer } from '../observability/ops-server';
-import { registerAttentionGauges, registerCallbackGauges } from '../observability/ops-gauges';
+import {
+  registerAttentionGauges,
+  registerCallbackGauges,
+  registerRefundGauges,
+} from '../observability/ops-gauges';
 import { registerOpenPayoutGauges } from '../observability/payout-gauges';
 import { onShutdown } from '../shutdown';
 import { createCodecEndpoint } from '../temporal/codec-endpoint';
@@ -95,6 +99,7 @@ function startApiOpsServer(
   registerOpenPayoutGauges(deps.metrics.registry, deps.db, logger);
   registerCallbackGauges(deps.metrics.registry, deps.db, logger);
   registerAttentionGauges(deps.metrics.registry, deps.db, logger);
+  registerRefundGauges(deps.metrics.registry, deps.db, logger);
   const codec = createPayloadCodec(payloadKeysOf(config));
   const codecEndpoint = codec
     ? createCodecEndpoint({

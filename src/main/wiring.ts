@@ -1,7 +1,12 @@
 import type { CallbackSenderOptions } from '../adapters/callbacks/http-sender';
 import type { CallbackUrlPolicy } from '../adapters/callbacks/url-guard';
 import { createHttpProvider } from '../adapters/provider/http-provider';
-import type { PaymentProvider, PixCollection, SettlementProvider } from '../adapters/provider/types';
+import type {
+  PaymentProvider,
+  PaymentReturns,
+  PixCollection,
+  SettlementProvider,
+} from '../adapters/provider/types';
 import { readFileSync } from 'node:fs';
 import { createApiPixProvider, type PixWebhookAdmin } from '../adapters/provider/api-pix/api-pix-provider';
 import { createMtlsTransport } from '../adapters/provider/api-pix/mtls-transport';
@@ -59,7 +64,7 @@ type ApiPixSettings = Pick<
 export function apiPixProviderOf(
   config: ApiPixSettings,
   metrics?: Pick<Metrics, 'providerCallDuration'>,
-): PixCollection & PixWebhookAdmin {
+): PixCollection & PaymentReturns & PixWebhookAdmin {
   const read = (name: 'PIX_API_CERT_FILE' | 'PIX_API_KEY_FILE' | 'PIX_API_CA_FILE'): Buffer | undefined => {
     const file = config[name];
     if (file === undefined) return undefined;
@@ -105,20 +110,26 @@ export function apiPixProviderOf(
 }
 
 /**
- * The worker's providers: who collects the BRL, and who (if anyone) sends the USDT for a payout in
- * provider settlement mode. Today's provider API does both; an API Pix institution only collects.
+ * The worker's providers: who collects the BRL (and returns it to a payer), and who (if anyone) sends
+ * the USDT for a payout in provider settlement mode. Today's provider API does all of it; an API Pix
+ * institution collects and returns (devolução) only.
  */
 export function pixRailsOf(
   config: ApiPixSettings &
     Pick<WorkerConfig, 'PIX_PROVIDER' | 'PROVIDER_API_URL' | 'PROVIDER_API_KEY' | 'PROVIDER_TIMEOUT_MS'>,
   metrics: Pick<Metrics, 'providerCallDuration'>,
-): { collection: PixCollection; settlement?: SettlementProvider; webhooks?: PixWebhookAdmin } {
+): {
+  collection: PixCollection;
+  returns?: PaymentReturns;
+  settlement?: SettlementProvider;
+  webhooks?: PixWebhookAdmin;
+} {
   if (config.PIX_PROVIDER === 'bcb-api-pix') {
     const institution = apiPixProviderOf(config, metrics);
-    return { collection: institution, webhooks: institution };
+    return { collection: institution, returns: institution, webhooks: institution };
   }
   const provider = measuredProvider(config, metrics);
-  return { collection: provider, settlement: provider };
+  return { collection: provider, returns: provider, settlement: provider };
 }
 
 /** Config validation already refused a missing value; this names it should that ever change. */

@@ -201,6 +201,8 @@ export async function main(): Promise<void> {
       db,
       provider: rails.collection,
       settlementProvider: rails.settlement,
+      returns: rails.returns,
+      refundPolicy: { autoReturnKinds: config.REFUND_AUTO_RETURN_KINDS },
       ledger,
       logger,
       metrics,

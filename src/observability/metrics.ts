@@ -69,6 +69,12 @@ export function createMetrics() {
       labelNames: ['kind'],
       registers: [registry],
     }),
+    refundCaseTransitions: new Counter({
+      name: 'payout_refund_case_transitions_total',
+      help: 'Refund cases entering a status (awaiting_approval, returning, returned, refused) by their refund workflow',
+      labelNames: ['status'],
+      registers: [registry],
+    }),
     transferClaimConflicts: new Counter({
       name: 'payout_transfer_claim_conflicts_total',
       help: 'Settlements refused because their on-chain transfer already settled another payout',

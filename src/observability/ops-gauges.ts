@@ -2,6 +2,7 @@ import { Gauge, type Registry } from 'prom-client';
 import type { UsdtLedger } from '../adapters/chain/usdt-ledger';
 import { countOpenAttention } from '../adapters/db/attention-repo';
 import type { Db } from '../adapters/db/pool';
+import { REFUND_CASE_STATUSES, refundCaseAges } from '../adapters/db/refund-cases-repo';
 import type { Logger } from './logger';
 
 const USDT_UNITS = 1_000_000;
@@ -55,6 +56,47 @@ export function registerAttentionGauges(registry: Registry, db: Db, logger: Logg
       }
     },
   });
+}
+
+/**
+ * Refund cases by status, and how long the oldest of each has been in it (read model, computed at
+ * scrape time). The alerts RefundRefused (a refused case: the payer has not got the money back) and
+ * RefundReturningTooLong (a return without the provider's final answer) read them.
+ */
+export function registerRefundGauges(registry: Registry, db: Db, logger: Logger): void {
+  const gauge = (
+    name: string,
+    help: string,
+    value: (row: { count: number; oldestSeconds: number }) => number,
+  ) =>
+    new Gauge({
+      name,
+      help,
+      labelNames: ['status'],
+      registers: [registry],
+      async collect() {
+        try {
+          const rows = await refundCaseAges(db);
+          this.reset();
+          for (const status of REFUND_CASE_STATUSES) {
+            const row = rows.find((r) => r.status === status);
+            this.set({ status }, row ? value(row) : 0);
+          }
+        } catch (err) {
+          logger.warn({ err, gauge: name }, 'refund gauge: query failed');
+        }
+      },
+    });
+  gauge(
+    'payout_refund_cases',
+    'Refund cases by status (open, awaiting_approval, returning, returned, refused, resolved)',
+    (r) => r.count,
+  );
+  gauge(
+    'payout_refund_case_oldest_seconds',
+    'Seconds the oldest refund case of each status has been in it (0 when none)',
+    (r) => r.oldestSeconds,
+  );
 }
 
 /**

@@ -22,6 +22,17 @@ export const BOOKKEEPING: ActivityOptions = {
   retry: { initialInterval: '1 second', maximumInterval: '1 minute' },
 };
 
+/**
+ * A refund's calls to the provider (docs/decisions.md D62): retried as long as it takes, never failed,
+ * since a return is never given up on without the provider's own answer; the backoff caps at 5
+ * minutes and RefundReturningTooLong tells an operator when it lasts.
+ */
+export const REFUND_PROVIDER: ActivityOptions = {
+  // Twice the provider client's default timeout: a worker that died mid-call is replaced soon.
+  startToCloseTimeout: '20 seconds',
+  retry: { initialInterval: '2 seconds', maximumInterval: '5 minutes' },
+};
+
 /** The PIX charge must exist soon after POST, or the partner is better told it failed. */
 export const CHARGE_CREATION: ActivityOptions = {
   startToCloseTimeout: '20 seconds',

@@ -2,3 +2,4 @@
 export { payoutWorkflow } from './payout.workflow';
 export { providerEventWorkflow } from './provider-event.workflow';
 export { callbackDeliveryWorkflow } from './callback.workflow';
+export { refundWorkflow } from './refund.workflow';

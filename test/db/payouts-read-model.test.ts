@@ -103,7 +103,14 @@ describe('payouts read model (upsertPayout) and refund cases', () => {
 
   describe('openRefundCase: only a COMPLETED payout settles its payment', () => {
     const refund = (payoutId: string, eventId: string) =>
-      openRefundCase(db, { eventId, payoutId, chargeId: 'chg_first', amountBrl: '100.00', reason: 'test' });
+      openRefundCase(db, {
+        eventId,
+        payoutId,
+        chargeId: 'chg_first',
+        amountBrl: '100.00',
+        reason: 'test',
+        kind: 'wrong_charge',
+      }).then((r) => r.outcome);
 
     test('PROCESSING naming payment A (a redone local write) and the workflow refunds A: the case opens', async () => {
       const eventA = `evt_${randomUUID()}`;

@@ -48,6 +48,18 @@ describeProviderContract('bcb-api-pix', async () => {
   ];
   return {
     collection,
+    returns: {
+      client: collection,
+      async payerReturns() {
+        const res = await sandbox.plainCall('GET', '/sandbox/returns');
+        const body = res.json as { returns: { end_to_end_id: string; devolucao_id: string }[] };
+        return body.returns.map((r) => ({ eventId: r.end_to_end_id, refundId: r.devolucao_id }));
+      },
+      async refuseNext(count) {
+        const res = await sandbox.plainCall('POST', '/sandbox/devolucoes/refuse', { count });
+        if (res.status >= 300) throw new Error(`refusal not armed: HTTP ${res.status}`);
+      },
+    },
     pay: (pixCopyPaste) =>
       fetch(`${sandbox.plainUrl}/sandbox/payments`, {
         method: 'POST',

@@ -6,7 +6,12 @@
 import { randomUUID } from 'node:crypto';
 
 import { parseBrCode } from '../../src/domain/brcode';
-import { ProviderError, type PixCollection } from '../../src/adapters/provider/types';
+import {
+  ProviderError,
+  type PaymentReturn,
+  type PaymentReturns,
+  type PixCollection,
+} from '../../src/adapters/provider/types';
 
 /** The provider operations a test can make fail, by the client's operation name. */
 export type FaultyOperation = 'createCharge' | 'getChargeStatus' | 'cancelCharge' | 'fetchNotification';
@@ -23,6 +28,14 @@ export interface ContractSubject {
   nextWebhookToken(): Promise<string>;
   /** The provider answers `status` to the next call of `operation`. */
   failNext(operation: FaultyOperation, status: number): Promise<void>;
+  /** Where the provider returns payments (PaymentReturns): its client, and the payer's side of it. */
+  returns?: {
+    client: PaymentReturns;
+    /** The sandbox's record of money back in payers' accounts: the payment's event id of each. */
+    payerReturns(): Promise<{ eventId: string; refundId: string }[]>;
+    /** The next `count` returns end refused. */
+    refuseNext(count: number): Promise<void>;
+  };
   close(): Promise<void>;
 }
 
@@ -131,6 +144,82 @@ export function describeProviderContract(name: string, start: () => Promise<Cont
       expect({ code: unknownCharge.code, retryable: unknownCharge.retryable }).toEqual({
         code: 'not_found',
         retryable: false,
+      });
+    });
+
+    describe('returns', () => {
+      const returns = () => {
+        if (!subject.returns) throw new Error('this provider has no returns');
+        return subject.returns;
+      };
+      const paidEvent = async () => {
+        const created = await charge();
+        expect((await subject.pay(created.pixCopyPaste)).status).toBe(202);
+        return subject.collection.fetchNotification(await subject.nextWebhookToken());
+      };
+      const untilFinal = async (ref: { refundId: string; eventId: string; returnId: string }) => {
+        for (let i = 0; i < 100; i++) {
+          const now: PaymentReturn = await returns().client.getReturn(ref);
+          if (now.status !== 'returning') return now;
+          await new Promise((resolve) => setTimeout(resolve, 100));
+        }
+        throw new Error('the return stayed returning');
+      };
+
+      it('returns a received payment once per refund id, to the payer, and reads it returned', async () => {
+        if (!subject.returns) return;
+        const event = await paidEvent();
+        const refundId = randomUUID();
+        const ask = () =>
+          returns().client.requestReturn({
+            refundId,
+            eventId: event.eventId,
+            amountBrl: '123.45',
+            reason: 'test',
+          });
+        const first = await ask();
+        expect(first.status).toBe('returning');
+        // A retry after a lost answer (a crashed worker) is the same return.
+        expect((await ask()).returnId).toBe(first.returnId);
+        expect(await untilFinal({ refundId, eventId: event.eventId, returnId: first.returnId })).toEqual({
+          returnId: first.returnId,
+          status: 'returned',
+        });
+        expect((await ask()).status).toBe('returned');
+        const credited = (await returns().payerReturns()).filter((r) => r.eventId === event.eventId);
+        expect(credited).toHaveLength(1);
+      });
+
+      it("reads a refused return as refused, with the provider's reason", async () => {
+        if (!subject.returns) return;
+        const event = await paidEvent();
+        await returns().refuseNext(1);
+        const refundId = randomUUID();
+        const asked = await returns().client.requestReturn({
+          refundId,
+          eventId: event.eventId,
+          amountBrl: '123.45',
+          reason: 'test',
+        });
+        const ended = await untilFinal({ refundId, eventId: event.eventId, returnId: asked.returnId });
+        expect(ended).toMatchObject({ status: 'refused', refusalReason: expect.any(String) });
+        expect((await returns().payerReturns()).filter((r) => r.eventId === event.eventId)).toEqual([]);
+      });
+
+      it('says it does not know a payment, as a final answer', async () => {
+        if (!subject.returns) return;
+        const err = await rejection(
+          returns().client.requestReturn({
+            refundId: randomUUID(),
+            eventId: 'E00000000202611251200abcdefghijk',
+            amountBrl: '1.00',
+            reason: 'test',
+          }),
+        );
+        expect({ code: err.code, retryable: err.retryable }).toEqual({
+          code: 'unknown_payment',
+          retryable: false,
+        });
       });
     });
 

@@ -24,6 +24,7 @@ describeProviderContract('provider-api', async () => {
       SANDBOX_API_KEY: API_KEY,
       SANDBOX_LOG_LEVEL: 'silent',
     }),
+    { returnDelayMs: 100 },
   );
   const baseUrl = await sandbox.listen({ host: '127.0.0.1', port: 0 });
   const post = (path: string, body: unknown) =>
@@ -32,8 +33,22 @@ describeProviderContract('provider-api', async () => {
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify(body),
     });
+  const client = createHttpProvider({ baseUrl, apiKey: API_KEY, timeoutMs: 5_000 });
   return {
-    collection: createHttpProvider({ baseUrl, apiKey: API_KEY, timeoutMs: 5_000 }),
+    collection: client,
+    returns: {
+      client,
+      async payerReturns() {
+        const body = (await (await fetch(`${baseUrl}/sandbox/returns`)).json()) as {
+          returns: { end_to_end_id: string; devolucao_id: string }[];
+        };
+        return body.returns.map((r) => ({ eventId: r.end_to_end_id, refundId: r.devolucao_id }));
+      },
+      async refuseNext(count) {
+        const res = await post('/sandbox/returns/refuse', { count });
+        if (!res.ok) throw new Error(`refusal not armed: HTTP ${res.status}`);
+      },
+    },
     pay: (pixCopyPaste) => post('/sandbox/payments', { pix_copy_paste: pixCopyPaste }),
     nextWebhookToken: () => receiver.takeToken(),
     async failNext(operation, status) {

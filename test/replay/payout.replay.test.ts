@@ -29,6 +29,8 @@ describe('workflow replay', () => {
         'payout-treasury-blocked-completed.json',
         'payout-provider-status-completed.json',
         'provider-event-late-payment.json',
+        'refund-returned.json',
+        'refund-approved.json',
       ]),
     );
   });

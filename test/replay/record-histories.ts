@@ -25,6 +25,8 @@ import {
 import { providerEventWorkflowId } from '../../src/workflows/provider-event.contract';
 import { payoutWorkflow } from '../../src/workflows/payout.workflow';
 import { providerEventWorkflow } from '../../src/workflows/provider-event.workflow';
+import { approveRefundUpdate, refundWorkflowId } from '../../src/workflows/refund.contract';
+import { refundWorkflow } from '../../src/workflows/refund.workflow';
 import { createTimeSkippingEnv } from '../support/temporal';
 import { historyToObject } from './history-json';
 import {
@@ -196,10 +198,51 @@ async function main(): Promise<void> {
           taskQueue,
           args: [{ provider: 'sandbox', token }],
         });
+        await endChildren(env, workflowId);
         await save(env, 'provider-event-late-payment', workflowId);
       },
       { children: true },
     );
+
+    // A refund case of a kind the policy returns: asked, read once more, returned.
+    let returnReads = 0;
+    const returning = fakeActivities({
+      checkReturn: async () => (++returnReads < 2 ? 'returning' : 'returned'),
+    });
+    await withWorker(env, returning.activities, async (taskQueue) => {
+      const caseId = randomUUID();
+      const handle = await env.client.workflow.start(refundWorkflow, {
+        workflowId: refundWorkflowId(caseId),
+        taskQueue,
+        args: [{ caseId }],
+      });
+      await handle.result();
+      await save(env, 'refund-returned', handle.workflowId);
+    });
+
+    // A refund case that waits for an operator's approval, then returns.
+    let begun = false;
+    const waiting = fakeActivities({
+      beginRefund: async () => {
+        begun = true;
+        return 'awaiting_approval' as const;
+      },
+    });
+    await withWorker(env, waiting.activities, async (taskQueue) => {
+      const caseId = randomUUID();
+      const handle = await env.client.workflow.start(refundWorkflow, {
+        workflowId: refundWorkflowId(caseId),
+        taskQueue,
+        args: [{ caseId }],
+      });
+      while (!begun) await new Promise((resolve) => setTimeout(resolve, 20));
+      await handle.executeUpdate(approveRefundUpdate, {
+        args: [{ by: 'ops' }],
+        updateId: `approve-${caseId}`,
+      });
+      await handle.result();
+      await save(env, 'refund-approved', handle.workflowId);
+    });
   } finally {
     await env.teardown();
   }

@@ -8,6 +8,8 @@ export const REPLICATED_GAUGES = [
   'payouts_open_oldest_age_seconds',
   'payouts_awaiting_attention',
   'partner_callback_events',
+  'payout_refund_cases',
+  'payout_refund_case_oldest_seconds',
   'treasury_usdt_balance',
   'treasury_can_send',
 ];

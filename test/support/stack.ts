@@ -315,6 +315,8 @@ export async function startStack(opts: StackOptions = {}): Promise<TestStack> {
           db,
           provider,
           settlementProvider: provider,
+          returns: provider,
+          refundPolicy: { autoReturnKinds: config.REFUND_AUTO_RETURN_KINDS },
           ledger: createUsdtLedger({
             rpcUrl: config.EVM_RPC_URL,
             chainId: config.EVM_CHAIN_ID,

@@ -106,7 +106,13 @@ export function fakeActivities(overrides: Partial<Fakes> = {}) {
     alertSettlementOverdue: async () => {},
     alertLateSettlement: async () => {},
     alertSettlementBelowMinimum: async () => {},
-    recordLatePayment: async () => 'opened' as const,
+    recordLatePayment: async () => ({ outcome: 'opened' as const, caseId: randomUUID() }),
+    // The refund workflow's: a case returned at once (the refund tests override them).
+    beginRefund: async () => 'return' as const,
+    approveRefund: async () => 'returning' as const,
+    requestReturn: async () => 'returning' as const,
+    checkReturn: async () => 'returned' as const,
+    refundCaseStatus: async () => 'returned' as const,
     cancelPixCharge: async () => ({ kind: 'removed' as const, removedAt: '2026-11-21T22:30:00.000Z' }),
     fetchChargeStatus: async () => ({
       status: 'expired' as const,

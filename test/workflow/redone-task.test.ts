@@ -274,7 +274,7 @@ describe('a workflow task redone after its worker died past a local side effect'
         recordPayout: (...args) => bookkeeping.recordPayout(...args),
         recordLatePayment: async (req) => {
           const result = await bookkeeping.recordLatePayment(req);
-          if (req.event.eventId === paymentA.eventId) refundOfA.open(result);
+          if (req.event.eventId === paymentA.eventId) refundOfA.open(result.outcome);
           return result;
         },
         createPixCharge: async () => ({
@@ -321,7 +321,8 @@ describe('a workflow task redone after its worker died past a local side effect'
           chargeId,
           amountBrl: '100.00',
           reason: 'redelivered',
-        });
+          kind: 'late_payment',
+        }).then((r) => r.outcome);
       expect(await again(result.paymentEventId!, RETRY_CHARGE_ID)).toBe('payment_settles_its_payout');
       expect(await again(paymentA.eventId, CHARGE_ID)).toBe('already_open');
     } finally {

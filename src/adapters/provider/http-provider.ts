@@ -4,7 +4,7 @@ import { sameExternalId } from '../../domain/ids';
 import { formatCentavos, parseDecimal } from '../../domain/money';
 import type { ProviderEvent } from '../../domain/provider-event';
 import { describeIssues, invalid, parseJson, readText, statusError, transportError } from './http-answers';
-import { ProviderError, type PaymentProvider } from './types';
+import { ProviderError, type PaymentProvider, type PaymentReturn } from './types';
 
 export interface ProviderCallMetric {
   operation: string;
@@ -102,6 +102,26 @@ const settlementStatusBody = z
   .refine(
     (b) => b.status !== 'completed' || b.amount_usdt !== null,
     'a completed settlement has amount_usdt',
+  );
+
+/**
+ * POST /pix/returns and GET /pix/returns/{return_id}. A refused return carries its reason; any other
+ * carries none, so a body that says `refused` without one is not taken for a refusal.
+ */
+const returnBody = z
+  .object({
+    return_id: nonEmpty,
+    refund_id: nonEmpty,
+    event_id: nonEmpty,
+    amount_brl: brlAmount,
+    status: z.enum(['returning', 'returned', 'refused']),
+    refusal_reason: z.string().min(1).max(2000).nullable(),
+    requested_at: isoDateTime,
+    updated_at: isoDateTime,
+  })
+  .refine(
+    (b) => (b.status === 'refused') === (b.refusal_reason !== null),
+    'a refusal reason exactly when refused',
   );
 
 const notificationCommon = {
@@ -282,6 +302,44 @@ export function createHttpProvider(opts: HttpProviderOptions): PaymentProvider {
       };
     },
 
+    async requestReturn(req) {
+      const body = await call({
+        operation: 'requestReturn',
+        method: 'POST',
+        path: '/pix/returns',
+        body: {
+          refund_id: req.refundId,
+          event_id: req.eventId,
+          amount_brl: req.amountBrl,
+          reason: req.reason.slice(0, 500),
+        },
+        schema: returnBody,
+        notFoundCode: 'unknown_payment',
+      });
+      // Another payment's return, or another amount, is not the one asked for.
+      if (body.refund_id !== req.refundId || body.event_id !== req.eventId) {
+        throw invalid('requestReturn', 'refund_id or event_id differs from the request');
+      }
+      if (parseDecimal(body.amount_brl, 2) !== parseDecimal(req.amountBrl, 2)) {
+        throw invalid('requestReturn', 'amount_brl differs from the request');
+      }
+      return returnOf(body);
+    },
+
+    async getReturn(ref) {
+      const body = await call({
+        operation: 'getReturn',
+        method: 'GET',
+        path: `/pix/returns/${encodeURIComponent(ref.returnId)}`,
+        schema: returnBody,
+        notFoundCode: 'unknown_return',
+      });
+      if (body.return_id !== ref.returnId || body.refund_id !== ref.refundId) {
+        throw invalid('getReturn', 'return_id or refund_id differs from the request');
+      }
+      return returnOf(body);
+    },
+
     async getChargeStatus(chargeId) {
       const body = await call({
         operation: 'getChargeStatus',
@@ -337,6 +395,14 @@ export function createHttpProvider(opts: HttpProviderOptions): PaymentProvider {
         throw err;
       }
     },
+  };
+}
+
+function returnOf(body: z.infer<typeof returnBody>): PaymentReturn {
+  return {
+    returnId: body.return_id,
+    status: body.status,
+    ...(body.refusal_reason !== null && { refusalReason: body.refusal_reason }),
   };
 }
 

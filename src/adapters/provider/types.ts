@@ -65,8 +65,43 @@ export interface QuoteProvider {
   getQuote(): Promise<{ rate: string; quotedAt: string }>;
 }
 
-/** Today's provider API (docs/provider-api.md): collection, settlement and quotes. */
-export type PaymentProvider = PixCollection & SettlementProvider & QuoteProvider;
+/**
+ * A collection that can send a received payment back to its payer (API Pix's devolução, the provider
+ * API's POST /pix/returns). Our refund id (the refund case's id) names the return: asking again with
+ * it is the same return, never a second one, which is what makes a redone activity safe.
+ */
+export interface PaymentReturns {
+  /**
+   * Idempotent on refundId: a repeat answers the return asked for the first time (and its status now).
+   * Throws `unknown_payment` when the provider has no such received payment.
+   */
+  requestReturn(req: {
+    refundId: string;
+    /** The received payment: the provider API's event id, API Pix's endToEndId. */
+    eventId: string;
+    amountBrl: string;
+    reason: string;
+  }): Promise<PaymentReturn>;
+  /**
+   * The return as the provider sees it now. Throws `unknown_return` when it answers 404: not a
+   * refusal (it may not see the return yet); the caller keeps the return `returning`.
+   */
+  getReturn(ref: { refundId: string; eventId: string; returnId: string }): Promise<PaymentReturn>;
+}
+
+/**
+ * returning: accepted, the money has not reached the payer yet; returned: back in the payer's account
+ * (final); refused: final, nothing was sent, with the provider's reason.
+ */
+export interface PaymentReturn {
+  /** The provider's id of the return (API Pix: the devolução's rtrId). */
+  returnId: string;
+  status: 'returning' | 'returned' | 'refused';
+  refusalReason?: string;
+}
+
+/** Today's provider API (docs/provider-api.md): collection, returns, settlement and quotes. */
+export type PaymentProvider = PixCollection & PaymentReturns & SettlementProvider & QuoteProvider;
 
 export interface ChargeStatus {
   chargeId: string;
@@ -139,6 +174,8 @@ export type ProviderErrorCode =
   | 'unknown_notification' // HTTP 404 on GET /pix/notification/{token}
   | 'unknown_settlement' // HTTP 404 on GET /settlements/{settlement_id}: not a proof of anything
   | 'charge_not_paid' // HTTP 409 `code: charge_not_paid` on POST /settlements: maybe a lagging replica
+  | 'unknown_payment' // HTTP 404 on POST /pix/returns (API Pix: on PUT /pix/{e2eid}/devolucao/{id})
+  | 'unknown_return' // HTTP 404 on GET /pix/returns/{return_id}: not a proof of anything
   | 'conflict' // any other HTTP 409: idempotency key reused with other parameters
   | 'bad_request' // any other 4xx: we sent something the provider refuses
   | 'unexpected_status' // 1xx/3xx: we never follow redirects (trust comes from the configured URL)

@@ -1,9 +1,10 @@
 import { condition, log, proxyActivities } from '@temporalio/workflow';
-import type { PayoutBookkeepingActivities } from '../../activities';
+import type { PayoutBookkeepingActivities, RefundKind } from '../../activities';
 import type { PayoutRecord, PayoutStatus } from '../../domain/payout';
 import type { ProviderEvent } from '../../domain/provider-event';
 import { BOOKKEEPING } from '../activity-options';
 import type { PaymentInbox } from './payment-inbox';
+import { startRefundWorkflow } from '../refund.workflow';
 
 const bookkeeping =
   proxyActivities<Pick<PayoutBookkeepingActivities, 'recordLatePayment' | 'alertLateSettlement'>>(
@@ -12,6 +13,23 @@ const bookkeeping =
 
 /** What became of a provider event that reached a payout after it had ended. */
 export type AfterTheEnd = 'late_payment' | 'duplicate_payment' | 'late_settlement' | 'ignored';
+
+/**
+ * Opens the refund case of a payment that will not be settled and starts the case's refund workflow
+ * (docs/decisions.md D62), which returns the payment or waits for an operator. A case opened before
+ * (the same payment reached another path) gets its workflow started once all the same.
+ */
+export async function openRefund(req: {
+  payoutId: string;
+  event: ProviderEvent;
+  reason: string;
+  kind?: RefundKind;
+}): Promise<'opened' | 'payment_settles_its_payout'> {
+  const opened = await bookkeeping.recordLatePayment(req);
+  if (opened.outcome !== 'opened' && opened.outcome !== 'already_open') return 'payment_settles_its_payout';
+  await startRefundWorkflow(opened.caseId);
+  return 'opened';
+}
 
 /**
  * The one rule for a provider event that arrives once its payout has ended, whether the payout's own
@@ -25,7 +43,7 @@ export async function actOnEventAfterTheEnd(
   event: ProviderEvent,
 ): Promise<AfterTheEnd> {
   if (event.type === 'pix.received') {
-    const refund = await bookkeeping.recordLatePayment({
+    const refund = await openRefund({
       payoutId: payout.id,
       event,
       reason: paymentAfterTheEnd(payout.status),
@@ -97,7 +115,7 @@ export class RefundsAndLateReports {
     const due = this.inbox.refundsDue;
     for (let next = due.shift(); next !== undefined; next = due.shift()) {
       const { event, kind, reason } = next;
-      await bookkeeping.recordLatePayment({ payoutId: this.payout().id, event, reason, kind });
+      await openRefund({ payoutId: this.payout().id, event, reason, kind });
     }
   }
 }

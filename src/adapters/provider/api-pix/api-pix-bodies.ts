@@ -19,8 +19,11 @@ export const COB_STATUSES = [
   'REMOVIDA_PELO_PSP',
 ] as const;
 
-/** A return of a received Pix (devolução): ours, or one the payer's bank obtained (MED). */
-export const devolucaoSchema = z.object({
+/**
+ * A return of a received Pix as listed under it (devolução): ours, or one the payer's bank obtained
+ * (MED). Only what says whether the payer is getting the payment back is read.
+ */
+const listedDevolucaoSchema = z.object({
   id: z.string().max(35),
   valor: valorSchema,
   status: z.enum(['EM_PROCESSAMENTO', 'DEVOLVIDO', 'NAO_REALIZADO']),
@@ -32,7 +35,7 @@ export const pixSchema = z.object({
   valor: valorSchema,
   chave: z.string().max(77).optional(),
   horario: dateTime,
-  devolucoes: z.array(devolucaoSchema).max(100).optional(),
+  devolucoes: z.array(listedDevolucaoSchema).max(100).optional(),
 });
 
 export const cobSchema = z.object({
@@ -52,4 +55,13 @@ export const webhookSchema = z.object({
   // WebhookCompleto requires webhookUrl, cnpj and criacao; some institutions also echo the key.
   chave: z.string().min(1).max(77).optional(),
   criacao: dateTime.optional(),
+});
+
+/** A devolução (PUT and GET /pix/{e2eid}/devolucao/{id}). */
+export const devolucaoSchema = z.object({
+  id: z.string().regex(/^[a-zA-Z0-9]{1,35}$/),
+  rtrId: endToEndIdSchema,
+  valor: valorSchema,
+  status: z.enum(['EM_PROCESSAMENTO', 'DEVOLVIDO', 'NAO_REALIZADO']),
+  motivo: z.string().max(2000).optional(),
 });

@@ -4,8 +4,10 @@ import { BrCodeError, parseBrCode } from '../../../domain/brcode';
 import { formatCentavos, parseDecimal } from '../../../domain/money';
 import type { ProviderEvent } from '../../../domain/provider-event';
 import type { ProviderCallMetric } from '../http-provider';
-import { describeIssues, invalid, parseJson, statusError, transportError } from '../http-answers';
-import { ProviderError, type ChargeStatus, type PixCollection } from '../types';
+import { invalid } from '../http-answers';
+import { ProviderError, type ChargeStatus, type PaymentReturns, type PixCollection } from '../types';
+import { createApiPixCall } from './api-pix-call';
+import { createApiPixReturns } from './api-pix-returns';
 import { cobSchema, pixSchema, webhookSchema, type Cob } from './api-pix-bodies';
 import type { HttpsTransport } from './mtls-transport';
 import type { TokenSource } from './oauth-token';
@@ -31,16 +33,6 @@ export interface PixWebhookAdmin {
   getWebhook(): Promise<{ url: string; registeredAt?: string } | null>;
 }
 
-interface CallSpec<T extends z.ZodType> {
-  operation: string;
-  method: 'GET' | 'PUT' | 'PATCH';
-  path: string;
-  body?: unknown;
-  /** null: the answer's body is not read (a registration answered with an empty 200 or 204). */
-  schema: T | null;
-  notFoundCode?: string;
-}
-
 /**
  * The service's PIX collection on any Brazilian bank or payment institution through the Central
  * Bank's standard API Pix (docs/api-pix.md): immediate charges (`cob`) under a txid derived from the
@@ -48,70 +40,12 @@ interface CallSpec<T extends z.ZodType> {
  * by its endToEndId. Mutual TLS and OAuth2 are the transport's and the token source's; every answer is
  * validated here and nothing unvalidated leaves this module.
  */
-export function createApiPixProvider(opts: ApiPixProviderOptions): PixCollection & PixWebhookAdmin {
-  const baseUrl = opts.baseUrl.replace(/\/+$/, '');
+export function createApiPixProvider(
+  opts: ApiPixProviderOptions,
+): PixCollection & PaymentReturns & PixWebhookAdmin {
   const now = opts.now ?? (() => new Date());
 
-  async function call<T extends z.ZodType>(spec: CallSpec<T>): Promise<z.infer<T>> {
-    const started = performance.now();
-    let status: number | undefined;
-    try {
-      const token = await opts.tokens.get();
-      let answer = await send(spec, token);
-      if (answer.status === 401) {
-        // Revoked or expired early on the institution's side: one fresh token, one more try.
-        opts.tokens.invalidate(token);
-        answer = await send(spec, await opts.tokens.get());
-      }
-      status = answer.status;
-      if (answer.status === 401) {
-        // Refused with a token fetched a moment ago: replicas of this worker may revoke each other's
-        // tokens at institutions that keep one per client. Retried, never a verdict on the call.
-        throw new ProviderError(
-          `provider ${spec.operation}: HTTP 401 with a fresh token`,
-          'unauthorized',
-          true,
-          401,
-        );
-      }
-      if (answer.status < 200 || answer.status >= 300) {
-        throw statusError(spec, answer.status, answer.text, []);
-      }
-      const data = spec.schema === null ? undefined : validated(spec.operation, spec.schema, answer.text);
-      opts.onCall?.({
-        operation: spec.operation,
-        durationMs: performance.now() - started,
-        outcome: 'ok',
-        status,
-      });
-      return data as z.infer<T>;
-    } catch (err) {
-      opts.onCall?.({
-        operation: spec.operation,
-        durationMs: performance.now() - started,
-        outcome: 'error',
-        status,
-      });
-      throw err;
-    }
-  }
-
-  async function send(spec: CallSpec<z.ZodType>, token: string) {
-    try {
-      return await opts.transport({
-        method: spec.method,
-        url: `${baseUrl}${spec.path}`,
-        headers: {
-          authorization: `Bearer ${token}`,
-          accept: 'application/json',
-          ...(spec.body !== undefined && { 'content-type': 'application/json' }),
-        },
-        ...(spec.body !== undefined && { body: JSON.stringify(spec.body) }),
-      });
-    } catch (err) {
-      throw transportError(spec.operation, err, undefined);
-    }
-  }
+  const call = createApiPixCall(opts);
 
   const readCob = (operation: string, txid: string) =>
     call({ operation, method: 'GET', path: `/cob/${txidPath(operation, txid)}`, schema: cobSchema });
@@ -135,6 +69,8 @@ export function createApiPixProvider(opts: ApiPixProviderOptions): PixCollection
   }
 
   return {
+    ...createApiPixReturns(call),
+
     async createCharge(req) {
       const txid = txidOfPayout(req.externalId);
       const amount = formatCentavos(req.amountCentavos);
@@ -262,24 +198,6 @@ function txidPath(operation: string, txid: string): string {
     throw new ProviderError(`provider ${operation}: not an API Pix txid`, 'not_found', false);
   }
   return txid;
-}
-
-function validated<T extends z.ZodType>(operation: string, schema: T, text: string): z.infer<T> {
-  let body: unknown;
-  try {
-    body = parseJson(text, operation);
-  } catch {
-    // A 2xx that is not JSON at all is a gateway's page in front of the institution, not its answer:
-    // retried, where a JSON answer that breaks the contract is final.
-    throw new ProviderError(
-      `provider ${operation}: a 2xx whose body is not JSON`,
-      'unreadable_response',
-      true,
-    );
-  }
-  const parsed = schema.safeParse(body);
-  if (!parsed.success) throw invalid(operation, describeIssues(parsed.error));
-  return parsed.data;
 }
 
 function expiryOf(cob: Cob): Date {

@@ -1,0 +1,199 @@
+import { ApplicationFailure } from '@temporalio/activity';
+import {
+  findRefundCase,
+  moveRefundCase,
+  setRefundReturnId,
+  type RefundCase,
+  type RefundCaseStatus,
+} from '../adapters/db/refund-cases-repo';
+import type { Db } from '../adapters/db/pool';
+import { ProviderError, type PaymentReturn, type PaymentReturns } from '../adapters/provider/types';
+import type { Logger } from '../observability/logger';
+import type { Metrics } from '../observability/metrics';
+
+/** Which refund kinds return by themselves (REFUND_AUTO_RETURN_KINDS); every other kind waits. */
+export interface RefundPolicy {
+  autoReturnKinds: readonly string[];
+}
+
+/** What a refund workflow does next with its case. */
+export type RefundStart = 'return' | 'awaiting_approval' | 'left_to_operator' | 'finished';
+
+/** The state of a case's return after a step: `returning` until the provider's final answer. */
+export type ReturnProgress = 'returning' | 'returned' | 'refused' | 'resolved';
+
+const FINISHED: readonly RefundCaseStatus[] = ['returned', 'refused', 'resolved'];
+
+/**
+ * The refund workflow's activities (src/workflows/refund.workflow.ts): the policy, the approval, the
+ * provider's return and every change of the case, recorded in refund_cases. Each is safe to run
+ * again: the case's status guards every move, and the provider returns a payment once per refund id.
+ */
+export function createRefundActivities({
+  db,
+  returns,
+  policy,
+  logger,
+  metrics,
+}: {
+  db: Db;
+  /** Absent where the PIX provider cannot return payments: every case then waits for an operator. */
+  returns?: PaymentReturns | undefined;
+  policy: RefundPolicy;
+  logger: Logger;
+  metrics: Metrics;
+}) {
+  async function load(caseId: string): Promise<RefundCase> {
+    const found = await findRefundCase(db, caseId);
+    // The case is written before its workflow starts: missing, it is not readable yet.
+    if (found === null)
+      throw ApplicationFailure.retryable(`no refund case ${caseId}`, 'RefundCaseUnreadable');
+    return found;
+  }
+
+  async function move(refundCase: RefundCase, m: Parameters<typeof moveRefundCase>[2]): Promise<RefundCase> {
+    const result = await moveRefundCase(db, refundCase.id, m);
+    if (result === null)
+      throw ApplicationFailure.retryable(`no refund case ${refundCase.id}`, 'RefundCaseUnreadable');
+    if (result.moved) {
+      metrics.refundCaseTransitions.inc({ status: m.to });
+      const fields = {
+        event: 'refund_case_changed',
+        caseId: refundCase.id,
+        payoutId: refundCase.payoutId,
+        status: m.to,
+        amountBrl: refundCase.amountBrl,
+        ...(result.refundCase.returnId !== null && { returnId: result.refundCase.returnId }),
+        ...(m.detail !== undefined && { detail: m.detail }),
+        ...(m.refusalReason !== undefined && { refusalReason: m.refusalReason }),
+      };
+      if (m.to === 'refused')
+        logger.error(fields, 'refund refused by the provider: the payer has not got the money back');
+      else logger.info(fields, 'refund case changed');
+    }
+    return result.refundCase;
+  }
+
+  /** The provider's answer about a return, recorded: its id, and its end once final. */
+  async function record(refundCase: RefundCase, answer: PaymentReturn): Promise<ReturnProgress> {
+    if (refundCase.returnId !== answer.returnId) await setRefundReturnId(db, refundCase.id, answer.returnId);
+    if (answer.status === 'returning') return 'returning';
+    const ended = await move(
+      { ...refundCase, returnId: answer.returnId },
+      answer.status === 'returned'
+        ? { from: ['returning'], to: 'returned', detail: `returned to the payer (return ${answer.returnId})` }
+        : { from: ['returning'], to: 'refused', refusalReason: answer.refusalReason ?? 'refused' },
+    );
+    return progressOf(ended.status);
+  }
+
+  function providerFailure(operation: string, refundCase: RefundCase, err: unknown): never {
+    if (!(err instanceof ProviderError)) throw err;
+    // Never a verdict (D33): a refusal of the request or an unreadable status leaves the return as it
+    // is, asked again with backoff; the case stays `returning` and RefundReturningTooLong says so.
+    const fields = { event: 'refund_provider_error', caseId: refundCase.id, code: err.code, operation };
+    if (err.retryable) logger.warn(fields, 'refund: provider unavailable, will retry');
+    else logger.error(fields, 'refund: the provider refused the call; retried until an operator looks');
+    throw ApplicationFailure.retryable(err.message, 'ProviderUnavailable');
+  }
+
+  return {
+    /** Applies the policy to an open case; a case past that point says where it is. */
+    async beginRefund(caseId: string): Promise<RefundStart> {
+      const refundCase = await load(caseId);
+      if (FINISHED.includes(refundCase.status)) return 'finished';
+      if (refundCase.status === 'returning') return 'return';
+      if (refundCase.status === 'awaiting_approval') return 'awaiting_approval';
+      if (returns === undefined) {
+        logger.warn(
+          { event: 'refund_case_manual', caseId },
+          'refund case left to an operator: the PIX provider cannot return payments',
+        );
+        return 'left_to_operator';
+      }
+      if (refundCase.kind !== null && policy.autoReturnKinds.includes(refundCase.kind)) return 'return';
+      const waiting = await move(refundCase, {
+        from: ['open'],
+        to: 'awaiting_approval',
+        detail: `kind ${refundCase.kind ?? 'unknown'} waits for approval (REFUND_AUTO_RETURN_KINDS)`,
+      });
+      return waiting.status === 'awaiting_approval' ? 'awaiting_approval' : 'finished';
+    },
+
+    /** An operator's approval, recorded: the case is `returning` from now on (or as an operator left it). */
+    async approveRefund(a: { caseId: string; by: string }): Promise<RefundCaseStatus> {
+      const refundCase = await load(a.caseId);
+      const moved = await move(refundCase, {
+        from: ['awaiting_approval'],
+        to: 'returning',
+        approvedBy: a.by,
+        detail: `approved by ${a.by}`,
+      });
+      return moved.status;
+    },
+
+    /**
+     * Claims the case (`returning`) and asks the provider to return the payment under the case's id.
+     * Run again (a crashed worker, a lost answer), the claim is already there and the provider answers
+     * with the return it already has: one return per case.
+     */
+    async requestReturn(caseId: string): Promise<ReturnProgress> {
+      if (returns === undefined) throw ApplicationFailure.nonRetryable('no provider returns', 'NoReturns');
+      let refundCase = await load(caseId);
+      if (refundCase.status === 'open') {
+        refundCase = await move(refundCase, { from: ['open'], to: 'returning', detail: 'return requested' });
+      }
+      if (refundCase.status !== 'returning') return progressOf(refundCase.status);
+      let answer: PaymentReturn;
+      try {
+        answer = await returns.requestReturn({
+          refundId: refundCase.id,
+          eventId: refundCase.eventId,
+          amountBrl: refundCase.amountBrl,
+          reason: refundCase.reason,
+        });
+      } catch (err) {
+        providerFailure('requestReturn', refundCase, err);
+      }
+      return record(refundCase, answer);
+    },
+
+    /** The return's status now, recorded once final. */
+    async checkReturn(caseId: string): Promise<ReturnProgress> {
+      if (returns === undefined) throw ApplicationFailure.nonRetryable('no provider returns', 'NoReturns');
+      const refundCase = await load(caseId);
+      if (refundCase.status !== 'returning') return progressOf(refundCase.status);
+      let answer: PaymentReturn;
+      try {
+        answer =
+          refundCase.returnId === null
+            ? await returns.requestReturn({
+                refundId: refundCase.id,
+                eventId: refundCase.eventId,
+                amountBrl: refundCase.amountBrl,
+                reason: refundCase.reason,
+              })
+            : await returns.getReturn({
+                refundId: refundCase.id,
+                eventId: refundCase.eventId,
+                returnId: refundCase.returnId,
+              });
+      } catch (err) {
+        providerFailure('checkReturn', refundCase, err);
+      }
+      return record(refundCase, answer);
+    },
+
+    async refundCaseStatus(caseId: string): Promise<RefundCaseStatus> {
+      return (await load(caseId)).status;
+    },
+  };
+}
+
+/** A case that has left `returning` another way (an operator) is reported as it is. */
+function progressOf(status: RefundCaseStatus): ReturnProgress {
+  if (status === 'returned' || status === 'refused' || status === 'resolved') return status;
+  return 'returning';
+}
+
+export type RefundActivities = ReturnType<typeof createRefundActivities>;

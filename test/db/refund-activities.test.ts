@@ -1,0 +1,171 @@
+import { randomUUID } from 'node:crypto';
+import type { FastifyInstance } from 'fastify';
+import { buildSandboxApp } from '../../dev/sandbox/app';
+import { loadSandboxConfig } from '../../dev/sandbox/config';
+import { createRefundActivities } from '../../src/activities/refund.activities';
+import { createPool, type Db } from '../../src/adapters/db/pool';
+import { findRefundCase, openRefundCase, resolveRefundCase } from '../../src/adapters/db/refund-cases-repo';
+import { createHttpProvider } from '../../src/adapters/provider/http-provider';
+import type { PaymentProvider } from '../../src/adapters/provider/types';
+import { createLogger } from '../../src/observability/logger';
+import { createMetrics } from '../../src/observability/metrics';
+import { testDatabaseUrl } from '../support/env';
+
+// The refund activities on the real PostgreSQL and the real provider sandbox (over HTTP): the policy,
+// the claim before the provider is asked, the provider's answers recorded, and an unknown (a failed
+// call, a 404 on the status) never taken for a refusal (docs/decisions.md D33, D62).
+
+describe('refund activities (PostgreSQL, provider sandbox)', () => {
+  let db: Db;
+  let sandbox: FastifyInstance;
+  let baseUrl: string;
+  let provider: PaymentProvider;
+
+  beforeAll(async () => {
+    db = createPool(testDatabaseUrl(), 2);
+    sandbox = buildSandboxApp(
+      loadSandboxConfig({
+        SANDBOX_PORT: '0',
+        SANDBOX_WEBHOOK_URL: 'http://127.0.0.1:9/unused',
+        SANDBOX_LOG_LEVEL: 'silent',
+      }),
+      { returnDelayMs: 100 },
+    );
+    baseUrl = await sandbox.listen({ host: '127.0.0.1', port: 0 });
+    provider = createHttpProvider({ baseUrl, timeoutMs: 5_000 });
+  });
+  afterAll(async () => {
+    await sandbox?.close();
+    await db?.end();
+  });
+
+  const activities = (autoReturnKinds: string[] = ['wrong_amount']) =>
+    createRefundActivities({
+      db,
+      returns: provider,
+      policy: { autoReturnKinds },
+      logger: createLogger({ level: 'silent', name: 'test' }),
+      metrics: createMetrics(),
+    });
+
+  const control = (path: string, body: unknown) =>
+    fetch(`${baseUrl}${path}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
+
+  /** A payment of 100.00 BRL at the sandbox, and its refund case of `kind`. */
+  async function paidCase(kind: string): Promise<{ caseId: string; eventId: string }> {
+    const payoutId = randomUUID();
+    const charge = await provider.createCharge({
+      externalId: payoutId,
+      amountCentavos: 10_000n,
+      payerPixKey: '12345678901',
+      payerPixKeyType: 'CPF',
+      expiresInSeconds: 3600,
+    });
+    const paid = await control('/sandbox/payments', { pix_copy_paste: charge.pixCopyPaste, notify: false });
+    const { event_id: eventId } = (await paid.json()) as { event_id: string };
+    const opened = await openRefundCase(db, {
+      eventId,
+      payoutId,
+      chargeId: charge.chargeId,
+      amountBrl: '100.00',
+      reason: 'test',
+      kind,
+    });
+    if (opened.outcome !== 'opened') throw new Error(`case not opened: ${opened.outcome}`);
+    return { caseId: opened.caseId, eventId };
+  }
+
+  const statusOf = async (caseId: string) => (await findRefundCase(db, caseId))?.status;
+
+  async function untilFinal(refund: ReturnType<typeof activities>, caseId: string) {
+    for (let i = 0; i < 50; i++) {
+      const now = await refund.checkReturn(caseId);
+      if (now !== 'returning') return now;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    throw new Error('still returning');
+  }
+
+  it('the policy: a kind it lists returns at once, another waits for approval', async () => {
+    const refund = activities(['wrong_amount']);
+    const auto = await paidCase('wrong_amount');
+    expect(await refund.beginRefund(auto.caseId)).toBe('return');
+    expect(await statusOf(auto.caseId)).toBe('open');
+    const waits = await paidCase('wrong_charge');
+    expect(await refund.beginRefund(waits.caseId)).toBe('awaiting_approval');
+    expect(await refund.beginRefund(waits.caseId)).toBe('awaiting_approval');
+    expect(await refund.approveRefund({ caseId: waits.caseId, by: 'ana' })).toBe('returning');
+    expect(await findRefundCase(db, waits.caseId)).toMatchObject({ status: 'returning', approvedBy: 'ana' });
+  });
+
+  it('a failed request leaves the case claimed and returning; asked again, one return, recorded to the end', async () => {
+    const refund = activities();
+    const { caseId, eventId } = await paidCase('wrong_amount');
+    await control('/sandbox/faults', { route: 'POST /pix/returns', status: 503, count: 1 });
+    await expect(refund.requestReturn(caseId)).rejects.toMatchObject({ type: 'ProviderUnavailable' });
+    expect(await findRefundCase(db, caseId)).toMatchObject({ status: 'returning', returnId: null });
+    // An operator cannot resolve it by hand while money may be on its way.
+    expect((await resolveRefundCase(db, caseId, 'by hand'))?.status).toBe('returning');
+
+    expect(await refund.requestReturn(caseId)).toBe('returning');
+    const recorded = await findRefundCase(db, caseId);
+    expect(recorded?.returnId).toMatch(/^rtn_/);
+    // A status read answered 404 is no refusal.
+    await control('/sandbox/faults', { route: 'GET /pix/returns/{return_id}', status: 404, count: 1 });
+    await expect(refund.checkReturn(caseId)).rejects.toMatchObject({ type: 'ProviderUnavailable' });
+    expect(await statusOf(caseId)).toBe('returning');
+
+    expect(await untilFinal(refund, caseId)).toBe('returned');
+    expect(await refund.requestReturn(caseId)).toBe('returned');
+    const returns = (await (await fetch(`${baseUrl}/sandbox/returns`)).json()) as {
+      returns: { end_to_end_id: string }[];
+    };
+    expect(returns.returns.filter((r) => r.end_to_end_id === eventId)).toHaveLength(1);
+    const { rows } = await db.query<{ status: string }>(
+      'SELECT status FROM refund_case_changes WHERE case_id = $1 ORDER BY changed_at',
+      [caseId],
+    );
+    expect(rows.map((r) => r.status)).toEqual(['open', 'returning', 'returned']);
+  });
+
+  it("the provider's refusal is recorded with its reason; the case can then be resolved by hand", async () => {
+    const refund = activities();
+    const { caseId } = await paidCase('wrong_amount');
+    await control('/sandbox/returns/refuse', { count: 1 });
+    expect(await refund.requestReturn(caseId)).toBe('returning');
+    expect(await untilFinal(refund, caseId)).toBe('refused');
+    expect(await findRefundCase(db, caseId)).toMatchObject({
+      status: 'refused',
+      refusalReason: expect.stringContaining('refused'),
+    });
+    expect((await resolveRefundCase(db, caseId, 'returned by TED'))?.status).toBe('resolved');
+  });
+
+  it('a case resolved by hand before its return was asked for is never returned', async () => {
+    const refund = activities();
+    const { caseId, eventId } = await paidCase('wrong_amount');
+    expect((await resolveRefundCase(db, caseId, 'returned by hand'))?.status).toBe('resolved');
+    expect(await refund.requestReturn(caseId)).toBe('resolved');
+    expect(await refund.beginRefund(caseId)).toBe('finished');
+    const returns = (await (await fetch(`${baseUrl}/sandbox/returns`)).json()) as {
+      returns: { end_to_end_id: string }[];
+    };
+    expect(returns.returns.filter((r) => r.end_to_end_id === eventId)).toEqual([]);
+  });
+
+  it('without a provider that returns, a case is left to an operator', async () => {
+    const refund = createRefundActivities({
+      db,
+      policy: { autoReturnKinds: ['wrong_amount'] },
+      logger: createLogger({ level: 'silent', name: 'test' }),
+      metrics: createMetrics(),
+    });
+    const { caseId } = await paidCase('wrong_amount');
+    expect(await refund.beginRefund(caseId)).toBe('left_to_operator');
+    expect(await statusOf(caseId)).toBe('open');
+  });
+});

@@ -7,7 +7,7 @@ import { createPool } from '../../src/adapters/db/pool';
 // returned case comes back resolved (the money went back), any other unfinished one open; and up again.
 it('the refund-returns migration goes down with cases in the new states, and up again', async () => {
   const own = await createOwnDatabase();
-  const sql = readFileSync(path.join(__dirname, '../../migrations/1795390000000_refund-returns.sql'), 'utf8');
+  const sql = readFileSync(path.join(__dirname, '../../migrations/1795410000000_refund-returns.sql'), 'utf8');
   const [up, down] = sql.split('-- Down Migration');
   const db = createPool(own.url, 1);
   try {

@@ -39,11 +39,21 @@ const bookkeeping = proxyActivities<Pick<PayoutBookkeepingActivities, 'findPayou
 const UNKNOWN_PAYOUT_RETRY_DELAYS = ['5 seconds', '30 seconds', '2 minutes', '5 minutes'] as const;
 
 /**
- * A token the provider answers 404 for on the first fetch is asked again over about a minute before
+ * A token the provider answers 404 for on the first fetch is asked again over about 20 minutes before
  * it is dropped: a provider may send the webhook before the event is readable on every one of its
- * replicas, and dropping a real payment's notification would lose it.
+ * replicas (an API Pix institution's `GET /pix/{e2eid}` may lag its callback by minutes), and dropping
+ * a real payment's notification would leave it to be found only by reconciliation, if at all.
  */
-const UNKNOWN_TOKEN_RETRY_DELAYS = ['5 seconds', '10 seconds', '15 seconds', '30 seconds'] as const;
+const UNKNOWN_TOKEN_RETRY_DELAYS = [
+  '5 seconds',
+  '10 seconds',
+  '15 seconds',
+  '30 seconds',
+  '1 minute',
+  '3 minutes',
+  '5 minutes',
+  '10 minutes',
+] as const;
 
 /**
  * One webhook token, started by POST /webhooks/{provider} under an id made of provider and token,

@@ -109,7 +109,7 @@ describe('providerEventWorkflow (time-skipping)', () => {
     });
   });
 
-  it('ends with unknown_token, and touches nothing, when the provider never knows the token over a minute', async () => {
+  it('ends with unknown_token, and touches nothing, when the provider never knows the token over 20 minutes', async () => {
     const fake = world(
       () => null,
       () => null,
@@ -127,9 +127,10 @@ describe('providerEventWorkflow (time-skipping)', () => {
       }
     });
     expect(fake.callsOf('findPayoutWorkflow')).toHaveLength(0);
-    expect(fake.calls.map((c) => c.name)).toEqual(Array(5).fill('fetchProviderEvent'));
-    // Asked again a few times over about a minute (workflow time) before it is dropped.
-    expect(started.at(-1)! - started[0]!).toBeGreaterThanOrEqual(60);
+    expect(fake.calls.map((c) => c.name)).toEqual(Array(9).fill('fetchProviderEvent'));
+    // Asked again a few times over about 20 minutes (workflow time) before it is dropped: an API Pix
+    // institution's read may lag its callback by minutes.
+    expect(started.at(-1)! - started[0]!).toBeGreaterThanOrEqual(19 * 60);
   });
 
   it('delivers an event the provider answered 404 for on the first fetches', async () => {

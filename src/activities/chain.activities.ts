@@ -409,7 +409,14 @@ export function createChainActivities({
           return { flagged: verdict };
         }
       }
-      if (paymentHold && req.chargeId !== undefined && req.paymentEventId !== undefined) {
+      if (paymentHold) {
+        // Configured, the read is never skipped: a request without its payment signs nothing.
+        if (req.chargeId === undefined || req.paymentEventId === undefined) {
+          throw ApplicationFailure.retryable(
+            'treasury transfer asked without the payment it pays for: nothing signed',
+            'ChargeStatusUnreadable',
+          );
+        }
         await paymentHold({
           payoutId: req.payoutId,
           chargeId: req.chargeId,

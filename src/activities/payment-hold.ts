@@ -30,8 +30,19 @@ export function createPaymentHoldCheck(deps: { collection: PixCollection; logger
       throw ApplicationFailure.retryable(err.message, 'ChargeStatusUnreadable');
     }
     const settling = status.payments.find((p) => p.eventId === payment.paymentEventId);
-    if (settling === undefined || settling.returned === true) {
-      const why = settling === undefined ? 'no longer listed on its charge' : 'being returned to the payer';
+    if (settling === undefined) {
+      // Not (yet) listed: a lagging read, most likely. An unknown, not a return: retried as unreadable.
+      deps.logger.warn(
+        { payoutId: payment.payoutId, paymentEventId: payment.paymentEventId },
+        'the settling payment is not listed on its charge right before the treasury transfer: nothing signed',
+      );
+      throw ApplicationFailure.retryable(
+        `payment ${payment.paymentEventId} is not listed on charge ${payment.chargeId} yet`,
+        'ChargeStatusUnreadable',
+      );
+    }
+    if (settling.returned === true) {
+      const why = 'being returned to the payer';
       deps.logger.error(
         { event: 'payment_returned', payoutId: payment.payoutId, paymentEventId: payment.paymentEventId },
         `the payment is ${why} right before the treasury transfer: nothing signed`,

@@ -90,7 +90,8 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
     reply.header('x-content-type-options', 'nosniff');
     // Partner answers carry PIX keys, wallets and amounts (personal data): no cache on the way, and
     // no browser, may keep them. A route with its own rule (the QR image's no-cache) keeps it.
-    if (request.url.startsWith('/v1/') && !reply.hasHeader('cache-control'))
+    // By the matched route, not the raw URL: `/%761/payouts/x` reaches the same route.
+    if (request.routeOptions.url?.startsWith('/v1/') && !reply.hasHeader('cache-control'))
       reply.header('cache-control', 'no-store');
   });
   app.addHook('onResponse', async (request, reply) => {

@@ -151,7 +151,9 @@ if (node.available && !asRoot)
       );
       expect(output).toBe(
         `USDT test token ready at ${FRESH_CHAIN_CONTRACTS.usdtAddress}, ` +
-          `sanctions oracle at ${FRESH_CHAIN_CONTRACTS.sanctionsOracleAddress}\n`,
+          `sanctions oracle at ${FRESH_CHAIN_CONTRACTS.sanctionsOracleAddress}, ` +
+          `price feeds BRL/USD at ${FRESH_CHAIN_CONTRACTS.brlUsdFeedAddress} ` +
+          `and USDT/USD at ${FRESH_CHAIN_CONTRACTS.usdtUsdFeedAddress}\n`,
       );
     } finally {
       await anvil.stop();

@@ -41,7 +41,13 @@ function loadCompose(hostEnv: Record<string, string> = {}): { services: Record<s
   return parse(text, { merge: true }) as { services: Record<string, Service> };
 }
 const services = loadCompose().services;
-const published = (name: string) => (services[name]?.ports ?? []).map((p) => p.split(':'));
+/** Host port and container port of each published port; every one bound to the host's loopback only. */
+const published = (name: string) =>
+  (services[name]?.ports ?? []).map((p) => {
+    const [host, ...ports] = p.split(':');
+    expect({ name, port: p, host }).toEqual({ name, port: p, host: '127.0.0.1' });
+    return ports;
+  });
 const tokenAddress = FRESH_CHAIN_CONTRACTS.usdtAddress;
 describe('docker-compose.yml', () => {
   it('has every part of the system', () => {

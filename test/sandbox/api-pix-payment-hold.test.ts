@@ -78,11 +78,11 @@ it('stops a payment that is being returned, and one returned, from being paid', 
   expect(await failureType(check()(payment))).toBe('PaymentReturned');
 });
 
-it('signs nothing on a charge that cannot be read, nor for a payment it does not list', async () => {
+it('signs nothing on a charge that cannot be read, nor for a payment it does not list (yet): an unknown', async () => {
   const payment = await paidCharge();
   await sandbox.plainCall('POST', '/sandbox/faults', { route: 'GET /cob/{txid}', status: 503, count: 1 });
   expect(await failureType(check()(payment))).toBe('ChargeStatusUnreadable');
   expect(await failureType(check()({ ...payment, paymentEventId: 'E00000000202611251200abcdefghijk' }))).toBe(
-    'PaymentReturned',
+    'ChargeStatusUnreadable',
   );
 });

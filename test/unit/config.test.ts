@@ -151,4 +151,13 @@ describe('per-process configuration', () => {
       );
     }
   });
+
+  it('never lets the policy return a payment that may still settle its payout', () => {
+    expect(() => loadWorkerConfig({ REFUND_AUTO_RETURN_KINDS: 'wrong_amount,payout_failed' })).toThrow(
+      'invalid configuration: REFUND_AUTO_RETURN_KINDS "payout_failed" cannot return without an operator: the payment may still settle its payout',
+    );
+    expect(loadWorkerConfig({ REFUND_AUTO_RETURN_KINDS: 'wrong_charge' }).REFUND_AUTO_RETURN_KINDS).toEqual([
+      'wrong_charge',
+    ]);
+  });
 });

@@ -259,6 +259,35 @@ describe('providerEventWorkflow (time-skipping)', () => {
       ]);
     });
 
+    it('leaves the payment of a payout whose run ended while its row did not to an operator', async () => {
+      const known = knowledge();
+      // The run closed (terminated, say) while the read model still says PROCESSING: the payment may
+      // be the one that settles it, so it is never returned by the policy.
+      const fake = world(
+        known.event,
+        () => {
+          const location = known.location();
+          return location && { ...location, status: 'PROCESSING' };
+        },
+        refusedCharge,
+      );
+      await withWorker(env, fake.activities, async (taskQueue) => {
+        known.learn(await endedPayout(taskQueue));
+        await expect(runEvent(taskQueue)).resolves.toBe('late_payment');
+      });
+      const event = known.event();
+      expect(fake.callsOf('recordLatePayment')).toEqual([
+        [
+          {
+            payoutId: event!.externalId,
+            event,
+            reason: 'payment received after the payout was PROCESSING',
+            kind: 'payout_unresolved',
+          },
+        ],
+      ]);
+    });
+
     it('raises the late-settlement alert for a completed settlement, and ignores a failed one', async () => {
       let location: PayoutLocation | null = null;
       let event: ProviderEvent | null = null;

@@ -47,6 +47,10 @@ export async function actOnEventAfterTheEnd(
       payoutId: payout.id,
       event,
       reason: paymentAfterTheEnd(payout.status),
+      // A payout whose run closed while its row is neither COMPLETED nor FAILED (terminated, failed on
+      // a bug) may still be settled by this very payment: a person decides, never the policy.
+      ...(payout.status !== 'COMPLETED' &&
+        payout.status !== 'FAILED' && { kind: 'payout_unresolved' as const }),
     });
     return refund === 'payment_settles_its_payout' ? 'duplicate_payment' : 'late_payment';
   }

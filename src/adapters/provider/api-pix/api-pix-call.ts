@@ -54,10 +54,14 @@ export function createApiPixCall(opts: {
     try {
       const token = await opts.tokens.get();
       let answer = await send(spec, token);
+      // Tokens never reach an error text, should an institution echo them in an error body.
+      const secrets = [token];
       if (answer.status === 401) {
         // Revoked or expired early on the institution's side: one fresh token, one more try.
         opts.tokens.invalidate(token);
-        answer = await send(spec, await opts.tokens.get());
+        const fresh = await opts.tokens.get();
+        secrets.push(fresh);
+        answer = await send(spec, fresh);
       }
       status = answer.status;
       if (answer.status === 401) {
@@ -71,7 +75,7 @@ export function createApiPixCall(opts: {
         );
       }
       if (answer.status < 200 || answer.status >= 300) {
-        throw statusError(spec, answer.status, answer.text, []);
+        throw statusError(spec, answer.status, answer.text, secrets);
       }
       const data = spec.schema === null ? undefined : validated(spec.operation, spec.schema, answer.text);
       opts.onCall?.({

@@ -44,7 +44,11 @@ const tokenBody = z.object({
  */
 export function createTokenSource(opts: TokenSourceOptions): TokenSource {
   const now = opts.now ?? Date.now;
-  const secrets = [opts.clientSecret];
+  // The secret, and the Basic credential it travels in, never reach an error text.
+  const secrets = [
+    opts.clientSecret,
+    Buffer.from(`${opts.clientId}:${opts.clientSecret}`).toString('base64'),
+  ];
   let cached: { token: string; refreshAt: number } | undefined;
   let inFlight: Promise<string> | undefined;
 

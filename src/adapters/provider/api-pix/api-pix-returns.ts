@@ -57,9 +57,18 @@ export function createApiPixReturns(call: ApiPixCall): PaymentReturns {
         check('requestReturn', body, id, req.amountBrl);
         return returnOf(body);
       } catch (err) {
-        // An institution may answer a second PUT of the same id with 400 even when it is our own retry
-        // after a lost answer: the devolução under our id, if there is one, is then the one we asked for.
-        if (!(err instanceof ProviderError) || err.httpStatus !== 400) throw err;
+        // An institution may answer a second PUT of the same id with a 4xx (400, 409, 422...) even when
+        // it is our own retry after a lost answer: the devolução under our id, if there is one, is then
+        // the one we asked for. (A 401 is the token's, not the devolução's.)
+        if (
+          !(err instanceof ProviderError) ||
+          err.httpStatus === undefined ||
+          err.httpStatus < 400 ||
+          err.httpStatus >= 500 ||
+          err.httpStatus === 401 ||
+          err.httpStatus === 404
+        )
+          throw err;
         let existing;
         try {
           existing = await read('requestReturn', e2eid, id);

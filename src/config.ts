@@ -272,7 +272,13 @@ const VARIABLES = {
   CODEC_AUTH_TOKEN: optional(z.string().min(16, 'must be at least 16 characters')),
   CODEC_CORS_ORIGINS: z.string().default('http://127.0.0.1:8233,http://localhost:8233'),
   // A Web UI behind OIDC (Temporal Cloud's included) passes its users' access tokens to the codec.
-  CODEC_OIDC_JWKS_URL: optional(z.url({ protocol: /^https?$/ })),
+  // https only: whoever could alter the keys on the way could sign access tokens of their own.
+  CODEC_OIDC_JWKS_URL: optional(
+    z.url({
+      protocol: /^https$/,
+      error: 'must be an https URL (the issuer keys that access tokens are checked against)',
+    }),
+  ),
   CODEC_OIDC_ISSUER: optional(z.string()),
   CODEC_OIDC_AUDIENCE: optional(z.string()),
   CODEC_OIDC_ALLOWED_USERS: optional(z.string()),
@@ -479,6 +485,20 @@ function schemaOf<K extends Variable>(names: readonly K[]) {
         code: 'custom',
         path: ['CODEC_OIDC_ISSUER'],
         message: 'is required with CODEC_OIDC_JWKS_URL',
+      });
+    }
+    // Without an audience, a token the issuer made for any other application of its tenant would do.
+    if (
+      reads.has('CODEC_OIDC_AUDIENCE') &&
+      env.NODE_ENV === 'production' &&
+      env.CODEC_OIDC_JWKS_URL &&
+      !env.CODEC_OIDC_AUDIENCE
+    ) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['CODEC_OIDC_AUDIENCE'],
+        message:
+          'is required with CODEC_OIDC_JWKS_URL when NODE_ENV=production (else an access token for any other application of the issuer would do)',
       });
     }
     if (reads.has('PAYLOAD_ENCRYPTION_KEY') && env.NODE_ENV === 'production' && !env.PAYLOAD_ENCRYPTION_KEY) {

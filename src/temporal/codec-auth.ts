@@ -25,7 +25,7 @@ export interface CodecOidc {
   jwksUrl: string;
   issuer: string;
   audience?: string;
-  /** `sub` or `email` claims allowed; an empty list allows nobody. */
+  /** `sub` or `email` claims allowed (an email only with `email_verified: true`); an empty list allows nobody. */
   allowedUsers: readonly string[];
 }
 
@@ -113,7 +113,8 @@ function cookieOf(req: IncomingMessage, name: string): string | undefined {
 }
 
 async function fetchJson(url: string): Promise<unknown> {
-  const res = await fetch(url, { signal: AbortSignal.timeout(5_000) });
+  // A redirect is refused, not followed: the keys come from the URL configured, nowhere it points to.
+  const res = await fetch(url, { redirect: 'error', signal: AbortSignal.timeout(5_000) });
   if (!res.ok) throw new Error(`JWKS answered HTTP ${res.status}`);
   return res.json();
 }
@@ -122,17 +123,22 @@ interface Jwks {
   key(kid: string | undefined): Promise<KeyObject | undefined>;
 }
 
-/** The issuer's keys, fetched again for a key id it does not know (a key rotation), at most every 5 minutes. */
+/**
+ * The issuer's keys, fetched again for a key id it does not know (a key rotation), at most every 5
+ * minutes. Requests that want the keys while a load is under way wait for that load: the first
+ * requests after a start come together (a Web UI page decodes many payloads at once), and one that
+ * found the cache "fresh" but still empty would be refused a valid token.
+ */
 function jwksCache(url: string, load: (url: string) => Promise<unknown>, now: () => number): Jwks {
   let keys = new Map<string | undefined, KeyObject>();
   let fetchedAt = -Infinity;
+  let loading: Promise<void> | undefined;
   const refresh = async () => {
-    fetchedAt = now();
-    const body = (await load(url)) as { keys?: ({ kid?: string } & Record<string, unknown>)[] };
+    const body = (await load(url)) as { keys?: unknown } | null;
     const next = new Map<string | undefined, KeyObject>();
-    for (const jwk of body.keys ?? []) {
+    for (const jwk of Array.isArray(body?.keys) ? (body.keys as unknown[]) : []) {
       try {
-        next.set(jwk.kid, createPublicKey({ key: jwk as never, format: 'jwk' }));
+        next.set((jwk as { kid?: string }).kid, createPublicKey({ key: jwk as never, format: 'jwk' }));
       } catch {
         // A key of a type Node cannot read signs nothing we accept.
       }
@@ -141,12 +147,20 @@ function jwksCache(url: string, load: (url: string) => Promise<unknown>, now: ()
   };
   return {
     async key(kid) {
-      if (!keys.has(kid) && now() - fetchedAt > JWKS_REFRESH_MS) await refresh();
+      if (!keys.has(kid) && (loading || now() - fetchedAt > JWKS_REFRESH_MS)) {
+        // Failed loads count too: an issuer that is down is asked again in 5 minutes, not per request.
+        loading ??= refresh().finally(() => {
+          fetchedAt = now();
+          loading = undefined;
+        });
+        await loading;
+      }
       return keys.get(kid);
     },
   };
 }
 
+// Looked up with Object.hasOwn only: `__proto__` or `toString` is no algorithm.
 const ALGORITHMS: Record<string, { hash: string; ec: boolean }> = {
   RS256: { hash: 'sha256', ec: false },
   ES256: { hash: 'sha256', ec: true },
@@ -159,16 +173,21 @@ async function verifyAccessToken(
   now: () => number,
 ): Promise<CodecVerdict> {
   const [head, body, signature] = jwt.split('.') as [string, string, string];
-  let header: { alg?: string; kid?: string };
+  let header: Record<string, unknown>;
   let claims: Record<string, unknown>;
   try {
-    header = JSON.parse(Buffer.from(head, 'base64url').toString());
-    claims = JSON.parse(Buffer.from(body, 'base64url').toString());
+    header = jsonObject(head);
+    claims = jsonObject(body);
   } catch {
     return { ok: false, reason: 'access token is not a JWT' };
   }
-  const alg = header.alg ? ALGORITHMS[header.alg] : undefined;
-  if (!alg) return { ok: false, reason: `access token algorithm ${String(header.alg)} is not accepted` };
+  const alg =
+    typeof header.alg === 'string' && Object.hasOwn(ALGORITHMS, header.alg)
+      ? ALGORITHMS[header.alg]
+      : undefined;
+  if (!alg) return { ok: false, reason: `access token algorithm ${shown(header.alg)} is not accepted` };
+  if (header.kid !== undefined && typeof header.kid !== 'string')
+    return { ok: false, reason: 'access token key id is not a string' };
   let key: KeyObject | undefined;
   try {
     key = await jwks.key(header.kid);
@@ -196,11 +215,29 @@ async function verifyAccessToken(
   const audiences = Array.isArray(claims.aud) ? claims.aud : [claims.aud];
   if (oidc.audience !== undefined && !audiences.includes(oidc.audience))
     return { ok: false, reason: 'access token is for another audience' };
-  const user = [claims.sub, claims.email].find((v) => typeof v === 'string' && oidc.allowedUsers.includes(v));
+  // An email names a user only once the issuer has verified it: most issuers let anybody sign up
+  // with any address, so an unverified one could be an allowed operator's.
+  const names = claims.email_verified === true ? [claims.sub, claims.email] : [claims.sub];
+  const user = names.find((v) => typeof v === 'string' && oidc.allowedUsers.includes(v));
   if (!user)
     return {
       ok: false,
-      reason: `user ${String(claims.sub)} may not read payouts (CODEC_OIDC_ALLOWED_USERS)`,
+      reason: `user ${shown(claims.sub)} may not read payouts (CODEC_OIDC_ALLOWED_USERS)`,
     };
   return { ok: true };
+}
+
+/** A JWT part's JSON, which must be an object: `null`, a number or an array is no header or claims. */
+function jsonObject(part: string): Record<string, unknown> {
+  const value: unknown = JSON.parse(Buffer.from(part, 'base64url').toString());
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new Error('not an object');
+  return value as Record<string, unknown>;
+}
+
+/**
+ * A claim as a reason shows it. Not String(): a JSON object with a `toString` member that is no
+ * function makes it throw, a 500 for what the client sent.
+ */
+function shown(value: unknown): string {
+  return (typeof value === 'string' ? value : (JSON.stringify(value) ?? 'undefined')).slice(0, 100);
 }

@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { defaultPayloadConverter, type Payload } from '@temporalio/common';
 import { Registry } from 'prom-client';
 import { payloadKeys } from '../../src/adapters/secrets/payload-keys';
+import { loadApiConfig } from '../../src/config';
 import { createLogger } from '../../src/observability/logger';
 import { startOpsServer, type OpsServer } from '../../src/observability/ops-server';
 import { createCodecEndpoint } from '../../src/temporal/codec-endpoint';
@@ -25,20 +26,17 @@ describe('codec endpoint as the Web UI calls it', () => {
   const codec = createPayloadCodec(payloadKeys(randomBytes(32).toString('base64')))!;
   const { privateKey, publicKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
   let jwksServer: Server;
+  let jwksOrigin: string;
+  /** Requests the JWKS server answered, by path. */
+  const jwksRequests: string[] = [];
   let server: OpsServer;
+  const servers: OpsServer[] = [];
   let base: string;
   let encrypted: Payload[];
 
-  beforeAll(async () => {
-    jwksServer = createServer((_req, res) => {
-      res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(
-        JSON.stringify({ keys: [{ ...publicKey.export({ format: 'jwk' }), kid: 'k1', alg: 'RS256' }] }),
-      );
-    });
-    await new Promise<void>((resolve) => jwksServer.listen(0, '127.0.0.1', resolve));
-    const jwksUrl = `http://127.0.0.1:${(jwksServer.address() as AddressInfo).port}/.well-known/jwks.json`;
-    server = await startOpsServer({
+  /** A codec server of its own (its own, empty, JWKS cache) taking keys from `jwksPath`. */
+  const startCodec = async (jwksPath: string) => {
+    const started = await startOpsServer({
       host: '127.0.0.1',
       port: 0,
       registry: new Registry(),
@@ -46,7 +44,12 @@ describe('codec endpoint as the Web UI calls it', () => {
         createCodecEndpoint({
           codec,
           authToken: TOKEN,
-          oidc: { jwksUrl, issuer: ISSUER, audience: AUDIENCE, allowedUsers: ['ops@payouts.example'] },
+          oidc: {
+            jwksUrl: `${jwksOrigin}${jwksPath}`,
+            issuer: ISSUER,
+            audience: AUDIENCE,
+            allowedUsers: ['ops@payouts.example'],
+          },
           requireAuthToken: true,
           corsOrigins: [UI],
           logger: createLogger({ level: 'silent', name: 't' }),
@@ -54,11 +57,37 @@ describe('codec endpoint as the Web UI calls it', () => {
       ],
       logger: createLogger({ level: 'silent', name: 't' }),
     });
+    servers.push(started);
+    return started;
+  };
+
+  beforeAll(async () => {
+    jwksServer = createServer((req, res) => {
+      jwksRequests.push(req.url ?? '');
+      // Elsewhere, then here: a fetch that followed it would find the right keys.
+      if (req.url === '/moved') {
+        res.writeHead(302, { location: '/.well-known/jwks.json' });
+        res.end();
+        return;
+      }
+      const answer = () => {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(
+          JSON.stringify({ keys: [{ ...publicKey.export({ format: 'jwk' }), kid: 'k1', alg: 'RS256' }] }),
+        );
+      };
+      // An issuer that takes its time: requests that come meanwhile wait for the same load.
+      if (req.url === '/slow') setTimeout(answer, 300);
+      else answer();
+    });
+    await new Promise<void>((resolve) => jwksServer.listen(0, '127.0.0.1', resolve));
+    jwksOrigin = `http://127.0.0.1:${(jwksServer.address() as AddressInfo).port}`;
+    server = await startCodec('/.well-known/jwks.json');
     base = `http://127.0.0.1:${server.port}/codec`;
     encrypted = await codec.encode([defaultPayloadConverter.toPayload({ pixKey: CPF })]);
   });
   afterAll(async () => {
-    await server?.close();
+    for (const s of servers) await s.close();
     await new Promise((resolve) => jwksServer?.close(resolve));
   });
 
@@ -72,8 +101,8 @@ describe('codec endpoint as the Web UI calls it', () => {
       })),
     });
   /** The UI's request, as its fetch sends it (the browser adds Origin, and Cookie with credentials). */
-  const decode = (extra: Record<string, string> = {}) =>
-    fetch(`${base}/decode`, {
+  const decode = (extra: Record<string, string> = {}, at = base) =>
+    fetch(`${at}/decode`, {
       method: 'POST',
       headers: { 'Content-Type': 'application/json', 'X-Namespace': 'payouts', Origin: UI, ...extra },
       body: body(),
@@ -92,16 +121,19 @@ describe('codec endpoint as the Web UI calls it', () => {
         'Access-Control-Request-Headers': requestHeaders,
       },
     });
-  const jwt = (claims: Record<string, unknown>, key: KeyObject = privateKey, kid = 'k1') => {
-    const part = (v: unknown) => Buffer.from(JSON.stringify(v)).toString('base64url');
-    const signed = `${part({ alg: 'RS256', typ: 'JWT', kid })}.${part(claims)}`;
+  const part = (v: unknown) => Buffer.from(JSON.stringify(v)).toString('base64url');
+  /** A JWT signed with `key`; `header` replaces the usual one (a test's malformed header). */
+  const jwt = (claims: unknown, key: KeyObject = privateKey, kid = 'k1', header?: unknown) => {
+    const signed = `${part(header === undefined ? { alg: 'RS256', typ: 'JWT', kid } : header)}.${part(claims)}`;
     return `${signed}.${sign('sha256', Buffer.from(signed), key).toString('base64url')}`;
   };
+  const bearer = (token: string) => ({ Authorization: `Bearer ${token}` });
   const claims = (over: Record<string, unknown> = {}) => ({
     iss: ISSUER,
     aud: [AUDIENCE, `${ISSUER}userinfo`],
     sub: 'auth0|123',
     email: 'ops@payouts.example',
+    email_verified: true,
     exp: Math.floor(Date.now() / 1000) + 600,
     ...over,
   });
@@ -157,7 +189,6 @@ describe('codec endpoint as the Web UI calls it', () => {
   });
 
   it("OIDC UI, Temporal Cloud's included: decodes for an allowed user's access token, and only then", async () => {
-    const bearer = (token: string) => ({ Authorization: `Bearer ${token}` });
     const ok = await decode(bearer(jwt(claims())));
     expect(ok.status).toBe(200);
     expect(await decodedPixKey(ok)).toBe(CPF);
@@ -176,5 +207,87 @@ describe('codec endpoint as the Web UI calls it', () => {
     }
     // The CLI's static token still works.
     expect((await decode(bearer(TOKEN))).status).toBe(200);
+  });
+
+  it('matches an allowed user by email only when the issuer verified it', async () => {
+    // sub is nobody allowed: only the email could let these in.
+    for (const verified of [undefined, false, 'true', 1]) {
+      const token = jwt(claims({ sub: 'auth0|456', email_verified: verified }));
+      const res = await decode(bearer(token));
+      expect({ verified, status: res.status }).toEqual({ verified, status: 401 });
+    }
+    expect((await decode(bearer(jwt(claims({ sub: 'auth0|456', email_verified: true }))))).status).toBe(200);
+  });
+
+  it('answers 401, not 500, for a header or claims that are not objects, and for odd algorithms and key ids', async () => {
+    for (const token of [
+      jwt(claims(), privateKey, 'k1', null),
+      jwt(claims(), privateKey, 'k1', [1]),
+      jwt(claims(), privateKey, 'k1', 'RS256'),
+      jwt(null),
+      jwt(42),
+      // Names an Object.prototype property, not an algorithm of ours.
+      jwt(claims(), privateKey, 'k1', { alg: '__proto__', kid: 'k1' }),
+      jwt(claims(), privateKey, 'k1', { alg: 'toString', kid: 'k1' }),
+      jwt(claims(), privateKey, 'k1', { alg: 'constructor', kid: 'k1' }),
+      jwt(claims(), privateKey, 'k1', { alg: ['RS256'], kid: 'k1' }),
+      jwt(claims(), privateKey, 'k1', { alg: 'none', kid: 'k1' }),
+      jwt(claims(), privateKey, 'k1', { alg: { toString: 1 }, kid: 'k1' }),
+      jwt(claims({ sub: { toString: 1 }, email: 'someone@else.example' })),
+      jwt(claims(), privateKey, 'k1', { alg: 'RS256', kid: { toString: 'k1' } }),
+    ]) {
+      const res = await decode(bearer(token));
+      expect({ token, status: res.status }).toEqual({ token, status: 401 });
+    }
+    // The well-formed token still passes (nothing above broke the server or its key cache).
+    expect((await decode(bearer(jwt(claims())))).status).toBe(200);
+  });
+
+  it('the first requests after a start share one load of the issuer keys, none refused meanwhile', async () => {
+    const fresh = await startCodec('/slow');
+    const at = `http://127.0.0.1:${fresh.port}/codec`;
+    const before = jwksRequests.filter((p) => p === '/slow').length;
+    const statuses = await Promise.all(
+      Array.from({ length: 6 }, () => decode(bearer(jwt(claims())), at).then((r) => r.status)),
+    );
+    expect(statuses).toEqual([200, 200, 200, 200, 200, 200]);
+    expect(jwksRequests.filter((p) => p === '/slow').length - before).toBe(1);
+  });
+
+  it('does not follow a redirect of the JWKS URL: the keys come from the URL configured', async () => {
+    const redirected = await startCodec('/moved');
+    const at = `http://127.0.0.1:${redirected.port}/codec`;
+    expect((await decode(bearer(jwt(claims())), at)).status).toBe(401);
+    expect(jwksRequests).toContain('/moved');
+    // The CLI's token is no JWKS matter.
+    expect((await decode(bearer(TOKEN), at)).status).toBe(200);
+  });
+
+  describe('configuration (CODEC_OIDC_*)', () => {
+    const oidc = {
+      CODEC_OIDC_JWKS_URL: 'https://login.example/.well-known/jwks.json',
+      CODEC_OIDC_ISSUER: ISSUER,
+      CODEC_OIDC_ALLOWED_USERS: 'ops@payouts.example',
+    };
+    const production = { NODE_ENV: 'production', PAYLOAD_ENCRYPTION_KEY: randomBytes(32).toString('base64') };
+
+    it('refuses a JWKS URL that is not https', () => {
+      expect(() => loadApiConfig({ ...oidc, CODEC_OIDC_JWKS_URL: 'http://login.example/jwks.json' })).toThrow(
+        /CODEC_OIDC_JWKS_URL must be an https URL/,
+      );
+      expect(loadApiConfig(oidc).CODEC_OIDC_JWKS_URL).toBe(oidc.CODEC_OIDC_JWKS_URL);
+    });
+
+    it('production with OIDC needs an audience', () => {
+      expect(() => loadApiConfig({ ...production, ...oidc })).toThrow(
+        /CODEC_OIDC_AUDIENCE is required with CODEC_OIDC_JWKS_URL when NODE_ENV=production/,
+      );
+      expect(
+        loadApiConfig({ ...production, ...oidc, CODEC_OIDC_AUDIENCE: AUDIENCE }).CODEC_OIDC_AUDIENCE,
+      ).toBe(AUDIENCE);
+      // Outside production, and in production without OIDC, none is needed.
+      expect(() => loadApiConfig(oidc)).not.toThrow();
+      expect(() => loadApiConfig(production)).not.toThrow();
+    });
   });
 });

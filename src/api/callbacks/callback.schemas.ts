@@ -24,7 +24,8 @@ export const setCallbackBodySchema = z.strictObject(
       }),
   },
   {
-    error: (i) => (i.code === 'unrecognized_keys' ? `unknown field: ${i.keys[0]}` : 'body must be an object'),
+    error: (i) =>
+      i.code === 'unrecognized_keys' ? `unknown field: ${i.keys[0]}` : 'request body must be a JSON object',
   },
 );
 
@@ -42,7 +43,8 @@ export const rotateSecretBodySchema = z.strictObject(
       }),
   },
   {
-    error: (i) => (i.code === 'unrecognized_keys' ? `unknown field: ${i.keys[0]}` : 'body must be an object'),
+    error: (i) =>
+      i.code === 'unrecognized_keys' ? `unknown field: ${i.keys[0]}` : 'request body must be a JSON object',
   },
 );
 

@@ -112,7 +112,7 @@ describe('partner self-service callbacks', () => {
     const [, , completed] = await receiver.waitFor(3, (r) => r.path.startsWith('/partner-a'));
     expect(bodyOf(completed!)).toMatchObject({ event: 'payout.completed', payout: { id: payout.id } });
     // Test events are not part of the log: only the payout's.
-    const events = await until200(() => send(apiKey, 'GET', '/v1/callback/events?limit=5'));
+    const events = await deliveredFirst(() => send(apiKey, 'GET', '/v1/callback/events?limit=5'));
     expect(events).toEqual({
       data: [
         {
@@ -154,7 +154,7 @@ describe('partner self-service callbacks', () => {
   }, 120_000);
 
   /** The delivery's record is written by the worker a moment after the receiver answered. */
-  async function until200(read: () => Promise<ApiResponse>): Promise<unknown> {
+  async function deliveredFirst(read: () => Promise<ApiResponse>): Promise<unknown> {
     for (let i = 0; ; i++) {
       const res = await read();
       const data = (res.json as { data?: { state: string }[] }).data;

@@ -247,7 +247,13 @@ export function partnerCallbacksOf(
   >,
 ): PartnerCallbacks {
   return {
-    sender: { ...callbackUrlPolicyOf(config), timeoutMs: config.CALLBACK_TIMEOUT_MS },
+    // A partner setting its own URL never reaches private networks in production, whatever the
+    // operators allow for their own demos (CALLBACK_ALLOW_PRIVATE_NETWORKS): that would be read-SSRF.
+    sender: {
+      ...callbackUrlPolicyOf(config),
+      ...(config.NODE_ENV === 'production' && { allowPrivateNetworks: false }),
+      timeoutMs: config.CALLBACK_TIMEOUT_MS,
+    },
     secrets: createSecretBox(payloadKeysOf(config)),
   };
 }

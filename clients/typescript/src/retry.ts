@@ -27,8 +27,12 @@ export function retryingFetch(
   const initialDelayMs = options.initialDelayMs ?? 500;
   const maxDelayMs = options.maxDelayMs ?? 60_000;
   return async (request) => {
+    // PUT /v1/callback answers the new signing secret only to the call that created it: a retry after
+    // a lost answer would get none, so it is not repeated (rotate-secret gives a new one if needed).
+    const createsSecret = request.method === 'PUT' && new URL(request.url).pathname.endsWith('/v1/callback');
     const repeatable =
-      ['GET', 'HEAD', 'PUT', 'DELETE'].includes(request.method) || request.headers.has('idempotency-key');
+      !createsSecret &&
+      (['GET', 'HEAD', 'PUT', 'DELETE'].includes(request.method) || request.headers.has('idempotency-key'));
     for (let attempt = 0; ; attempt++) {
       const backoff = Math.min(initialDelayMs * 2 ** attempt, maxDelayMs);
       const last = attempt >= maxRetries;

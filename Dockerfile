@@ -15,6 +15,7 @@ COPY tsconfig.json tsconfig.build.json ./
 COPY contracts ./contracts
 COPY src ./src
 COPY dev ./dev
+COPY clients ./clients
 RUN npm run build
 
 # Runtime dependencies only (no solc, anvil, embedded PostgreSQL, tsx, test tooling), less what the

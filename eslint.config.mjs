@@ -29,7 +29,7 @@ const noWiring = [
 const layer = (forbidden, message) => ({ group: forbidden.map((dir) => `**/${dir}/**`), message });
 
 export default tseslint.config(
-  { ignores: ['node_modules/', 'dist/', '.data/', '.tools/', 'coverage/'] },
+  { ignores: ['node_modules/', 'dist/', '.data/', '.tools/', 'coverage/', 'clients/typescript/dist/'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

@@ -357,6 +357,9 @@ const API = [
   'WEBHOOK_RATE_LIMIT_PER_MINUTE',
   'AUTH_FAILURE_LIMIT_PER_MINUTE',
   ...PAYLOAD_KEYS,
+  // Partners set their callback URL and send themselves a test event through the api (D65).
+  'CALLBACK_ALLOW_PRIVATE_NETWORKS',
+  'CALLBACK_TIMEOUT_MS',
   'CODEC_AUTH_TOKEN',
   'CODEC_CORS_ORIGINS',
   'CODEC_OIDC_JWKS_URL',

@@ -23,6 +23,7 @@ import { payoutRoutes } from './payouts/payout.routes';
 import { quoteRoutes } from './quotes/quote.routes';
 import type { RateQuote } from './quotes/min-amount';
 import { webhookRoutes } from './webhooks/webhook.routes';
+import { callbackRoutes, type PartnerCallbacks } from './callbacks/callback.routes';
 import { authenticatePartner } from './auth';
 import type { ReceiverScreening } from '../domain/screening';
 import { CHARGE_WAIT_MS, type CreatePayoutDeps } from './payouts/create-payout';
@@ -38,6 +39,8 @@ export interface ApiDeps {
   screening: ReceiverScreening;
   /** Treasury mode: the treasury's health, read before a payout is created. */
   treasuryHealth?: CreatePayoutDeps['treasuryHealth'];
+  /** Partner self-service of callbacks: the worker's sending rules and the box sealing secrets. */
+  callbacks: PartnerCallbacks;
   /** OpenTelemetry: a server span per request, parent of what the request starts in Temporal. */
   tracing?: Tracing;
 }
@@ -167,6 +170,13 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
     quote: deps.quote,
     minAmountBuffer: config.MIN_AMOUNT_BUFFER,
     maxAmountCentavos: parseDecimal(config.MAX_AMOUNT_BRL, 2),
+    readRateLimitPerMinute: config.READ_RATE_LIMIT_PER_MINUTE,
+    authenticate,
+  });
+  await app.register(callbackRoutes, {
+    ...deps.callbacks,
+    db: deps.db,
+    postRateLimitPerMinute: config.POST_RATE_LIMIT_PER_MINUTE,
     readRateLimitPerMinute: config.READ_RATE_LIMIT_PER_MINUTE,
     authenticate,
   });

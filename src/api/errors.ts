@@ -84,6 +84,9 @@ export const API_ERRORS = {
     new HttpError(503, 'compliance screening unavailable, retry later', {
       'retry-after': String(SCREENING_RETRY_AFTER_SECONDS),
     }),
+  callbackUrlRefused: (reason: string) => new HttpError(400, `url refused: ${reason}`),
+  noCallbackConfigured: () =>
+    new HttpError(409, 'no callback URL is set: set one with PUT /v1/callback first'),
   /** A 4xx the framework raised that no entry above words. */
   otherClientError: (statusCode = 400) => new HttpError(statusCode, 'invalid request'),
   internalError: () => new HttpError(500, 'internal error'),

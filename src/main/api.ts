@@ -17,7 +17,14 @@ import { connectClient } from '../temporal/connection';
 import { startTracing } from '../observability/tracing';
 import { tracingClientInterceptors } from '../temporal/tracing';
 import { createDataConverter, createPayloadCodec } from '../temporal/data-converter';
-import { measuredProvider, payloadKeysOf, quoteSourceOf, runProcess, screeningOf } from './wiring';
+import {
+  measuredProvider,
+  partnerCallbacksOf,
+  payloadKeysOf,
+  quoteSourceOf,
+  runProcess,
+  screeningOf,
+} from './wiring';
 import { reportPriceFeeds } from '../adapters/rates/price-feeds';
 import { registerPriceFeedGauges } from '../observability/price-feed-gauges';
 import { reportScreeningSources } from '../adapters/screening/receiver-screening';
@@ -71,6 +78,7 @@ async function main(): Promise<void> {
     logger,
     metrics,
     screening,
+    callbacks: partnerCallbacksOf(config),
     ...(treasuryHealth ? { treasuryHealth } : {}),
     ...(tracing ? { tracing } : {}),
   });

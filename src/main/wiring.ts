@@ -12,6 +12,8 @@ import { createApiPixProvider, type PixWebhookAdmin } from '../adapters/provider
 import { createMtlsTransport } from '../adapters/provider/api-pix/mtls-transport';
 import { createTokenSource } from '../adapters/provider/api-pix/oauth-token';
 import { payloadKeys, type PayloadKeys } from '../adapters/secrets/payload-keys';
+import { createSecretBox } from '../adapters/secrets/secret-box';
+import type { PartnerCallbacks } from '../api/callbacks/callback.routes';
 import type { ApiConfig, WorkerConfig } from '../config';
 import type { SettlementNetwork } from '../domain/payout';
 import type { Metrics } from '../observability/metrics';
@@ -242,4 +244,27 @@ export function quoteSourceOf(
       return { quote: feeds.quote, feeds };
     }
   }
+}
+
+/** What the api needs for partners' self-service of callbacks: the worker's sending rules, the secrets' box. */
+export function partnerCallbacksOf(
+  config: Pick<
+    ApiConfig,
+    | 'NODE_ENV'
+    | 'CALLBACK_ALLOW_PRIVATE_NETWORKS'
+    | 'CALLBACK_TIMEOUT_MS'
+    | 'PAYLOAD_ENCRYPTION_KEY'
+    | 'PAYLOAD_ENCRYPTION_PREVIOUS_KEYS'
+  >,
+): PartnerCallbacks {
+  return {
+    // A partner setting its own URL never reaches private networks in production, whatever the
+    // operators allow for their own demos (CALLBACK_ALLOW_PRIVATE_NETWORKS): that would be read-SSRF.
+    sender: {
+      ...callbackUrlPolicyOf(config),
+      ...(config.NODE_ENV === 'production' && { allowPrivateNetworks: false }),
+      timeoutMs: config.CALLBACK_TIMEOUT_MS,
+    },
+    secrets: createSecretBox(payloadKeysOf(config)),
+  };
 }

@@ -61,6 +61,14 @@ const DESCRIBED_REFUSALS: { rule: RegExp; why: string }[] = [
     why: 'min_amount_usdt must reach 0.01 at the quote of the moment, which the schema does not know',
   },
   {
+    rule: /^url refused: /,
+    why: 'whether a callback host may be called depends on what its name resolves to and on the deployment ("Manage your callback")',
+  },
+  {
+    rule: /^no callback URL is set: /,
+    why: 'rotating or testing needs a callback URL set before: state the schema cannot see ("Manage your callback")',
+  },
+  {
     rule: /^starting_after must be the id of one of your payouts$/,
     why: 'the cursor must be one of the caller\'s payouts: only the database knows which ("List payouts")',
   },
@@ -532,6 +540,12 @@ describe('OpenAPI contract fuzzing against the running api', () => {
     'get /v1/payouts/{id}/qr.png': [200, 304, 401, 404],
     'post /v1/payouts/{id}/cancel': [401, 404],
     'post /webhooks/{provider}': [200, 400, 404],
+    'get /v1/callback': [200, 401],
+    'put /v1/callback': [200, 400, 401],
+    'delete /v1/callback': [200, 401],
+    'post /v1/callback/rotate-secret': [400, 401],
+    'post /v1/callback/test': [401],
+    'get /v1/callback/events': [200, 400, 401],
   };
   const RUNS: Record<string, number> = {
     'post /v1/payouts': 120,
@@ -542,6 +556,12 @@ describe('OpenAPI contract fuzzing against the running api', () => {
     'get /v1/payouts/{id}/qr.png': 80,
     'post /webhooks/{provider}': 100,
     'post /v1/payouts/{id}/cancel': 60,
+    'get /v1/callback': 20,
+    'put /v1/callback': 40,
+    'delete /v1/callback': 20,
+    'post /v1/callback/rotate-secret': 40,
+    'post /v1/callback/test': 20,
+    'get /v1/callback/events': 40,
   };
 
   it('covers every operation of the document', () => {

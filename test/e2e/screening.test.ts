@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify';
+import { partnerCallbacksOf } from '../../src/main/wiring';
 import { generatePrivateKey, privateKeyToAddress } from 'viem/accounts';
 import { countTransfersTo } from '../../src/adapters/chain/usdt-ledger';
 import { findPayoutLocation } from '../../src/adapters/db/payouts-repo';
@@ -107,6 +108,7 @@ describe('receiver screening (dev server, PostgreSQL, anvil, sandbox, worker, ap
               quote: async () => ({ rate: '5.50', expiresAt: new Date(Date.now() + 30_000).toISOString() }),
               logger: createLogger({ level: 'silent', name: 'test' }),
               metrics: createMetrics(),
+              callbacks: partnerCallbacksOf(stack.config),
               // The token's blocklist read through an EVM node that is not there (nothing listens on :9).
               screening: createChainAndDenylistScreening({
                 rpcUrl: 'http://127.0.0.1:9',

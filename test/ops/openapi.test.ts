@@ -68,6 +68,10 @@ describe('OpenAPI document', () => {
 
   it('has every route of the spec and nothing internal', () => {
     expect(Object.keys(doc.paths).sort()).toEqual([
+      '/v1/callback',
+      '/v1/callback/events',
+      '/v1/callback/rotate-secret',
+      '/v1/callback/test',
       '/v1/payouts',
       '/v1/payouts/{id}',
       '/v1/payouts/{id}/cancel',
@@ -80,6 +84,7 @@ describe('OpenAPI document', () => {
     expect(Object.keys(doc.paths['/v1/payouts/{id}']!)).toEqual(['get']);
     expect(Object.keys(doc.paths['/v1/payouts/{id}/cancel']!)).toEqual(['post']);
     expect(Object.keys(doc.paths['/webhooks/{provider}']!)).toEqual(['post']);
+    expect(Object.keys(doc.paths['/v1/callback']!).sort()).toEqual(['delete', 'get', 'put']);
   });
 
   it.each([

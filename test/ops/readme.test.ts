@@ -153,6 +153,32 @@ describe('partner-facing messages', () => {
       expect({ message, quoted: api.includes(`\`${message}\``) }).toEqual({ message, quoted: true });
   });
 
+  it("docs/api.md's error catalogue quotes every entry of API_ERRORS, arguments as <placeholders>", () => {
+    const api = read('docs/api.md');
+    const catalogue = api.slice(api.indexOf('## Error catalogue'), api.indexOf('## Examples'));
+    // What the catalogue writes for each argument; a new entry with arguments must be added here.
+    const placeholders: Partial<Record<keyof typeof API_ERRORS, unknown[]>> = {
+      repeatedJsonMember: ['<name>'],
+      methodNotAllowed: [[]],
+      payoutFinal: ['<STATUS>'],
+      chargeNoLongerPayable: ['<STATUS>'],
+      callbackUrlRefused: ['<reason>'],
+      otherClientError: [],
+    };
+    for (const [name, make] of Object.entries(API_ERRORS)) {
+      // invalidRequest words the schemas' messages, which the catalogue lists per endpoint.
+      if (name === 'invalidRequest') continue;
+      const args = placeholders[name as keyof typeof API_ERRORS] ?? [];
+      expect({ name, args: make.length === 0 || args.length > 0 }).toEqual({ name, args: true });
+      const { message } = (make as (...a: unknown[]) => HttpError)(...args);
+      expect({ name, message, quoted: catalogue.includes(`\`${message}\``) }).toEqual({
+        name,
+        message,
+        quoted: true,
+      });
+    }
+  });
+
   it('no other page quotes one: they link to docs/api.md', () => {
     const pages = [
       'README.md',

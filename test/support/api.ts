@@ -1,4 +1,4 @@
-import { quoteSourceOf, screeningOf } from '../../src/main/wiring';
+import { partnerCallbacksOf, quoteSourceOf, screeningOf } from '../../src/main/wiring';
 import { Client } from '@temporalio/client';
 import type { FastifyInstance } from 'fastify';
 import { createPool } from '../../src/adapters/db/pool';
@@ -48,6 +48,7 @@ export async function startApi(
     screening: deps.screening ?? configuredScreening(config, db),
     temporal: deps.temporal ?? new Client(),
     quote: deps.quote ?? (providerUrl === null ? FIXED_QUOTE : configuredQuote(config, providerUrl)),
+    callbacks: deps.callbacks ?? partnerCallbacksOf(config),
     logger: deps.logger ?? createLogger({ level: 'silent', name: 'test' }),
     metrics: deps.metrics ?? createMetrics(),
     ...(deps.treasuryHealth ? { treasuryHealth: deps.treasuryHealth } : {}),

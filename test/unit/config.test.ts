@@ -113,9 +113,9 @@ describe('per-process configuration', () => {
   });
 
   it("a bad value of one process's variable stops only the processes that read it", () => {
-    const workerOnly = { TREASURY_REPRICE_AFTER_SECONDS: '1', CALLBACK_TIMEOUT_MS: '99999' };
+    const workerOnly = { TREASURY_REPRICE_AFTER_SECONDS: '1', WORKER_SHUTDOWN_GRACE_SECONDS: '-1' };
     expect(() => loadWorkerConfig(workerOnly)).toThrow(
-      /TREASURY_REPRICE_AFTER_SECONDS .*; CALLBACK_TIMEOUT_MS/,
+      /WORKER_SHUTDOWN_GRACE_SECONDS .*; TREASURY_REPRICE_AFTER_SECONDS/,
     );
     expect(() => loadApiConfig(workerOnly)).not.toThrow();
     const apiOnly = { MAX_AMOUNT_BRL: '1.234', PORT: 'http' };

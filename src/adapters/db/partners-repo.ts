@@ -178,3 +178,41 @@ function toPartner(row: {
     createdAt: row.created_at.toISOString(),
   };
 }
+
+/**
+ * Sets the callback URL a partner gives through the api (docs/decisions.md D65). A partner that
+ * already has a signing secret keeps it, and any rotation's overlap with it: moving the endpoint is
+ * not a reason to change the key every receiver checks. Otherwise `newSecret` becomes the secret.
+ * Null when the partner does not exist; `issued` says whether `newSecret` was stored.
+ */
+export async function setPartnerCallbackUrl(
+  db: Db,
+  partnerId: string,
+  url: string,
+  newSecret: string,
+  secrets: SecretBox,
+): Promise<{ issued: boolean } | null> {
+  const sealed = secrets.seal(newSecret, partnerId);
+  const { rows } = await db.query<{ issued: boolean }>(
+    `UPDATE partners SET callback_url = $2, callback_secret = COALESCE(callback_secret, $3), updated_at = now()
+      WHERE id = $1
+      RETURNING callback_secret = $3 AS issued`,
+    [partnerId, url, sealed],
+  );
+  return rows[0] ? { issued: rows[0].issued } : null;
+}
+
+/** What a partner may read of its callback setup: never a secret. Null when the partner does not exist. */
+export async function findPartnerCallbackSettings(
+  db: Db,
+  partnerId: string,
+): Promise<{ url: string | null; previousSecretValidUntil: string | null } | null> {
+  const { rows } = await db.query<{ callback_url: string | null; until: Date | null }>(
+    `SELECT callback_url,
+            CASE WHEN callback_previous_secret_until > now() THEN callback_previous_secret_until END AS until
+       FROM partners WHERE id = $1`,
+    [partnerId],
+  );
+  const row = rows[0];
+  return row ? { url: row.callback_url, previousSecretValidUntil: row.until?.toISOString() ?? null } : null;
+}

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { API_ERRORS, type HttpError } from '../errors';
+import { CALLBACK_OPERATIONS } from './callback-operations';
 import { errorBodySchema, IDEMPOTENCY_KEY_MESSAGE, idempotencyKeySchema } from '../payouts/payout.schemas';
 
 /**
@@ -112,7 +113,7 @@ const PATH_PARAMETERS: Record<string, string> = {
 };
 
 const QUERY_PARAMETERS: Record<string, string> = {
-  limit: 'Payouts per page, 1-100 (default 20)',
+  limit: 'Items per page, 1-100 (default 20)',
   starting_after: 'The `id` of the last payout of the previous page: this page starts after it',
   status: 'Only payouts in this status: PENDING, PROCESSING, COMPLETED or FAILED (any case)',
   'created_at[gte]':
@@ -274,6 +275,7 @@ const OPERATIONS: Record<string, OperationDoc> = {
         '`rate limit exceeded, retry after 60 seconds`, with `Retry-After: 60`. A known token is never throttled.',
     },
   },
+  ...CALLBACK_OPERATIONS,
 };
 
 export function describeOperations<D>(generated: D): D {

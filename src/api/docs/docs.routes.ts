@@ -9,6 +9,7 @@ import { API_ERRORS } from '../errors';
 import { errorBodySchema, payoutResponseSchema } from '../payouts/payout.schemas';
 import { describeCallbackWebhooks } from './callbacks';
 import { describeOperations } from './describe';
+import { CALLBACK_TAG } from './callback-operations';
 
 export interface ApiDocsOptions {
   /** Where partners reach the api (PUBLIC_BASE_URL); listed as the document's server when set. */
@@ -79,6 +80,7 @@ export const apiDocs = fp<ApiDocsOptions>(
             description: 'Inbound notifications of the payment provider (not for partners)',
           },
           { name: 'callbacks', description: 'What this service POSTs to your callback URL (webhooks)' },
+          CALLBACK_TAG,
         ],
         components: {
           securitySchemes: {

@@ -1,0 +1,208 @@
+import { randomUUID } from 'node:crypto';
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { sendCallback, type CallbackSenderOptions } from '../../adapters/callbacks/http-sender';
+import { generateCallbackSecret } from '../../adapters/callbacks/signature';
+import { CallbackUrlRefused, vetCallbackUrl } from '../../adapters/callbacks/url-guard';
+import { listCallbackEvents } from '../../adapters/db/callbacks-repo';
+import { NoCallbackConfigured, rotateCallbackSecret } from '../../adapters/db/credential-rotation';
+import {
+  findPartnerCallback,
+  findPartnerCallbackSettings,
+  setPartnerCallback,
+  setPartnerCallbackUrl,
+} from '../../adapters/db/partners-repo';
+import type { Db } from '../../adapters/db/pool';
+import type { SecretBox } from '../../adapters/secrets/secret-box';
+import { partnerOf, type Authenticate } from '../auth';
+import { API_ERRORS } from '../errors';
+import { errorBodySchema } from '../payouts/payout.schemas';
+import { CREATE_BUCKET, READ_BUCKET } from '../rate-limit';
+import {
+  CALLBACK_TEST_EVENT,
+  callbackEventListSchema,
+  callbackSettingsSchema,
+  EVENTS_LIMIT_DEFAULT,
+  listEventsQuerySchema,
+  rotatedSecretSchema,
+  rotateSecretBodySchema,
+  setCallbackBodySchema,
+  setCallbackResponseSchema,
+  testEventResultSchema,
+} from './callback.schemas';
+
+/** What the api needs to let partners manage their callbacks: the worker's sending rules and the secrets' box. */
+export interface PartnerCallbacks {
+  sender: CallbackSenderOptions;
+  secrets: SecretBox;
+}
+
+export interface CallbackRoutesOptions extends PartnerCallbacks {
+  db: Db;
+  postRateLimitPerMinute: number;
+  readRateLimitPerMinute: number;
+  authenticate: Authenticate;
+}
+
+/** Every answer of these routes; the status codes each one may add are listed per route. */
+const COMMON = { 400: errorBodySchema, 401: errorBodySchema, 429: errorBodySchema } as const;
+
+/**
+ * /v1/callback: a partner's own callback endpoint, managed with its API key (docs/callbacks.md,
+ * docs/decisions.md D65), by the rules the operator's CLI applies (src/cli/admin.ts): the same URL
+ * guard, the same rotation with overlap, the same delivery log. Everything is keyed by the
+ * authenticated partner: no route takes a partner id, so none can reach another's.
+ */
+export const callbackRoutes: FastifyPluginAsyncZod<CallbackRoutesOptions> = async (app, opts) => {
+  const writes = opts.authenticate.spending(CREATE_BUCKET, opts.postRateLimitPerMinute);
+  const reads = opts.authenticate.spending(READ_BUCKET, opts.readRateLimitPerMinute);
+  /** An authenticated partner is a row: its absence is a bug, not a partner's mistake. */
+  const present = <T>(value: T | null | false): T => {
+    if (value === null || value === false) throw new Error('authenticated partner not found');
+    return value;
+  };
+
+  app.get(
+    '/v1/callback',
+    {
+      onRequest: reads,
+      schema: { summary: 'Read your callback URL', response: { 200: callbackSettingsSchema, ...COMMON } },
+    },
+    async (request) => {
+      const settings = present(await findPartnerCallbackSettings(opts.db, partnerOf(request).id));
+      return { url: settings.url, previous_secret_valid_until: settings.previousSecretValidUntil };
+    },
+  );
+
+  app.put(
+    '/v1/callback',
+    {
+      onRequest: writes,
+      schema: {
+        summary: 'Set your callback URL',
+        body: setCallbackBodySchema,
+        response: { 200: setCallbackResponseSchema, ...COMMON },
+      },
+    },
+    async (request) => {
+      const { url } = request.body;
+      // The send-time guard, applied up front. A name that does not resolve yet is accepted (DNS
+      // may still be on its way): every send resolves and checks it again.
+      await vetCallbackUrl(url, opts.sender).catch((err: unknown) => {
+        if (err instanceof CallbackUrlRefused && err.unresolvable) return;
+        throw err instanceof CallbackUrlRefused ? API_ERRORS.callbackUrlRefused(err.message) : err;
+      });
+      const secret = generateCallbackSecret();
+      const set = present(
+        await setPartnerCallbackUrl(opts.db, partnerOf(request).id, url, secret, opts.secrets),
+      );
+      return { url, ...(set.issued ? { secret } : {}) };
+    },
+  );
+
+  app.delete(
+    '/v1/callback',
+    {
+      onRequest: writes,
+      schema: {
+        summary: 'Stop callbacks (removes the URL and its secret)',
+        response: { 200: callbackSettingsSchema, ...COMMON },
+      },
+    },
+    async (request) => {
+      present(await setPartnerCallback(opts.db, partnerOf(request).id, null, opts.secrets));
+      return { url: null, previous_secret_valid_until: null };
+    },
+  );
+
+  app.post(
+    '/v1/callback/rotate-secret',
+    {
+      onRequest: writes,
+      schema: {
+        summary: 'Rotate your callback signing secret, with an overlap',
+        body: rotateSecretBodySchema,
+        response: { 200: rotatedSecretSchema, ...COMMON, 409: errorBodySchema },
+      },
+    },
+    async (request) => {
+      const overlap = request.body.overlap_seconds ?? 0;
+      const rotation = await rotateCallbackSecret(
+        opts.db,
+        partnerOf(request).id,
+        generateCallbackSecret(),
+        overlap,
+        opts.secrets,
+      ).catch((err: unknown) => {
+        throw err instanceof NoCallbackConfigured ? API_ERRORS.noCallbackConfigured() : err;
+      });
+      const { issued, previousValidUntil } = present(rotation);
+      return { secret: issued, previous_secret_valid_until: previousValidUntil };
+    },
+  );
+
+  app.post(
+    '/v1/callback/test',
+    {
+      onRequest: writes,
+      schema: {
+        summary: 'Send yourself a signed test event',
+        response: { 200: testEventResultSchema, ...COMMON, 409: errorBodySchema },
+      },
+    },
+    async (request) => {
+      const partnerId = partnerOf(request).id;
+      const target = await findPartnerCallback(opts.db, partnerId, opts.secrets);
+      if (!target) throw API_ERRORS.noCallbackConfigured();
+      const eventId = `evt_test_${randomUUID()}`;
+      const body = JSON.stringify({ event: CALLBACK_TEST_EVENT, created_at: new Date().toISOString() });
+      // One attempt, answered here: a test is for the partner watching it, not for retries.
+      const sent = await sendCallback({ ...target, eventId, body }, opts.sender);
+      return {
+        event_id: eventId,
+        delivered: sent.delivered,
+        status_code: sent.statusCode ?? null,
+        error: sent.error ?? null,
+        duration_ms: sent.durationMs,
+      };
+    },
+  );
+
+  app.get(
+    '/v1/callback/events',
+    {
+      onRequest: reads,
+      schema: {
+        summary: 'List your recent callback events with every delivery attempt',
+        querystring: listEventsQuerySchema,
+        response: { 200: callbackEventListSchema, ...COMMON },
+      },
+    },
+    async (request) => {
+      const events = await listCallbackEvents(
+        opts.db,
+        partnerOf(request).id,
+        request.query.limit ?? EVENTS_LIMIT_DEFAULT,
+      );
+      return {
+        data: events.map((e) => ({
+          event_id: e.eventId,
+          payout_id: e.payoutId,
+          event: e.event,
+          state: e.state,
+          attempt_count: e.attemptCount,
+          created_at: e.createdAt,
+          updated_at: e.updatedAt,
+          attempts: e.attempts.map((a) => ({
+            attempt: a.attempt,
+            started_at: a.startedAt,
+            duration_ms: a.durationMs,
+            url: a.url,
+            status_code: a.statusCode,
+            error: a.error,
+            response_excerpt: a.responseExcerpt,
+          })),
+        })),
+      };
+    },
+  );
+};

@@ -1,0 +1,97 @@
+import { API_ERRORS } from '../errors';
+import { MAX_OVERLAP_SECONDS } from '../../domain/rotation';
+import { CALLBACK_TEST_EVENT, EVENTS_LIMIT_MAX } from '../callbacks/callback.schemas';
+
+/** What a route schema cannot say of the self-service callback operations (docs/decisions.md D65). */
+export interface CallbackOperationDoc {
+  operationId: string;
+  tag: string;
+  description: string;
+  responses: Record<string, string>;
+  example?: unknown;
+}
+
+const TAG = 'callback endpoint';
+const NO_CALLBACK = `No callback URL is set: \`${API_ERRORS.noCallbackConfigured().message}\``;
+
+export const CALLBACK_TAG = {
+  name: TAG,
+  description: 'Your callback URL, its signing secret, a test event and the delivery log (self-service)',
+};
+
+export const CALLBACK_OPERATIONS: Record<string, CallbackOperationDoc> = {
+  'get /v1/callback': {
+    operationId: 'getCallback',
+    tag: TAG,
+    description:
+      'Your callback URL (null when none is set) and, while a rotation overlap lasts, when the replaced ' +
+      'secret stops signing. Secrets are never shown again. Spends the read rate-limit bucket.',
+    responses: { '200': 'Your callback settings' },
+  },
+  'put /v1/callback': {
+    operationId: 'setCallback',
+    tag: TAG,
+    example: { url: 'https://partner.example/pix-payouts/callbacks' },
+    description:
+      'Sets the URL payout events are POSTed to. The URL is checked as every delivery checks it: https, ' +
+      'no credentials, and a host that resolves only to public addresses (a host that does not resolve ' +
+      'yet is accepted; each delivery checks it again). The first time, a signing secret is created and ' +
+      'returned once as `secret`; later calls keep it (rotate it with POST /v1/callback/rotate-secret). ' +
+      'Spends the POST rate-limit bucket.',
+    responses: {
+      '200': 'The URL, and `secret` when this call created it',
+      '400':
+        'Invalid body (`url is required`, `url must be an https URL`, `unknown field: <name>`), or the URL ' +
+        'is refused: `url refused: <reason>` (e.g. `url refused: callback URL must use https in production`, ' +
+        '`url refused: callback host <host> resolves to a private address, <address>`)',
+    },
+  },
+  'delete /v1/callback': {
+    operationId: 'deleteCallback',
+    tag: TAG,
+    description:
+      'Removes the URL and its secret: no callbacks are sent until a URL is set again (events due ' +
+      'meanwhile are listed as `skipped`). Spends the POST rate-limit bucket.',
+    responses: { '200': 'The cleared settings' },
+  },
+  'post /v1/callback/rotate-secret': {
+    operationId: 'rotateCallbackSecret',
+    tag: TAG,
+    example: { overlap_seconds: 86_400 },
+    description:
+      'Replaces the signing secret and returns the new one once. During `overlap_seconds` (at most ' +
+      `${MAX_OVERLAP_SECONDS}, 30 days) every callback carries a signature by each secret, so a receiver ` +
+      'checking either accepts it: deploy the new secret, then let the overlap end. A rotation during ' +
+      'another overlap ends the older secret at once. Spends the POST rate-limit bucket.',
+    responses: {
+      '200': 'The new secret, and when the replaced one stops signing',
+      '400': `Invalid body: \`overlap_seconds must be a whole number from 0 to ${MAX_OVERLAP_SECONDS}\`, \`unknown field: <name>\``,
+      '409': NO_CALLBACK,
+    },
+  },
+  'post /v1/callback/test': {
+    operationId: 'sendTestCallback',
+    tag: TAG,
+    description:
+      `POSTs \`{"event": "${CALLBACK_TEST_EVENT}", "created_at": ...}\` to your URL now, signed like every ` +
+      'callback (Standard Webhooks; by both secrets during an overlap), once, and answers what your ' +
+      'endpoint did. A test event is not retried and not listed in GET /v1/callback/events. No body. ' +
+      'Spends the POST rate-limit bucket.',
+    responses: {
+      '200': 'The attempt: `delivered` is true on a 2xx; otherwise `status_code` or `error` says why',
+      '409': NO_CALLBACK,
+    },
+  },
+  'get /v1/callback/events': {
+    operationId: 'listCallbackEvents',
+    tag: TAG,
+    description:
+      'Your most recent payout events (`payout.completed`, `payout.failed`), newest first, each with every ' +
+      'delivery attempt: when, how long, the URL called (without its query string), your status code or ' +
+      'the error, and the start of your answer. Spends the read rate-limit bucket.',
+    responses: {
+      '200': 'The events',
+      '400': `\`limit must be a whole number from 1 to ${EVENTS_LIMIT_MAX}\`, \`unknown query parameter: <name>\``,
+    },
+  },
+};

@@ -1,0 +1,204 @@
+import { Webhook } from 'standardwebhooks';
+import { useStack } from '../support/stack';
+import { startReceiver, type Receiver, type ReceivedCallback } from '../callbacks/receiver';
+import { call, expectError, type ApiResponse } from './helpers';
+
+// /v1/callback: a partner manages its own callback endpoint with its API key (docs/decisions.md
+// D65). Real servers throughout: the receiver is a loopback HTTP server (allowed on this stack, as
+// a local demo would), and the payout event comes from a payout paid through the sandbox.
+describe('partner self-service callbacks', () => {
+  const stack = useStack({ env: { CALLBACK_ALLOW_PRIVATE_NETWORKS: 'true' } });
+  let receiver: Receiver;
+  beforeAll(async () => {
+    receiver = await startReceiver();
+  });
+  afterAll(() => receiver?.close());
+
+  const send = (
+    apiKey: string | undefined,
+    method: string,
+    path: string,
+    body?: unknown,
+    baseUrl = stack.apiUrl,
+  ): Promise<ApiResponse> =>
+    call(baseUrl, path, {
+      method,
+      headers: {
+        ...(apiKey === undefined ? {} : { 'x-api-key': apiKey }),
+        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+      },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    });
+
+  /** Whether `secret` verifies this request as Standard Webhooks libraries do. */
+  const verifies = (secret: string, r: ReceivedCallback): boolean => {
+    try {
+      new Webhook(secret).verify(r.rawBody.toString('utf8'), r.headers as Record<string, string>);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  const bodyOf = (r: ReceivedCallback) => JSON.parse(r.rawBody.toString('utf8')) as Record<string, unknown>;
+
+  it('refuses every route without a valid API key', async () => {
+    const routes: [string, string, unknown?][] = [
+      ['GET', '/v1/callback'],
+      ['PUT', '/v1/callback', { url: receiver.url }],
+      ['DELETE', '/v1/callback'],
+      ['POST', '/v1/callback/rotate-secret', {}],
+      ['POST', '/v1/callback/test'],
+      ['GET', '/v1/callback/events'],
+    ];
+    for (const [method, path, body] of routes) {
+      expectError(await send(undefined, method, path, body), 401, 'missing X-API-Key header');
+      expectError(await send('pk_live_nope', method, path, body), 401, 'invalid API key');
+    }
+  });
+
+  it('sets the URL, tests, rotates with an overlap, and lists a payout event with its attempts', async () => {
+    const { apiKey } = await stack.createPartner();
+    expect((await send(apiKey, 'GET', '/v1/callback')).json).toEqual({
+      url: null,
+      previous_secret_valid_until: null,
+    });
+    expectError(
+      await send(apiKey, 'POST', '/v1/callback/test'),
+      409,
+      'no callback URL is set: set one with PUT /v1/callback first',
+    );
+
+    const url = new URL('/partner-a?token=theirs', receiver.url).href;
+    const set = await send(apiKey, 'PUT', '/v1/callback', { url });
+    expect(set.status).toBe(200);
+    const { secret } = set.json as { url: string; secret: string };
+    expect(set.json).toEqual({ url, secret: expect.stringMatching(/^whsec_/) });
+    // A second PUT moves the endpoint and keeps the secret receivers check.
+    expect((await send(apiKey, 'PUT', '/v1/callback', { url })).json).toEqual({ url });
+
+    const tested = await send(apiKey, 'POST', '/v1/callback/test');
+    expect(tested.json).toEqual({
+      event_id: expect.stringMatching(/^evt_test_/),
+      delivered: true,
+      status_code: 200,
+      error: null,
+      duration_ms: expect.any(Number),
+    });
+    const [test] = await receiver.waitFor(1, (r) => r.path.startsWith('/partner-a'));
+    expect(bodyOf(test!)).toEqual({ event: 'callback.test', created_at: expect.any(String) });
+    expect(test!.headers['webhook-id']).toBe((tested.json as { event_id: string }).event_id);
+    expect(verifies(secret, test!)).toBe(true);
+
+    const rotated = await send(apiKey, 'POST', '/v1/callback/rotate-secret', { overlap_seconds: 3600 });
+    expect(rotated.status).toBe(200);
+    const { secret: next, previous_secret_valid_until: until } = rotated.json as {
+      secret: string;
+      previous_secret_valid_until: string;
+    };
+    expect(next).not.toBe(secret);
+    expect(Date.parse(until) - Date.now()).toBeGreaterThan(3500_000);
+    expect((await send(apiKey, 'GET', '/v1/callback')).json).toEqual({
+      url,
+      previous_secret_valid_until: until,
+    });
+    await send(apiKey, 'POST', '/v1/callback/test');
+    const [, during] = await receiver.waitFor(2, (r) => r.path.startsWith('/partner-a'));
+    // During the overlap each secret verifies: the receiver deploys the new one at its own pace.
+    expect([verifies(secret, during!), verifies(next, during!)]).toEqual([true, true]);
+
+    const { payout } = await stack.createPayout(apiKey);
+    await stack.pay(payout.pix_copy_paste);
+    await stack.waitForStatus(apiKey, payout.id, ['COMPLETED']);
+    const [, , completed] = await receiver.waitFor(3, (r) => r.path.startsWith('/partner-a'));
+    expect(bodyOf(completed!)).toMatchObject({ event: 'payout.completed', payout: { id: payout.id } });
+    // Test events are not part of the log: only the payout's.
+    const events = await deliveredFirst(() => send(apiKey, 'GET', '/v1/callback/events?limit=5'));
+    expect(events).toEqual({
+      data: [
+        {
+          event_id: `evt_${payout.id}_completed`,
+          payout_id: payout.id,
+          event: 'payout.completed',
+          state: 'delivered',
+          attempt_count: 1,
+          created_at: expect.any(String),
+          updated_at: expect.any(String),
+          attempts: [
+            {
+              attempt: 1,
+              started_at: expect.any(String),
+              duration_ms: expect.any(Number),
+              url: new URL('/partner-a', receiver.url).href,
+              status_code: 200,
+              error: null,
+              response_excerpt: 'ok',
+            },
+          ],
+        },
+      ],
+    });
+
+    // Another partner sees none of it.
+    const other = await stack.createPartner();
+    expect((await send(other.apiKey, 'GET', '/v1/callback')).json).toEqual({
+      url: null,
+      previous_secret_valid_until: null,
+    });
+    expect((await send(other.apiKey, 'GET', '/v1/callback/events')).json).toEqual({ data: [] });
+
+    expect((await send(apiKey, 'DELETE', '/v1/callback')).json).toEqual({
+      url: null,
+      previous_secret_valid_until: null,
+    });
+    expectError(await send(apiKey, 'POST', '/v1/callback/rotate-secret', {}), 409);
+  }, 120_000);
+
+  /** The delivery's record is written by the worker a moment after the receiver answered. */
+  async function deliveredFirst(read: () => Promise<ApiResponse>): Promise<unknown> {
+    for (let i = 0; ; i++) {
+      const res = await read();
+      const data = (res.json as { data?: { state: string }[] }).data;
+      if (data?.[0]?.state === 'delivered' || i > 50) return res.json;
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  }
+
+  it('refuses URLs the sender would refuse, and invalid bodies, with the api error body', async () => {
+    const { apiKey } = await stack.createPartner();
+    // This api runs as production does: no private networks.
+    const strict = await stack.startApi({ CALLBACK_ALLOW_PRIVATE_NETWORKS: false });
+    for (const url of ['http://127.0.0.1:9/cb', 'https://10.1.2.3/cb', 'https://169.254.169.254/latest']) {
+      const res = await send(apiKey, 'PUT', '/v1/callback', { url }, strict.url);
+      expectError(res, 400);
+      expect((res.json as { error: string }).error).toMatch(
+        /^url refused: callback host .* resolves to a (loopback|private|link-local) address/,
+      );
+    }
+    expectError(
+      await send(apiKey, 'PUT', '/v1/callback', { url: 'https://u:p@partner.example/cb' }, strict.url),
+      400,
+      'url refused: callback URL must not carry credentials; the signature authenticates us',
+    );
+    expectError(await send(apiKey, 'PUT', '/v1/callback', {}), 400, 'url is required');
+    expectError(
+      await send(apiKey, 'PUT', '/v1/callback', { url: 'ftp://partner.example/' }),
+      400,
+      'url must be an https URL',
+    );
+    expectError(
+      await send(apiKey, 'GET', '/v1/callback/events?limit=0'),
+      400,
+      'limit must be a whole number from 1 to 100',
+    );
+    await send(apiKey, 'PUT', '/v1/callback', { url: receiver.url });
+    expectError(
+      await send(apiKey, 'POST', '/v1/callback/rotate-secret', { overlap_seconds: 31 * 86_400 }),
+      400,
+      'overlap_seconds must be a whole number from 0 to 2592000',
+    );
+    expect((await send(apiKey, 'GET', '/v1/callback')).json).toEqual({
+      url: receiver.url,
+      previous_secret_valid_until: null,
+    });
+  });
+});

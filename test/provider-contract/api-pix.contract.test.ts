@@ -3,14 +3,7 @@
  * the sandbox's API Pix face, with the webhook it pushes read as the service's route reads it.
  */
 import { apiPixWebhookBodySchema } from '../../src/api/webhooks/webhook.routes';
-import { apiPixProviderOf } from '../../src/main/wiring';
-import {
-  PIX_KEY,
-  CLIENT_ID,
-  CLIENT_SECRET,
-  startApiPixSandbox,
-  startPixReceiver,
-} from '../sandbox/api-pix-support';
+import { serviceClientOf, startApiPixSandbox, startPixReceiver } from '../sandbox/api-pix-support';
 import { describeProviderContract, type FaultyOperation } from './contract';
 
 const FAULT_ROUTES: Record<FaultyOperation, string> = {
@@ -23,19 +16,7 @@ const FAULT_ROUTES: Record<FaultyOperation, string> = {
 describeProviderContract('bcb-api-pix', async () => {
   const sandbox = await startApiPixSandbox();
   const receiver = await startPixReceiver();
-  const collection = apiPixProviderOf({
-    PIX_API_URL: sandbox.apiUrl,
-    PIX_API_TOKEN_URL: `${sandbox.origin}/oauth/token`,
-    PIX_API_CLIENT_ID: CLIENT_ID,
-    PIX_API_CLIENT_SECRET: CLIENT_SECRET,
-    PIX_API_SCOPES: undefined,
-    PIX_API_CERT_FILE: `${sandbox.certDir}/client.pem`,
-    PIX_API_KEY_FILE: `${sandbox.certDir}/client-key.pem`,
-    PIX_API_CA_FILE: `${sandbox.certDir}/ca.pem`,
-    PIX_API_RECEIVER_KEY: PIX_KEY,
-    PIX_API_PAYER_MESSAGE: 'Pagamento de teste',
-    PROVIDER_TIMEOUT_MS: 5_000,
-  });
+  const collection = serviceClientOf(sandbox);
   await collection.registerWebhook(receiver.url);
   // The endToEndIds of the pushes answered 2xx, in order, each once (a batch may carry several).
   let taken = 0;

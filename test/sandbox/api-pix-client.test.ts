@@ -5,17 +5,9 @@
  */
 import { randomUUID } from 'node:crypto';
 
-import { apiPixProviderOf } from '../../src/main/wiring';
 import { ProviderError } from '../../src/adapters/provider/types';
 import { txidOfPayout } from '../../src/adapters/provider/api-pix/txid';
-import {
-  CLIENT_ID,
-  CLIENT_SECRET,
-  PIX_KEY,
-  cobBody,
-  startApiPixSandbox,
-  type ApiPixSandbox,
-} from './api-pix-support';
+import { PIX_KEY, cobBody, serviceClientOf, startApiPixSandbox, type ApiPixSandbox } from './api-pix-support';
 
 let sandbox: ApiPixSandbox;
 beforeAll(async () => {
@@ -23,20 +15,7 @@ beforeAll(async () => {
 });
 afterAll(() => sandbox?.close());
 
-const client = (secret = CLIENT_SECRET) =>
-  apiPixProviderOf({
-    PIX_API_URL: sandbox.apiUrl,
-    PIX_API_TOKEN_URL: `${sandbox.origin}/oauth/token`,
-    PIX_API_CLIENT_ID: CLIENT_ID,
-    PIX_API_CLIENT_SECRET: secret,
-    PIX_API_SCOPES: undefined,
-    PIX_API_CERT_FILE: `${sandbox.certDir}/client.pem`,
-    PIX_API_KEY_FILE: `${sandbox.certDir}/client-key.pem`,
-    PIX_API_CA_FILE: `${sandbox.certDir}/ca.pem`,
-    PIX_API_RECEIVER_KEY: PIX_KEY,
-    PIX_API_PAYER_MESSAGE: 'Pagamento de teste',
-    PROVIDER_TIMEOUT_MS: 5_000,
-  });
+const client = (secret?: string) => serviceClientOf(sandbox, secret);
 
 const charge = (externalId = randomUUID(), amountCentavos = 5_000n) => ({
   externalId,

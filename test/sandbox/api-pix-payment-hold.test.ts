@@ -6,9 +6,8 @@
 import { randomUUID } from 'node:crypto';
 
 import { createPaymentHoldCheck } from '../../src/activities/payment-hold';
-import { apiPixProviderOf } from '../../src/main/wiring';
 import { createLogger } from '../../src/observability/logger';
-import { CLIENT_ID, CLIENT_SECRET, PIX_KEY, startApiPixSandbox, type ApiPixSandbox } from './api-pix-support';
+import { serviceClientOf, startApiPixSandbox, type ApiPixSandbox } from './api-pix-support';
 
 let sandbox: ApiPixSandbox;
 beforeAll(async () => {
@@ -16,20 +15,7 @@ beforeAll(async () => {
 });
 afterAll(() => sandbox?.close());
 
-const institution = () =>
-  apiPixProviderOf({
-    PIX_API_URL: sandbox.apiUrl,
-    PIX_API_TOKEN_URL: `${sandbox.origin}/oauth/token`,
-    PIX_API_CLIENT_ID: CLIENT_ID,
-    PIX_API_CLIENT_SECRET: CLIENT_SECRET,
-    PIX_API_SCOPES: undefined,
-    PIX_API_CERT_FILE: `${sandbox.certDir}/client.pem`,
-    PIX_API_KEY_FILE: `${sandbox.certDir}/client-key.pem`,
-    PIX_API_CA_FILE: `${sandbox.certDir}/ca.pem`,
-    PIX_API_RECEIVER_KEY: PIX_KEY,
-    PIX_API_PAYER_MESSAGE: 'Pagamento de teste',
-    PROVIDER_TIMEOUT_MS: 5_000,
-  });
+const institution = () => serviceClientOf(sandbox);
 
 /** A paid charge: its id and the endToEndId of its payment. */
 async function paidCharge(): Promise<{ payoutId: string; chargeId: string; paymentEventId: string }> {

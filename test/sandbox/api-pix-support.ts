@@ -13,6 +13,7 @@ import { loadSandboxConfig } from '../../dev/sandbox/config';
 import { SandboxState } from '../../dev/sandbox/state';
 import { freePort } from '../../dev/local/infra/ports';
 import { parseJson } from '../support/http';
+import { apiPixProviderOf } from '../../src/main/wiring';
 
 export const PIX_KEY = 'ab12cd34-5678-4ef0-9abc-def012345678';
 export const CLIENT_ID = 'test-client';
@@ -228,4 +229,24 @@ export async function startPixReceiver(): Promise<PixReceiver> {
         server.close(() => resolve());
       }),
   };
+}
+
+/**
+ * The service's API Pix client (src/main/wiring.ts, as the worker builds it) pointed at this sandbox's
+ * face with the certificates it made; `secret` other than the sandbox's client secret to test a refusal.
+ */
+export function serviceClientOf(sandbox: ApiPixSandbox, secret = CLIENT_SECRET) {
+  return apiPixProviderOf({
+    PIX_API_URL: sandbox.apiUrl,
+    PIX_API_TOKEN_URL: `${sandbox.origin}/oauth/token`,
+    PIX_API_CLIENT_ID: CLIENT_ID,
+    PIX_API_CLIENT_SECRET: secret,
+    PIX_API_SCOPES: undefined,
+    PIX_API_CERT_FILE: join(sandbox.certDir, 'client.pem'),
+    PIX_API_KEY_FILE: join(sandbox.certDir, 'client-key.pem'),
+    PIX_API_CA_FILE: join(sandbox.certDir, 'ca.pem'),
+    PIX_API_RECEIVER_KEY: PIX_KEY,
+    PIX_API_PAYER_MESSAGE: 'Pagamento de teste',
+    PROVIDER_TIMEOUT_MS: 5_000,
+  });
 }

@@ -9,7 +9,7 @@ import {
 import { NoCallbackConfigured, rotateApiKey, rotateCallbackSecret } from '../adapters/db/credential-rotation';
 import { OverlapError, parseOverlap } from '../domain/rotation';
 import { CallbackUrlRefused, vetCallbackUrl, type CallbackUrlPolicy } from '../adapters/callbacks/url-guard';
-import { listCallbackEvents } from '../adapters/db/callbacks-repo';
+import { callbackEventAnswer, listCallbackEvents } from '../adapters/db/callbacks-repo';
 import { listPartnerPayouts } from '../adapters/db/payouts-repo';
 import { callbackSecretProblem, generateCallbackSecret } from '../adapters/callbacks/signature';
 import type { SecretBox } from '../adapters/secrets/secret-box';
@@ -362,24 +362,7 @@ const COMMANDS: Record<string, Command> = {
       }
       return async (db) => ({
         partner_id: id,
-        events: (await listCallbackEvents(db, id, limit)).map((e) => ({
-          event_id: e.eventId,
-          payout_id: e.payoutId,
-          event: e.event,
-          state: e.state,
-          attempt_count: e.attemptCount,
-          created_at: e.createdAt,
-          updated_at: e.updatedAt,
-          attempts: e.attempts.map((a) => ({
-            attempt: a.attempt,
-            started_at: a.startedAt,
-            duration_ms: a.durationMs,
-            url: a.url,
-            status_code: a.statusCode,
-            error: a.error,
-            response_excerpt: a.responseExcerpt,
-          })),
-        })),
+        events: (await listCallbackEvents(db, id, limit)).map(callbackEventAnswer),
       });
     },
   },

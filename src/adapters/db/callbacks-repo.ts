@@ -157,3 +157,25 @@ export async function listCallbackEvents(
       })),
   }));
 }
+
+/** An event with its attempts as partners (GET /v1/callback/events) and operators (admin CLI) read it. */
+export function callbackEventAnswer(e: CallbackEventView) {
+  return {
+    event_id: e.eventId,
+    payout_id: e.payoutId,
+    event: e.event,
+    state: e.state,
+    attempt_count: e.attemptCount,
+    created_at: e.createdAt,
+    updated_at: e.updatedAt,
+    attempts: e.attempts.map((a) => ({
+      attempt: a.attempt,
+      started_at: a.startedAt,
+      duration_ms: a.durationMs,
+      url: a.url,
+      status_code: a.statusCode,
+      error: a.error,
+      response_excerpt: a.responseExcerpt,
+    })),
+  };
+}

@@ -3,7 +3,7 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { sendCallback, type CallbackSenderOptions } from '../../adapters/callbacks/http-sender';
 import { generateCallbackSecret } from '../../adapters/callbacks/signature';
 import { CallbackUrlRefused, vetCallbackUrl } from '../../adapters/callbacks/url-guard';
-import { listCallbackEvents } from '../../adapters/db/callbacks-repo';
+import { callbackEventAnswer, listCallbackEvents } from '../../adapters/db/callbacks-repo';
 import { NoCallbackConfigured, rotateCallbackSecret } from '../../adapters/db/credential-rotation';
 import {
   findPartnerCallback,
@@ -184,24 +184,7 @@ export const callbackRoutes: FastifyPluginAsyncZod<CallbackRoutesOptions> = asyn
         request.query.limit ?? EVENTS_LIMIT_DEFAULT,
       );
       return {
-        data: events.map((e) => ({
-          event_id: e.eventId,
-          payout_id: e.payoutId,
-          event: e.event,
-          state: e.state,
-          attempt_count: e.attemptCount,
-          created_at: e.createdAt,
-          updated_at: e.updatedAt,
-          attempts: e.attempts.map((a) => ({
-            attempt: a.attempt,
-            started_at: a.startedAt,
-            duration_ms: a.durationMs,
-            url: a.url,
-            status_code: a.statusCode,
-            error: a.error,
-            response_excerpt: a.responseExcerpt,
-          })),
-        })),
+        data: events.map(callbackEventAnswer),
       };
     },
   );

@@ -47,6 +47,8 @@ export async function screeningStatus(
   return { blocked, sanctioned };
 }
 
+const OWNER_CALL_GAS = 1_000_000n;
+
 /** One owner transaction on a local contract; resolves once mined, throws if it reverted. */
 export async function ownerCall(
   rpcUrl: string,
@@ -56,7 +58,15 @@ export async function ownerCall(
   args: unknown[],
 ): Promise<void> {
   const signer = await localSigner(rpcUrl, OWNER_KEY);
-  const hash = await signer.wallet.writeContract({ address, abi: abiOf(name), functionName, args });
+  // A fixed, ample limit rather than an estimate: a feed's updateAnswer costs less when the block it is
+  // estimated in has the timestamp it stores already than in the next block, where it ran out of gas.
+  const hash = await signer.wallet.writeContract({
+    address,
+    abi: abiOf(name),
+    functionName,
+    args,
+    gas: OWNER_CALL_GAS,
+  });
   await waitForSuccess(signer.publicClient, hash, `${name}.${functionName}`);
 }
 

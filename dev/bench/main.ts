@@ -2,13 +2,15 @@ import { randomUUID } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { Client, Connection } from '@temporalio/client';
+import { Client, Connection, WithStartWorkflowOperation } from '@temporalio/client';
 import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import * as prettier from 'prettier';
 import { generatePrivateKey, privateKeyToAddress } from 'viem/accounts';
 import { createPool } from '../../src/adapters/db/pool';
 import { loadWorkerConfig } from '../../src/config';
 import { screeningOf } from '../../src/main/wiring';
+import { medianTimeline, timelineOf, type PaidPayout } from './breakdown';
+import { readyUpdate, stateQuery } from './floor.workflow';
 import { startProviderFloor } from './provider-floor';
 import { closedLoop, sleep, type Summary } from './stats';
 import { renderMarkdown, renderTable, type BenchResult } from './report';
@@ -40,9 +42,18 @@ const PHASES = new Set(
   (process.env.BENCH_PHASES ?? 'compare,get,payment,saturation,open,scale').split(',').map((s) => s.trim()),
 );
 const TEMPORAL_ADDRESS = process.env.TEMPORAL_ADDRESS ?? '127.0.0.1:7233';
+const NAMESPACE = process.env.TEMPORAL_NAMESPACE ?? 'payouts';
 const EVM_RPC_URL = process.env.EVM_RPC_URL ?? 'http://127.0.0.1:8545';
 const POLL_MS = num('BENCH_POLL_MS', 25);
 const PAYMENTS_PER_CLIENT = num('BENCH_PAYMENTS_PER_CLIENT', 5);
+
+/** Which Temporal the run measures: the CLI dev server `npm start` runs, or the production server. */
+const TEMPORAL_KIND: 'dev' | 'server' = process.argv.includes('--temporal=server') ? 'server' : 'dev';
+const RESULT_FILES = { dev: 'benchmarks.json', server: 'benchmarks-temporal-server.json' } as const;
+const SECTION_TITLES = {
+  dev: 'Temporal CLI dev server (what `npm start` runs)',
+  server: 'Temporal server (what production runs)',
+} as const;
 
 const log = (line: string) => process.stdout.write(`[bench] ${line}\n`);
 const fmt = (s: Summary) =>
@@ -115,26 +126,53 @@ class Service {
   }
 }
 
-/** The floor: a bare client and its own tiny worker, on the same Temporal server as the service. */
+/**
+ * The floors: a bare client and its own tiny worker (no payload codec, no database), on the same
+ * Temporal server as the service. `run` is a workflow with one no-op activity; `startWithUpdate` is
+ * the least a POST can cost (update-with-start of a workflow that stays open, its update answering
+ * at once); `query` is the least a live GET can cost (a query of one of those open workflows).
+ */
 async function startFloor() {
   const taskQueue = `bench-floor-${process.pid}`;
   Runtime.install({ logger: new DefaultLogger('WARN') });
   const nativeConnection = await NativeConnection.connect({ address: TEMPORAL_ADDRESS });
   const worker = await Worker.create({
     connection: nativeConnection,
+    namespace: NAMESPACE,
     taskQueue,
     workflowsPath: require.resolve('./floor.workflow'),
     activities: { noop: async () => {} },
+    maxCachedWorkflows: 10_000,
   });
   const running = worker.run();
   const connection = await Connection.connect({ address: TEMPORAL_ADDRESS });
-  const client = new Client({ connection });
+  const client = new Client({ connection, namespace: NAMESPACE });
+  const open: string[] = [];
   return {
+    client,
     run: async () => {
       await client.workflow.execute('floorWorkflow', {
         taskQueue,
         workflowId: `bench-floor-${randomUUID()}`,
       });
+    },
+    startWithUpdate: async () => {
+      const workflowId = `bench-floor-open-${randomUUID()}`;
+      const startWorkflowOperation = new WithStartWorkflowOperation('openFloorWorkflow', {
+        taskQueue,
+        workflowId,
+        workflowIdConflictPolicy: 'USE_EXISTING',
+        workflowExecutionTimeout: '15 minutes',
+      });
+      const answer = await client.workflow.executeUpdateWithStart(readyUpdate, { startWorkflowOperation });
+      if (answer !== 'ready') throw new Error(`floor update answered ${answer}`);
+      open.push(workflowId);
+    },
+    query: async () => {
+      if (open.length === 0) throw new Error('no open floor workflow to query');
+      const id = open[Math.floor(Math.random() * open.length)]!;
+      const state = await client.workflow.getHandle(id).query(stateQuery);
+      if (state !== 'open') throw new Error(`floor query answered ${state}`);
     },
     stop: async () => {
       worker.shutdown();
@@ -183,15 +221,22 @@ async function main(): Promise<void> {
 
   try {
     if (PHASES.has('compare')) {
-      for (const c of [1, 16]) {
+      for (const c of [1, 16, 64]) {
         const f = await loop(c, floor.run);
-        log(`floor      C=${c}: ${fmt(f)}`);
+        log(`floor (workflow + activity) C=${c}: ${fmt(f)}`);
+        const u = await loop(c, floor.startWithUpdate);
+        log(`floor (update-with-start)   C=${c}: ${fmt(u)}`);
         const p = await loop(c, () => service.post());
-        log(`POST       C=${c}: ${fmt(p)}${p.firstError ? ` first error: ${p.firstError}` : ''}`);
+        log(
+          `POST                        C=${c}: ${fmt(p)}${p.firstError ? ` first error: ${p.firstError}` : ''}`,
+        );
         // The screening POST runs before anything is created, alone and uncached: what it adds.
-        const s = await loop(c, () => screening.screen(privateKeyToAddress(generatePrivateKey())));
-        log(`screening  C=${c}: ${fmt(s)}${s.firstError ? ` first error: ${s.firstError}` : ''}`);
-        result.compare.push({ concurrency: c, floor: f, post: p, screening: s });
+        const s =
+          c > 16
+            ? undefined
+            : await loop(c, () => screening.screen(privateKeyToAddress(generatePrivateKey())));
+        if (s) log(`screening  C=${c}: ${fmt(s)}${s.firstError ? ` first error: ${s.firstError}` : ''}`);
+        result.compare.push({ concurrency: c, floor: f, updateFloor: u, post: p, screening: s });
       }
     }
 
@@ -208,10 +253,14 @@ async function main(): Promise<void> {
 
     if (PHASES.has('get')) {
       const ids = service.pending.map((p) => p.id);
+      // The query floor needs open floor workflows to query: a few, if the compare phase made none.
+      for (let i = 0; i < 50 && !PHASES.has('compare'); i += 1) await floor.startWithUpdate();
       for (const c of [1, 16]) {
+        const q = await loop(c, floor.query);
+        log(`floor (query)  C=${c}: ${fmt(q)}`);
         const g = await loop(c, () => service.get(ids[Math.floor(Math.random() * ids.length)]!));
-        log(`GET live   C=${c}: ${fmt(g)}`);
-        result.get.push({ kind: 'live', concurrency: c, summary: g });
+        log(`GET live       C=${c}: ${fmt(g)}`);
+        result.get.push({ kind: 'live', concurrency: c, summary: g, floor: q });
       }
     }
 
@@ -231,9 +280,16 @@ async function main(): Promise<void> {
           );
           (result.providerFloors ??= []).push({ concurrency: c, summary: f });
           if (c === 1) result.providerFloor = f;
-          const s = await measurePaymentToCompleted(service, c);
+          const paid: PaidPayout[] = [];
+          const s = await measurePaymentToCompleted(service, c, paid);
           log(`payment->COMPLETED C=${c}: ${fmt(s)}${s.firstError ? ` first error: ${s.firstError}` : ''}`);
           result.payment.push({ concurrency: c, summary: s });
+          if (c === 1) {
+            const timelines = await Promise.all(paid.map((p) => timelineOf(floor.client, screeningDb, p)));
+            result.paymentBreakdown = { payouts: timelines.length, steps: medianTimeline(timelines) };
+            for (const step of result.paymentBreakdown.steps)
+              log(`  ${step.ms.toFixed(0).padStart(5)} ms  ${step.step}`);
+          }
         }
       } finally {
         await providerFloor.close();
@@ -275,17 +331,31 @@ async function main(): Promise<void> {
 
   const docs = path.join(ROOT, 'docs');
   mkdirSync(docs, { recursive: true });
-  const jsonFile = process.env.BENCH_JSON ?? path.join(docs, 'benchmarks.json');
+  const jsonFile = process.env.BENCH_JSON ?? path.join(docs, RESULT_FILES[TEMPORAL_KIND]);
   // Written as the repository's formatter would, so the lint check passes on a fresh result.
   const formatted = async (file: string, text: string) =>
     prettier.format(text, { ...(await prettier.resolveConfig(file)), filepath: file });
   writeFileSync(jsonFile, await formatted(jsonFile, JSON.stringify(result, null, 2)));
   if (!process.env.BENCH_NO_MARKDOWN) {
     const md = path.join(docs, 'BENCHMARKS.md');
-    writeFileSync(md, await formatted(md, renderMarkdown(result, readNotes(md))));
+    // This run's section, and the other server's from its last run, so both tables stay side by side.
+    const runs = (['dev', 'server'] as const).flatMap((kind) => {
+      const file = path.join(docs, RESULT_FILES[kind]);
+      const run = kind === TEMPORAL_KIND ? result : readResult(file);
+      return run ? [{ title: SECTION_TITLES[kind], file: path.relative(ROOT, file), result: run }] : [];
+    });
+    writeFileSync(md, await formatted(md, renderMarkdown(runs, readNotes(md))));
   }
   process.stdout.write(`\n${renderTable(result)}\n`);
   log(`wrote ${jsonFile}${process.env.BENCH_NO_MARKDOWN ? '' : ' and docs/BENCHMARKS.md'}`);
+}
+
+function readResult(file: string): BenchResult | undefined {
+  try {
+    return JSON.parse(readFileSync(file, 'utf8')) as BenchResult;
+  } catch {
+    return undefined;
+  }
 }
 
 /** The hand-written analysis below the generated tables survives a re-run. */
@@ -300,12 +370,13 @@ function readNotes(file: string): string {
 }
 
 /** The sandbox's bank pays a PENDING payout; the client polls GET until COMPLETED. */
-function measurePaymentToCompleted(service: Service, concurrency: number) {
+function measurePaymentToCompleted(service: Service, concurrency: number, paid: PaidPayout[] = []) {
   // Each payout takes seconds: a bounded number of them, no warm-up (the GET phases warmed up).
   return closedLoop(
     { concurrency, durationMs: SECONDS * 4000, maxOperations: concurrency * PAYMENTS_PER_CLIENT },
     async () => {
       const payout = service.pending.shift() ?? (await service.post());
+      const paidAt = Date.now();
       const began = performance.now();
       await service.pay(payout.pixCopyPaste);
       for (;;) {
@@ -315,6 +386,7 @@ function measurePaymentToCompleted(service: Service, concurrency: number) {
         await sleep(POLL_MS);
       }
       service.completed.push(payout.id);
+      paid.push({ payoutId: payout.id, paidAt, seenAt: Date.now() });
       return performance.now() - began;
     },
   );

@@ -6,13 +6,23 @@ export interface BenchResult {
   machine: Record<string, unknown>;
   settings: Record<string, unknown>;
   /** `screening`, when measured: one uncached screening of a fresh wallet, the work it adds to each POST. */
-  compare: { concurrency: number; floor: Summary; post: Summary; screening?: Summary }[];
-  get: { kind: 'live' | 'closed'; concurrency: number; summary: Summary }[];
+  /** `updateFloor`: a bare update-with-start of an open workflow whose update answers at once. */
+  compare: {
+    concurrency: number;
+    floor: Summary;
+    updateFloor?: Summary;
+    post: Summary;
+    screening?: Summary;
+  }[];
+  /** `floor` (live only): a bare query of an open workflow, measured just before. */
+  get: { kind: 'live' | 'closed'; concurrency: number; summary: Summary; floor?: Summary }[];
   /** The provider floor at C=1 (the target's reference). */
   providerFloor?: Summary;
   /** The provider floor at each concurrency the payments ran at. */
   providerFloors?: { concurrency: number; summary: Summary }[];
   payment: { concurrency: number; summary: Summary }[];
+  /** Payment to COMPLETED at C=1, step by step: the median of each step across the payouts. */
+  paymentBreakdown?: { payouts: number; steps: { step: string; ms: number }[] };
   saturation: { concurrency: number; floor: Summary; post: Summary }[];
   open?: {
     created: number;
@@ -45,13 +55,24 @@ function rows(result: BenchResult): string[][] {
       String(c.floor.errors),
       '',
     ]);
+    if (c.updateFloor) {
+      out.push([
+        'floor: bare update-with-start of an open workflow, update answers at once',
+        String(c.concurrency),
+        lat(c.updateFloor),
+        rate(c.updateFloor.throughput),
+        String(c.updateFloor.errors),
+        '',
+      ]);
+    }
+    const ref = c.updateFloor ?? c.floor;
     out.push([
       'POST /v1/payouts (201 with pix_copy_paste)',
       String(c.concurrency),
       lat(c.post),
       rate(c.post.throughput),
       String(c.post.errors),
-      `p50 ${ratio(c.post.p50, c.floor.p50)}, throughput ${ratio(c.post.throughput, c.floor.throughput)}`,
+      `p50 ${ratio(c.post.p50, ref.p50)}, throughput ${ratio(c.post.throughput, ref.throughput)} of ${c.updateFloor ? 'update-with-start' : 'workflow + activity'}`,
     ]);
     if (c.screening) {
       out.push([
@@ -60,18 +81,28 @@ function rows(result: BenchResult): string[][] {
         lat(c.screening),
         rate(c.screening.throughput),
         String(c.screening.errors),
-        `p50 ${ratio(c.screening.p50, c.floor.p50)} of the floor, ${ratio(c.screening.p50, c.post.p50)} of POST`,
+        `p50 ${ratio(c.screening.p50, c.post.p50)} of POST`,
       ]);
     }
   }
   for (const g of result.get) {
+    if (g.floor) {
+      out.push([
+        'floor: bare query of an open workflow',
+        String(g.concurrency),
+        lat(g.floor),
+        rate(g.floor.throughput),
+        String(g.floor.errors),
+        '',
+      ]);
+    }
     out.push([
       `GET /v1/payouts/{id}, ${g.kind === 'live' ? 'live (PENDING)' : 'closed (COMPLETED)'}`,
       String(g.concurrency),
       lat(g.summary),
       rate(g.summary.throughput),
       String(g.summary.errors),
-      '',
+      g.floor ? `p99 ${ratio(g.summary.p99, g.floor.p99)} of query` : '',
     ]);
   }
   const floors =
@@ -99,6 +130,54 @@ function rows(result: BenchResult): string[][] {
       floor ? `p50 ${ratio(p.summary.p50, floor.p50)} of provider floor` : '',
     ]);
   }
+  return out;
+}
+
+/** The targets docs/BENCHMARKS.md states, each as measured in this run: figure, target, measured, met. */
+export function targets(result: BenchResult): string[][] {
+  const out: string[][] = [['target', 'goal', 'measured', 'met']];
+  const met = (ok: boolean | undefined) => (ok === undefined ? 'not measured' : ok ? 'yes' : 'no');
+  const add = (
+    name: string,
+    goal: string,
+    value: number | undefined,
+    ok: (v: number) => boolean,
+    unit = '×',
+  ) =>
+    out.push([
+      name,
+      goal,
+      value === undefined || !Number.isFinite(value) ? '—' : `${value.toFixed(2)}${unit}`,
+      met(value === undefined || !Number.isFinite(value) ? undefined : ok(value)),
+    ]);
+  const compare = (c: number) => result.compare.find((x) => x.concurrency === c && x.updateFloor);
+  const c1 = compare(1);
+  add(
+    'POST p50 / update-with-start p50, C=1',
+    '<= 1.30×',
+    c1 && c1.post.p50 / c1.updateFloor!.p50,
+    (v) => v <= 1.3,
+  );
+  for (const c of [16, 64]) {
+    const x = compare(c);
+    add(
+      `POST throughput / update-with-start throughput, C=${c}`,
+      '>= 0.90×',
+      x && x.post.throughput / x.updateFloor!.throughput,
+      (v) => v >= 0.9,
+    );
+  }
+  const live = result.get.find((g) => g.kind === 'live' && g.concurrency === 16 && g.floor);
+  add(
+    'live GET p99 / query p99, C=16',
+    '<= 1.25×',
+    live && live.summary.p99 / live.floor!.p99,
+    (v) => v <= 1.25,
+  );
+  const closed = result.get.find((g) => g.kind === 'closed' && g.concurrency === 16);
+  add('closed GET p99, C=16', '<= 10 ms', closed?.summary.p99, (v) => v <= 10, ' ms');
+  const pay = result.payment.find((p) => p.concurrency === 1);
+  add('payment to COMPLETED p50, C=1', '<= 250 ms', pay?.summary.p50, (v) => v <= 250, ' ms');
   return out;
 }
 
@@ -160,25 +239,37 @@ function extraLines(result: BenchResult): string[] {
   return lines;
 }
 
-export function renderMarkdown(result: BenchResult, notes: string): string {
+/** One run's section: which server, the targets, the figures, saturation. */
+function runSection(title: string, result: BenchResult): string[] {
   const m = result.machine;
   return [
-    '# Benchmarks',
-    '',
-    '<!-- Generated by `npm run bench` (dev/bench/main.ts); the analysis under "notes" is kept across runs. -->',
+    `## ${title}`,
     '',
     `Run at ${String(m.at)} on ${String(m.cpus)} × ${String(m.cpuModel)}, ${String(m.memoryGiB)} GiB, Node.js ${String(m.node)}, ` +
       `${String(m.platform)}; load average at start ${JSON.stringify(m.loadAverageAtStart)}. Temporal: ${String(m.temporalServer)}. ` +
       `Each figure is a closed loop of C clients for ${String(result.settings.seconds)} s after a ${String(result.settings.warmupSeconds)} s warm-up; ` +
-      'the floor and the service ran alternately in the same run, against the same servers. Raw figures: `docs/benchmarks.json`.',
+      'the floors and the service ran alternately in the same run, against the same servers.',
+    '',
+    markdownTable(targets(result)),
     '',
     markdownTable(rows(result)),
     '',
     ...extraLines(result).map((l) => `- ${l}`),
     '',
+    ...(result.paymentBreakdown
+      ? [
+          `### Payment to COMPLETED, step by step (C=1, median of ${result.paymentBreakdown.payouts} payouts)`,
+          '',
+          markdownTable([
+            ['step (each ends with the event named)', 'ms'],
+            ...result.paymentBreakdown.steps.map((s) => [s.step, s.ms.toFixed(0)]),
+          ]),
+          '',
+        ]
+      : []),
     ...(result.saturation.length
       ? [
-          '## Saturation',
+          `### Saturation (${title})`,
           '',
           markdownTable([
             [
@@ -201,6 +292,23 @@ export function renderMarkdown(result: BenchResult, notes: string): string {
           '',
         ]
       : []),
+  ];
+}
+
+/** docs/BENCHMARKS.md: a section per server a result exists for, then the hand-written notes. */
+export function renderMarkdown(
+  runs: { title: string; file: string; result: BenchResult }[],
+  notes: string,
+): string {
+  return [
+    '# Benchmarks',
+    '',
+    '<!-- Generated by `npm run bench` (dev/bench/main.ts); the analysis under "notes" is kept across runs. -->',
+    '',
+    `Raw figures: ${runs.map((r) => `\`${r.file}\``).join(', ')}. Each section is one run of \`npm run bench\` on one server; ` +
+      'ratios compare the service with floors measured in that same run.',
+    '',
+    ...runs.flatMap((r) => runSection(r.title, r.result)),
     notes || '<!-- notes -->\n',
   ].join('\n');
 }

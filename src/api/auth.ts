@@ -1,9 +1,14 @@
 import { timingSafeEqual } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
-import { findPartnerByKeyHashTakingToken, hashApiKey } from '../adapters/db/partners-repo';
+import {
+  findPartnerByKeyHash,
+  findPartnerByKeyHashTakingTokens,
+  hashApiKey,
+} from '../adapters/db/partners-repo';
 import type { Db } from '../adapters/db/pool';
 import { API_ERRORS, type HttpError } from './errors';
 import { rateLimitExceeded, spendRateLimitToken } from './throttle';
+import { batchSize, TokenLeases } from './token-leases';
 
 export interface AuthenticatedPartner {
   id: string;
@@ -41,14 +46,16 @@ export interface AuthOptions {
  */
 /**
  * The X-Api-Key check of every partner route, with its rate limit: `spending(bucket, perMinute)` is
- * the route's onRequest hook. The key is looked up and one token of its bucket taken in one database
- * round trip; a valid key past its limit answers 429 (docs/decisions.md D15).
+ * the route's onRequest hook. The key is looked up and a token of its bucket taken in one database
+ * round trip (or, under a high limit, spent from a batch this replica holds: token-leases.ts); a
+ * valid key past its limit answers 429 (docs/decisions.md D15, D76).
  */
 export interface Authenticate {
   spending(bucket: string, perMinute: number): (request: FastifyRequest) => Promise<void>;
 }
 
 export function authenticatePartner(db: Db, opts: AuthOptions): Authenticate {
+  const leases = new TokenLeases();
   const refuse = async (request: FastifyRequest, refusal: HttpError): Promise<never> => {
     try {
       await spendRateLimitToken(db, `auth-failure:${request.ip}`, opts.failuresPerMinute);
@@ -66,14 +73,28 @@ export function authenticatePartner(db: Db, opts: AuthOptions): Authenticate {
       const presented = hashApiKey(key);
       const keyId = presented.toString('hex');
       // Buckets are named per key (by its hash): the limit is on what each key asks.
-      const found = await findPartnerByKeyHashTakingToken(db, presented, {
-        name: `${bucket}:${keyId}`,
-        perMinute,
-      });
+      const name = `${bucket}:${keyId}`;
+      // The key is looked up on every request, so a revoked key or a suspended partner is refused at
+      // once; a token this replica already holds spares the bucket's row a write.
+      let found: { partnerId: string; keyHash: Buffer } | null;
+      let withinRateLimit: boolean;
+      if (leases.take(name)) {
+        found = await findPartnerByKeyHash(db, presented);
+        withinRateLimit = true;
+      } else {
+        const taken = await findPartnerByKeyHashTakingTokens(db, presented, {
+          name,
+          perMinute,
+          wanted: batchSize(perMinute),
+        });
+        found = taken;
+        withinRateLimit = (taken?.granted ?? 0) >= 1;
+        if (taken) leases.keep(name, taken.granted - 1);
+      }
       if (!found || !timingSafeEqual(found.keyHash, presented))
         return refuse(request, API_ERRORS.invalidApiKey());
       request.partner = { id: found.partnerId, keyId };
-      if (!found.withinRateLimit) throw rateLimitExceeded();
+      if (!withinRateLimit) throw rateLimitExceeded();
     },
   };
 }

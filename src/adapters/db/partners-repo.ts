@@ -57,23 +57,24 @@ export async function findPartnerByKeyHash(
 }
 
 /**
- * The same lookup, taking one token of the key's rate-limit `bucket` in the same statement: the
- * token function is evaluated only for a row the WHERE clause kept, so an unknown or revoked key
- * spends nothing and creates no bucket. One round trip for what a partner request checks first.
+ * The same lookup, taking up to `bucket.wanted` tokens of the key's rate-limit bucket in the same
+ * statement: the token function is evaluated only for a row the WHERE clause kept, so an unknown or
+ * revoked key spends nothing and creates no bucket. One round trip for what a partner request checks
+ * first. `granted` is how many tokens it took (0: the bucket is empty).
  */
-export async function findPartnerByKeyHashTakingToken(
+export async function findPartnerByKeyHashTakingTokens(
   db: Db,
   keyHash: Buffer,
-  bucket: { name: string; perMinute: number },
-): Promise<{ partnerId: string; keyHash: Buffer; withinRateLimit: boolean } | null> {
-  const { rows } = await db.query<{ partner_id: string; key_hash: Buffer; allowed: boolean }>(
-    `SELECT k.partner_id, k.key_hash, take_rate_limit_token($2, $3, $4) AS allowed
+  bucket: { name: string; perMinute: number; wanted: number },
+): Promise<{ partnerId: string; keyHash: Buffer; granted: number } | null> {
+  const { rows } = await db.query<{ partner_id: string; key_hash: Buffer; granted: number }>(
+    `SELECT k.partner_id, k.key_hash, take_rate_limit_tokens($2, $3, $4, $5) AS granted
        FROM api_keys k JOIN partners p ON p.id = k.partner_id
       WHERE k.key_hash = $1 AND ${KEY_VALID} AND p.status = 'active'`,
-    [keyHash, bucket.name, bucket.perMinute, bucket.perMinute / 60],
+    [keyHash, bucket.name, bucket.perMinute, bucket.perMinute / 60, bucket.wanted],
   );
   const row = rows[0];
-  return row ? { partnerId: row.partner_id, keyHash: row.key_hash, withinRateLimit: row.allowed } : null;
+  return row ? { partnerId: row.partner_id, keyHash: row.key_hash, granted: row.granted } : null;
 }
 
 export async function createPartner(db: Db, name: string): Promise<{ partner: Partner; apiKey: string }> {

@@ -51,6 +51,9 @@ export async function timelineOf(client: Client, db: Db, payout: PaidPayout): Pr
   };
   for (const event of events) {
     const at = ms(event.eventTime);
+    // What the workflow does after a GET saw COMPLETED (the read-model write, the callback) is not
+    // on the partner's path.
+    if (at > payout.seenAt) break;
     if (at < payout.paidAt) {
       const scheduled = event.activityTaskScheduledEventAttributes;
       if (scheduled) activityNames.set(String(event.eventId), scheduled.activityType?.name ?? '?');
@@ -88,7 +91,7 @@ export async function timelineOf(client: Client, db: Db, payout: PaidPayout): Pr
       push('workflow task dispatched to a worker', at);
     }
   }
-  steps.push({ step: 'until the GET polling every few ms sees COMPLETED', ms: payout.seenAt - last });
+  steps.push({ step: 'until a GET (polling every few ms) sees COMPLETED', ms: payout.seenAt - last });
   return { payoutId: payout.payoutId, steps };
 }
 

@@ -6,12 +6,14 @@ import { Client, Connection, WithStartWorkflowOperation } from '@temporalio/clie
 import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import * as prettier from 'prettier';
 import { generatePrivateKey, privateKeyToAddress } from 'viem/accounts';
-import { createPool } from '../../src/adapters/db/pool';
+import { createPool, type Db } from '../../src/adapters/db/pool';
 import { loadWorkerConfig } from '../../src/config';
 import { screeningOf } from '../../src/main/wiring';
 import { medianTimeline, timelineOf, type PaidPayout } from './breakdown';
+import { costPerPayout } from './cost';
 import { readyUpdate, stateQuery } from './floor.workflow';
 import { startProviderFloor } from './provider-floor';
+import type { ManagedProcess } from '../local/infra/processes';
 import { closedLoop, sleep, type Summary } from './stats';
 import { renderMarkdown, renderTable, type BenchResult } from './report';
 import {
@@ -39,7 +41,9 @@ const SATURATION_SECONDS = num('BENCH_SATURATION_SECONDS', 8);
 const OPEN_PAYOUTS = num('BENCH_OPEN_PAYOUTS', 10_000);
 const PAYMENT_CLIENTS = num('BENCH_PAYMENT_CLIENTS', 8);
 const PHASES = new Set(
-  (process.env.BENCH_PHASES ?? 'compare,get,payment,saturation,open,scale').split(',').map((s) => s.trim()),
+  (process.env.BENCH_PHASES ?? 'compare,get,payment,cost,saturation,open,scale')
+    .split(',')
+    .map((s) => s.trim()),
 );
 const TEMPORAL_ADDRESS = process.env.TEMPORAL_ADDRESS ?? '127.0.0.1:7233';
 const NAMESPACE = process.env.TEMPORAL_NAMESPACE ?? 'payouts';
@@ -318,8 +322,15 @@ async function main(): Promise<void> {
       }
     }
 
+    if (PHASES.has('cost')) {
+      const cost = (result.cost = await measureCost(service, floor.client, screeningDb));
+      log(
+        `cost per payout: ${JSON.stringify(cost.temporal.total)}; service PostgreSQL ${JSON.stringify(cost.servicePostgres)}`,
+      );
+    }
+
     if (PHASES.has('open')) result.open = await measureOpenPayouts(service);
-    if (PHASES.has('scale')) result.scaleOut = await measureScaleOut(service, loop);
+    if (PHASES.has('scale')) result.scaling = await measureScaling(service, screeningDb);
   } finally {
     await floor.stop();
     await screeningDb.end();
@@ -392,6 +403,63 @@ function measurePaymentToCompleted(service: Service, concurrency: number, paid: 
   );
 }
 
+/** The service database's transaction and row counters (pg_stat_database). */
+async function databaseCounters(
+  db: Db,
+): Promise<{ transactions: number; rowsWritten: number; rowsRead: number }> {
+  const { rows } = await db.query<{ x: string; w: string; r: string }>(
+    `SELECT xact_commit + xact_rollback AS x, tup_inserted + tup_updated + tup_deleted AS w,
+            tup_returned + tup_fetched AS r
+       FROM pg_stat_database WHERE datname = current_database()`,
+  );
+  const row = rows[0]!;
+  return { transactions: Number(row.x), rowsWritten: Number(row.w), rowsRead: Number(row.r) };
+}
+
+/**
+ * What a payout costs, end to end (POST, payment, COMPLETED, its callback): Temporal's work from the
+ * histories (cost.ts), and the service's own PostgreSQL transactions. Payouts run one at a time; the
+ * bench watches for COMPLETED in the read model every 100 ms and takes its own reads out of the count.
+ */
+async function measureCost(service: Service, client: Client, db: Db) {
+  const payouts = num('BENCH_COST_PAYOUTS', 20);
+  await sleep(2_000);
+  const before = await databaseCounters(db);
+  const since = new Date();
+  const ids: string[] = [];
+  let ownReads = 1;
+  for (let i = 0; i < payouts; i += 1) {
+    const created = await service.post();
+    await service.pay(created.pixCopyPaste);
+    for (;;) {
+      ownReads += 1;
+      const { rows } = await db.query<{ status: string; workflow_id: string }>(
+        'SELECT status, workflow_id FROM payouts WHERE id = $1',
+        [created.id],
+      );
+      if (rows[0]?.status === 'COMPLETED') {
+        ids.push(rows[0].workflow_id);
+        break;
+      }
+      if (rows[0]?.status === 'FAILED') throw new Error(`payout ${created.id} FAILED`);
+      await sleep(100);
+    }
+  }
+  // The callbacks go out after COMPLETED, and the statistics reach pg_stat_database within a second.
+  await sleep(3_000);
+  ownReads += 1;
+  const after = await databaseCounters(db);
+  const n = ids.length;
+  return {
+    payouts: n,
+    temporal: await costPerPayout(client, ids, since),
+    servicePostgres: {
+      transactionsPerPayout: Number(((after.transactions - before.transactions - ownReads) / n).toFixed(1)),
+      rowsWrittenPerPayout: Number(((after.rowsWritten - before.rowsWritten) / n).toFixed(1)),
+    },
+  };
+}
+
 async function workerFacts(stack: Stack) {
   const workers = stackProcesses().filter((p) => p.role === 'worker');
   return {
@@ -447,34 +515,84 @@ async function measureOpenPayouts(service: Service) {
   return { created: ids.length, creation, before, held, get, after, oldestGet: cold };
 }
 
-/** Two api and two worker processes against the same Temporal, PostgreSQL and chain. */
-async function measureScaleOut(
+/**
+ * Payouts end to end (POST, the payer pays, COMPLETED in the read model) with 1, 2 and 4 worker
+ * processes and 1 and 2 apis against the same Temporal, PostgreSQL and chain: payouts per second, the
+ * CPU each role used, and (when the bench knows Temporal's database) its transactions per second.
+ */
+async function measureScaling(
   service: Service,
-  loop: (c: number, op: () => Promise<unknown>, seconds?: number) => Promise<Summary>,
-) {
-  const single: Record<number, { summary: Summary; cores: Record<string, number> }> = {};
-  for (const c of [16, 32]) {
-    const { result, cores } = await cpuDuring(() => loop(c, () => service.post()));
-    single[c] = { summary: result, cores };
-    log(`one api + one worker  C=${c}: ${fmt(result)} cpu ${JSON.stringify(roundCores(cores))}`);
-  }
-  const api = startReplica('api', 1);
-  const worker = startReplica('worker', 1);
-  try {
-    await waitReady('http://127.0.0.1:3001/readyz', api);
-    await waitReady('http://127.0.0.1:9481/metrics', worker);
-    await sleep(3_000);
-    const both = service.withApis([service.stack.apiUrl, 'http://127.0.0.1:3001']);
-    const double: typeof single = {};
-    for (const c of [16, 32]) {
-      const { result, cores } = await cpuDuring(() => loop(c, () => both.post()));
-      double[c] = { summary: result, cores };
-      log(`two api + two workers C=${c}: ${fmt(result)} cpu ${JSON.stringify(roundCores(cores))}`);
+  db: Db,
+  persistence?: () => Promise<{ transactions: number }>,
+): Promise<NonNullable<BenchResult['scaling']>> {
+  const rows: NonNullable<BenchResult['scaling']> = [];
+  const concurrency = num('BENCH_SCALING_CLIENTS', 16);
+  const endToEnd = async (apis: Service) => {
+    const created = await apis.post();
+    await apis.pay(created.pixCopyPaste);
+    for (;;) {
+      const { rows: found } = await db.query<{ status: string }>('SELECT status FROM payouts WHERE id = $1', [
+        created.id,
+      ]);
+      if (found[0]?.status === 'COMPLETED') return;
+      if (found[0]?.status === 'FAILED') throw new Error(`payout ${created.id} FAILED`);
+      await sleep(50);
     }
-    return { single, double };
+  };
+  const extraWorkers: ManagedProcess[] = [];
+  const extraApis: ManagedProcess[] = [];
+  try {
+    for (const apis of [1, 2]) {
+      while (extraApis.length < apis - 1) {
+        const api = startReplica('api', extraApis.length + 1);
+        extraApis.push(api);
+        await waitReady(`http://127.0.0.1:${3001 + extraApis.length - 1}/readyz`, api);
+      }
+      for (const workers of [1, 2, 4]) {
+        while (extraWorkers.length < workers - 1) {
+          const worker = startReplica('worker', extraWorkers.length + 1);
+          extraWorkers.push(worker);
+          await waitReady(`http://127.0.0.1:${9481 + extraWorkers.length - 1}/metrics`, worker);
+        }
+        // New pollers settle before the clock starts.
+        await sleep(3_000);
+        const urls = [service.stack.apiUrl, ...extraApis.map((_, k) => `http://127.0.0.1:${3001 + k}`)];
+        const target = service.withApis(urls);
+        const before = await persistence?.();
+        const began = performance.now();
+        const { result, cores } = await cpuDuring(() =>
+          closedLoop({ concurrency, durationMs: SECONDS * 2000, warmupMs: WARMUP_MS }, () =>
+            endToEnd(target),
+          ),
+        );
+        const seconds = (performance.now() - began) / 1000;
+        const after = await persistence?.();
+        const row = {
+          workers,
+          apis,
+          concurrency,
+          summary: result,
+          cores: roundCores(cores),
+          persistenceTransactionsPerSecond:
+            before && after
+              ? Number(((after.transactions - before.transactions) / seconds).toFixed(0))
+              : undefined,
+        };
+        rows.push(row);
+        log(
+          `scaling: ${workers} worker(s), ${apis} api(s), C=${concurrency}: ${fmt(result)} cpu ${JSON.stringify(row.cores)}` +
+            (row.persistenceTransactionsPerSecond !== undefined
+              ? ` persistence ${row.persistenceTransactionsPerSecond} tx/s`
+              : ''),
+        );
+      }
+      // The next api count starts again from one worker.
+      await Promise.all(extraWorkers.splice(0).map((w) => w.stop()));
+    }
   } finally {
-    await Promise.all([api.stop(), worker.stop()]);
+    await Promise.all([...extraWorkers, ...extraApis].map((p) => p.stop()));
   }
+  return rows;
 }
 
 function roundCores(cores: Record<string, number>): Record<string, number> {

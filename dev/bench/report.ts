@@ -1,3 +1,4 @@
+import type { WorkflowCost } from './cost';
 import type { Summary } from './stats';
 
 type Cores = Record<string, number>;
@@ -24,6 +25,17 @@ export interface BenchResult {
   /** Payment to COMPLETED at C=1, step by step: the median of each step across the payouts. */
   paymentBreakdown?: { payouts: number; steps: { step: string; ms: number }[] };
   saturation: { concurrency: number; floor: Summary; post: Summary }[];
+  /** What one payout costs end to end (dev/bench/cost.ts). */
+  cost?: {
+    payouts: number;
+    temporal: {
+      payouts: number;
+      byType: Record<string, WorkflowCost>;
+      total: WorkflowCost;
+    };
+    servicePostgres: { transactionsPerPayout: number; rowsWrittenPerPayout: number };
+    temporalPostgres?: { transactionsPerPayout: number; rowsWrittenPerPayout: number };
+  };
   open?: {
     created: number;
     creation: Summary;
@@ -33,6 +45,16 @@ export interface BenchResult {
     before: { stickyCacheForcedEvictions?: number };
     after: { stickyCacheForcedEvictions?: number };
   };
+  /** Payouts end to end per second by number of worker and api processes (measureScaling). */
+  scaling?: {
+    workers: number;
+    apis: number;
+    concurrency: number;
+    summary: Summary;
+    cores: Cores;
+    persistenceTransactionsPerSecond?: number;
+  }[];
+  /** Runs before the scaling table replaced it. */
   scaleOut?: {
     single: Record<number, { summary: Summary; cores: Cores }>;
     double: Record<number, { summary: Summary; cores: Cores }>;
@@ -239,6 +261,74 @@ function extraLines(result: BenchResult): string[] {
   return lines;
 }
 
+const COST_COLUMNS = [
+  ['workflows', 'workflows'],
+  ['historyEvents', 'history events'],
+  ['workflowTasks', 'workflow tasks'],
+  ['activityTasks', 'activity tasks'],
+  ['localActivities', 'local activities'],
+  ['timers', 'timers'],
+  ['signals', 'signals'],
+  ['updates', 'updates'],
+  ['searchAttributeUpserts', 'search-attribute upserts'],
+  ['actions', 'actions (Temporal Cloud, estimated)'],
+] as const;
+
+function costSection(cost: NonNullable<BenchResult['cost']>): string[] {
+  const line = (name: string, c: WorkflowCost) => [name, ...COST_COLUMNS.map(([k]) => String(c[k]))];
+  const pg = (label: string, p?: { transactionsPerPayout: number; rowsWrittenPerPayout: number }) =>
+    p
+      ? [
+          `- ${label}: ${p.transactionsPerPayout} transactions and ${p.rowsWrittenPerPayout} rows written per payout.`,
+        ]
+      : [];
+  return [
+    `### Cost per payout (${cost.payouts} payouts, one at a time: POST, payment, COMPLETED, callback)`,
+    '',
+    markdownTable([
+      ['per payout', ...COST_COLUMNS.map(([, label]) => label)],
+      ...Object.entries(cost.temporal.byType).map(([type, c]) => line(type, c)),
+      line('total', cost.temporal.total),
+    ]),
+    '',
+    '- Not in these counts: queries (each live GET is one billed action), and heartbeats (none).',
+    ...pg("The service's PostgreSQL", cost.servicePostgres),
+    ...pg("Temporal's PostgreSQL (persistence and visibility)", cost.temporalPostgres),
+    '',
+  ];
+}
+
+function scalingSection(scaling: NonNullable<BenchResult['scaling']>): string[] {
+  return [
+    `### Scaling: payouts end to end (POST, payment, COMPLETED), C=${scaling[0]!.concurrency}`,
+    '',
+    markdownTable([
+      [
+        'workers',
+        'apis',
+        'payouts/s',
+        'p50 / p95 / p99',
+        'errors',
+        'CPU cores by role',
+        "Temporal's database, transactions/s",
+      ],
+      ...scaling.map((r) => [
+        String(r.workers),
+        String(r.apis),
+        rate(r.summary.throughput),
+        lat(r.summary),
+        String(r.summary.errors),
+        Object.entries(r.cores)
+          .sort((a, b) => b[1] - a[1])
+          .map(([role, cores]) => `${role} ${cores.toFixed(2)}`)
+          .join(', '),
+        r.persistenceTransactionsPerSecond === undefined ? '—' : String(r.persistenceTransactionsPerSecond),
+      ]),
+    ]),
+    '',
+  ];
+}
+
 /** One run's section: which server, the targets, the figures, saturation. */
 function runSection(title: string, result: BenchResult): string[] {
   const m = result.machine;
@@ -267,6 +357,8 @@ function runSection(title: string, result: BenchResult): string[] {
           '',
         ]
       : []),
+    ...(result.cost ? costSection(result.cost) : []),
+    ...(result.scaling?.length ? scalingSection(result.scaling) : []),
     ...(result.saturation.length
       ? [
           `### Saturation (${title})`,

@@ -148,7 +148,8 @@ async function startFloor() {
     activities: { noop: async () => {} },
     maxCachedWorkflows: 10_000,
   });
-  const running = worker.run();
+  // A floor worker that fails is reported, and the floors it would serve then fail loudly.
+  const running = worker.run().catch((err: unknown) => log(`floor worker stopped: ${String(err)}`));
   const connection = await Connection.connect({ address: TEMPORAL_ADDRESS });
   const client = new Client({ connection, namespace: NAMESPACE });
   const open: string[] = [];
@@ -179,7 +180,7 @@ async function startFloor() {
       if (state !== 'open') throw new Error(`floor query answered ${state}`);
     },
     stop: async () => {
-      worker.shutdown();
+      if (worker.getState() === 'RUNNING') worker.shutdown();
       await running;
       await connection.close();
       await nativeConnection.close();

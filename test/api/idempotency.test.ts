@@ -188,24 +188,23 @@ describe('Idempotency-Key', () => {
     expect(idOf(after)).toBe(idOf(created[0]!));
   });
 
+  /** A claim whose request is in flight: it renews its lease, which runs for a while yet. */
+  async function claimInFlight(partnerId: string, key: string): Promise<void> {
+    await stack.db.query(
+      `INSERT INTO idempotency_keys (partner_id, key, payout_id, workflow_id, state, claimed_at, expires_at,
+                                     claim_token, lease_until)
+       VALUES ($1, $2, $3, 'payout-in-flight', 'claimed', now(), now() + interval '24 hours',
+               $4, now() + interval '1 minute')`,
+      [partnerId, key, randomUUID(), randomUUID()],
+    );
+  }
+
   it('a key claimed by a request still in flight -> 409 "idempotency conflict"', async () => {
     const { partnerId, apiKey } = await stack.createPartner();
-    await stack.db.query(
-      `INSERT INTO idempotency_keys (partner_id, key, payout_id, workflow_id, state, claimed_at, expires_at)
-       VALUES ($1, 'busy', $2, 'payout-in-flight', 'claimed', now(), now() + interval '24 hours')`,
-      [partnerId, randomUUID()],
-    );
+    await claimInFlight(partnerId, 'busy');
     expectError(await withKey(apiKey, 'busy'), 409, 'idempotency conflict');
     expect(await countPayouts(stack.db, partnerId)).toBe(0);
   });
-
-  async function claimInFlight(partnerId: string, key: string): Promise<void> {
-    await stack.db.query(
-      `INSERT INTO idempotency_keys (partner_id, key, payout_id, workflow_id, state, claimed_at, expires_at)
-       VALUES ($1, $2, $3, 'payout-in-flight', 'claimed', now(), now() + interval '24 hours')`,
-      [partnerId, key, randomUUID()],
-    );
-  }
 
   it('a key in flight answers 409 before the minimum check: a duplicate never gets a different answer', async () => {
     const { partnerId, apiKey } = await stack.createPartner();
@@ -300,13 +299,15 @@ describe('Idempotency-Key', () => {
     );
   }
 
-  it('a stale claim (its request died) is taken over and completes the claimed payout', async () => {
+  it('a stale claim (its request died: its lease ran out) is taken over and completes the claimed payout', async () => {
     const { partnerId, apiKey } = await stack.createPartner();
     const claimedId = randomUUID();
     await stack.db.query(
-      `INSERT INTO idempotency_keys (partner_id, key, payout_id, workflow_id, state, claimed_at, expires_at)
-       VALUES ($1, 'abandoned', $2, $3, 'claimed', now() - interval '5 minutes', now() + interval '24 hours')`,
-      [partnerId, claimedId, `payout-${partnerId}-idem-abandoned-${claimedId.slice(0, 8)}`],
+      `INSERT INTO idempotency_keys (partner_id, key, payout_id, workflow_id, state, claimed_at, expires_at,
+                                     claim_token, lease_until)
+       VALUES ($1, 'abandoned', $2, $3, 'claimed', now() - interval '5 seconds', now() + interval '24 hours',
+               $4, now() - interval '1 second')`,
+      [partnerId, claimedId, `payout-${partnerId}-idem-abandoned-${claimedId.slice(0, 8)}`, randomUUID()],
     );
     const res = await withKey(apiKey, 'abandoned');
     expect(res.status).toBe(201);
@@ -323,7 +324,7 @@ describe('Idempotency-Key', () => {
     expect(first.status).toBe(201);
     // The request died after starting the payout, before recording it; the wallet is listed since.
     await stack.db.query(
-      `UPDATE idempotency_keys SET state = 'claimed', claimed_at = now() - interval '5 minutes'
+      `UPDATE idempotency_keys SET state = 'claimed', claimed_at = now() - interval '5 minutes', lease_until = now()
         WHERE partner_id = $1 AND key = 'started'`,
       [partnerId],
     );
@@ -333,6 +334,26 @@ describe('Idempotency-Key', () => {
     expect(idOf(resumed)).toBe(idOf(first));
     expect(await keyRow(partnerId, 'started')).toEqual({ payout_id: idOf(first), state: 'recorded' });
     expect(await countPayouts(stack.db, partnerId)).toBe(1);
+  });
+
+  it('a claim without a lease (made before D73, or by an api of the previous version) is stale 60 s after claimed_at', async () => {
+    const { partnerId, apiKey } = await stack.createPartner();
+    const unleased = async (key: string, age: string) => {
+      const id = randomUUID();
+      await stack.db.query(
+        `INSERT INTO idempotency_keys (partner_id, key, payout_id, workflow_id, state, claimed_at, expires_at)
+         VALUES ($1, $2, $3, $4, 'claimed', now() - $5::interval, now() + interval '24 hours')`,
+        [partnerId, key, id, `payout-${partnerId}-idem-${key}-${id.slice(0, 8)}`, age],
+      );
+      return id;
+    };
+    await unleased('old-young', '50 seconds');
+    expectError(await withKey(apiKey, 'old-young'), 409, 'idempotency conflict');
+    const oldId = await unleased('old-stale', '61 seconds');
+    const res = await withKey(apiKey, 'old-stale');
+    expect(res.status).toBe(201);
+    expect(idOf(res)).toBe(oldId);
+    expect(await keyRow(partnerId, 'old-stale')).toEqual({ payout_id: oldId, state: 'recorded' });
   });
 
   it('after 24 hours the key creates a new payout', async () => {
@@ -385,9 +406,11 @@ describe('Idempotency-Key', () => {
     });
     expect(charge.status).toBe(201);
     await stack.db.query(
-      `INSERT INTO idempotency_keys (partner_id, key, payout_id, workflow_id, state, claimed_at, expires_at)
-       VALUES ($1, 'retry-me', $2, $3, 'claimed', now() - interval '5 minutes', now() + interval '24 hours')`,
-      [partnerId, doomedId, `payout-${partnerId}-idem-retry-${doomedId.slice(0, 8)}`],
+      `INSERT INTO idempotency_keys (partner_id, key, payout_id, workflow_id, state, claimed_at, expires_at,
+                                     claim_token, lease_until)
+       VALUES ($1, 'retry-me', $2, $3, 'claimed', now() - interval '5 seconds', now() + interval '24 hours',
+               $4, now() - interval '1 second')`,
+      [partnerId, doomedId, `payout-${partnerId}-idem-retry-${doomedId.slice(0, 8)}`, randomUUID()],
     );
 
     const failed = await withKey(apiKey, 'retry-me');

@@ -1,6 +1,9 @@
 import { generatePrivateKey, privateKeyToAddress } from 'viem/accounts';
 import { denyWallet } from '../../src/adapters/db/screening-denylist-repo';
 import { randomUUID } from 'node:crypto';
+import { createPool, type Db } from '../../src/adapters/db/pool';
+import { CLAIM_LEASE_SECONDS, CLAIM_RENEW_MS } from '../../src/api/payouts/claim-lease';
+import { FIXED_QUOTE } from '../support/api';
 import { useStack, VALID_PAYOUT } from '../support/stack';
 import { until } from '../support/until';
 import {
@@ -422,5 +425,208 @@ describe('Idempotency-Key', () => {
     expect(retried.headers.get('idempotent-replayed')).toBeNull();
     expect(idOf(retried)).not.toBe(doomedId);
     expect(idOf(await withKey(apiKey, 'retry-me'))).toBe(idOf(retried));
+  });
+  // The claim is a lease its request renews, fenced by a token (docs/decisions.md D73). A request is
+  // held where the test wants it by its quote, and "overtaken" by holding back its renewals (as a
+  // GC pause or a slow database would) until its lease has run out on the database's clock.
+  describe('the claim is a lease with a fencing token (D73)', () => {
+    interface Gate {
+      promise: Promise<void>;
+      open(): void;
+      fail(err: Error): void;
+    }
+    function gate(): Gate {
+      let open!: () => void;
+      let fail!: (err: Error) => void;
+      const promise = new Promise<void>((resolve, reject) => {
+        open = resolve;
+        fail = reject;
+      });
+      promise.catch(() => {});
+      return { promise, open, fail };
+    }
+
+    /** An api of its own whose quotes wait for `quote`, on a pool whose lease renewals can be held back. */
+    async function heldApi(quoteSource?: () => Promise<{ rate: string; expiresAt: string }>) {
+      const pool: Db = createPool(stack.config.DATABASE_URL, 3);
+      const query = pool.query.bind(pool) as (text: string, params?: unknown[]) => Promise<unknown>;
+      let renewals: Gate | undefined;
+      pool.query = ((text: string, params?: unknown[]) => {
+        const held = renewals;
+        if (held && typeof text === 'string' && text.includes('SET lease_until = now() + '))
+          return held.promise.then(() => query(text, params));
+        return query(text, params);
+      }) as unknown as Db['query'];
+      const quote = gate();
+      const api = await stack.startApi(
+        {},
+        { db: pool, quote: quoteSource ?? (() => quote.promise.then(() => FIXED_QUOTE())) },
+      );
+      return {
+        url: api.url,
+        quote,
+        holdRenewals: () => (renewals = gate()),
+        releaseRenewals: () => {
+          renewals?.open();
+          renewals = undefined;
+        },
+        close: async () => {
+          renewals?.open();
+          quote.open();
+          await api.close();
+          await pool.end();
+        },
+      };
+    }
+
+    async function claimRow(partnerId: string, key: string) {
+      const { rows } = await stack.db.query<{
+        payout_id: string;
+        state: string;
+        claim_token: string;
+        lapsed: boolean;
+        age_ms: number;
+      }>(
+        `SELECT payout_id, state, claim_token, lease_until <= now() AS lapsed,
+                extract(epoch FROM now() - claimed_at) * 1000 AS age_ms
+           FROM idempotency_keys WHERE partner_id = $1 AND key = $2`,
+        [partnerId, key],
+      );
+      return rows[0];
+    }
+
+    const until_ = (what: string, probe: () => Promise<boolean>) =>
+      until(what, async () => ((await probe()) ? true : undefined), { timeoutMs: 20_000 });
+
+    async function onePayout(partnerId: string, payoutId: string) {
+      expect(await keyRow(partnerId, 'k')).toEqual({ payout_id: payoutId, state: 'recorded' });
+      expect(await countPayouts(stack.db, partnerId)).toBe(1);
+      expect(stack.providerProxy!.chargesCreated().get(payoutId)).toBe(1);
+      const workflows: string[] = [];
+      for await (const wf of stack.temporal.workflow.list({
+        query: `WorkflowType = "payoutWorkflow" AND PartnerId = "${partnerId}"`,
+      }))
+        workflows.push(wf.workflowId);
+      expect(workflows).toHaveLength(1);
+    }
+
+    it('a request in flight longer than the lease keeps renewing it: a duplicate still answers 409', async () => {
+      const { partnerId, apiKey } = await stack.createPartner();
+      const a = await heldApi();
+      try {
+        const first = post(a.url, apiKey, VALID_PAYOUT, { 'idempotency-key': 'k' });
+        // Claimed longer ago than the lease and a renewal period: only its renewals keep it.
+        await until_('the claim to outlive its first lease', async () => {
+          const r = await claimRow(partnerId, 'k');
+          return r !== undefined && r.age_ms > CLAIM_LEASE_SECONDS * 1000 + CLAIM_RENEW_MS;
+        });
+        expect((await claimRow(partnerId, 'k'))?.lapsed).toBe(false);
+        expectError(await withKey(apiKey, 'k'), 409, 'idempotency conflict');
+        a.quote.open();
+        const res = await first;
+        expect(res.status).toBe(201);
+        await onePayout(partnerId, idOf(res));
+      } finally {
+        await a.close();
+      }
+    });
+
+    it("an overtaken request never starts the payout: it answers 409, and the key is the takeover's payout", async () => {
+      const { partnerId, apiKey } = await stack.createPartner();
+      const a = await heldApi();
+      try {
+        a.holdRenewals();
+        const first = post(a.url, apiKey, VALID_PAYOUT, { 'idempotency-key': 'k' });
+        await until_(
+          "the held request's lease to run out",
+          async () => (await claimRow(partnerId, 'k'))?.lapsed === true,
+        );
+        const claimedId = (await claimRow(partnerId, 'k'))!.payout_id;
+        // B, the partner's retry, takes the claim over: same payout id, same workflow id.
+        const b = await withKey(apiKey, 'k');
+        expect(b.status).toBe(201);
+        expect(idOf(b)).toBe(claimedId);
+        // A wakes up: before starting the payout it finds the claim is no longer its own.
+        a.quote.open();
+        a.releaseRenewals();
+        expectError(await first, 409, 'idempotency conflict');
+        await onePayout(partnerId, claimedId);
+      } finally {
+        await a.close();
+      }
+    });
+
+    it('an overtaken request that fails never frees the key its successor holds (no second payout)', async () => {
+      const { partnerId, apiKey } = await stack.createPartner();
+      const a = await heldApi();
+      const b = await heldApi();
+      try {
+        a.holdRenewals();
+        const first = post(a.url, apiKey, VALID_PAYOUT, { 'idempotency-key': 'k' });
+        await until_(
+          "the held request's lease to run out",
+          async () => (await claimRow(partnerId, 'k'))?.lapsed === true,
+        );
+        const { payout_id: claimedId, claim_token: tokenA } = (await claimRow(partnerId, 'k'))!;
+        const second = post(b.url, apiKey, VALID_PAYOUT, { 'idempotency-key': 'k' });
+        await until_(
+          'B to take the claim over',
+          async () => (await claimRow(partnerId, 'k'))?.claim_token !== tokenA,
+        );
+        // A's quote fails while B is in flight: A's release of the key must change nothing.
+        a.releaseRenewals();
+        a.quote.fail(new Error('provider down'));
+        expectError(await first, 503, 'quote unavailable, retry later');
+        expect(await claimRow(partnerId, 'k')).toMatchObject({
+          state: 'claimed',
+          payout_id: claimedId,
+          lapsed: false,
+        });
+        expectError(await withKey(apiKey, 'k'), 409, 'idempotency conflict');
+        b.quote.open();
+        const res = await second;
+        expect(res.status).toBe(201);
+        expect(idOf(res)).toBe(claimedId);
+        await onePayout(partnerId, claimedId);
+      } finally {
+        await Promise.all([a.close(), b.close()]);
+      }
+    });
+
+    it('a takeover that creates nothing keeps the key (its predecessor may still start the payout) but hands it on at once', async () => {
+      const { partnerId, apiKey } = await stack.createPartner();
+      const a = await heldApi();
+      const failing = await heldApi(() => Promise.reject(new Error('provider down')));
+      try {
+        a.holdRenewals();
+        const first = post(a.url, apiKey, VALID_PAYOUT, { 'idempotency-key': 'k' });
+        await until_(
+          "the held request's lease to run out",
+          async () => (await claimRow(partnerId, 'k'))?.lapsed === true,
+        );
+        const claimedId = (await claimRow(partnerId, 'k'))!.payout_id;
+        // B takes over, finds no payout started, and cannot quote: 503, and the key is not freed.
+        expectError(
+          await post(failing.url, apiKey, VALID_PAYOUT, { 'idempotency-key': 'k' }),
+          503,
+          'quote unavailable, retry later',
+        );
+        expect(await claimRow(partnerId, 'k')).toMatchObject({
+          state: 'claimed',
+          payout_id: claimedId,
+          lapsed: true,
+        });
+        // C, the next retry, takes it over at once (no 409) and makes the payout under the same id.
+        const c = await withKey(apiKey, 'k');
+        expect(c.status).toBe(201);
+        expect(idOf(c)).toBe(claimedId);
+        a.quote.open();
+        a.releaseRenewals();
+        expectError(await first, 409, 'idempotency conflict');
+        await onePayout(partnerId, claimedId);
+      } finally {
+        await Promise.all([a.close(), failing.close()]);
+      }
+    });
   });
 });

@@ -1,6 +1,9 @@
 import { generatePrivateKey, privateKeyToAddress } from 'viem/accounts';
 import { denyWallet } from '../../src/adapters/db/screening-denylist-repo';
 import { randomUUID } from 'node:crypto';
+import { createPool, type Db } from '../../src/adapters/db/pool';
+import { CLAIM_LEASE_SECONDS, CLAIM_RENEW_MS } from '../../src/api/payouts/claim-lease';
+import { FIXED_QUOTE } from '../support/api';
 import { useStack, VALID_PAYOUT } from '../support/stack';
 import { until } from '../support/until';
 import {
@@ -188,24 +191,23 @@ describe('Idempotency-Key', () => {
     expect(idOf(after)).toBe(idOf(created[0]!));
   });
 
+  /** A claim whose request is in flight: it renews its lease, which runs for a while yet. */
+  async function claimInFlight(partnerId: string, key: string): Promise<void> {
+    await stack.db.query(
+      `INSERT INTO idempotency_keys (partner_id, key, payout_id, workflow_id, state, claimed_at, expires_at,
+                                     claim_token, lease_until)
+       VALUES ($1, $2, $3, 'payout-in-flight', 'claimed', now(), now() + interval '24 hours',
+               $4, now() + interval '1 minute')`,
+      [partnerId, key, randomUUID(), randomUUID()],
+    );
+  }
+
   it('a key claimed by a request still in flight -> 409 "idempotency conflict"', async () => {
     const { partnerId, apiKey } = await stack.createPartner();
-    await stack.db.query(
-      `INSERT INTO idempotency_keys (partner_id, key, payout_id, workflow_id, state, claimed_at, expires_at)
-       VALUES ($1, 'busy', $2, 'payout-in-flight', 'claimed', now(), now() + interval '24 hours')`,
-      [partnerId, randomUUID()],
-    );
+    await claimInFlight(partnerId, 'busy');
     expectError(await withKey(apiKey, 'busy'), 409, 'idempotency conflict');
     expect(await countPayouts(stack.db, partnerId)).toBe(0);
   });
-
-  async function claimInFlight(partnerId: string, key: string): Promise<void> {
-    await stack.db.query(
-      `INSERT INTO idempotency_keys (partner_id, key, payout_id, workflow_id, state, claimed_at, expires_at)
-       VALUES ($1, $2, $3, 'payout-in-flight', 'claimed', now(), now() + interval '24 hours')`,
-      [partnerId, key, randomUUID()],
-    );
-  }
 
   it('a key in flight answers 409 before the minimum check: a duplicate never gets a different answer', async () => {
     const { partnerId, apiKey } = await stack.createPartner();
@@ -300,13 +302,15 @@ describe('Idempotency-Key', () => {
     );
   }
 
-  it('a stale claim (its request died) is taken over and completes the claimed payout', async () => {
+  it('a stale claim (its request died: its lease ran out) is taken over and completes the claimed payout', async () => {
     const { partnerId, apiKey } = await stack.createPartner();
     const claimedId = randomUUID();
     await stack.db.query(
-      `INSERT INTO idempotency_keys (partner_id, key, payout_id, workflow_id, state, claimed_at, expires_at)
-       VALUES ($1, 'abandoned', $2, $3, 'claimed', now() - interval '5 minutes', now() + interval '24 hours')`,
-      [partnerId, claimedId, `payout-${partnerId}-idem-abandoned-${claimedId.slice(0, 8)}`],
+      `INSERT INTO idempotency_keys (partner_id, key, payout_id, workflow_id, state, claimed_at, expires_at,
+                                     claim_token, lease_until)
+       VALUES ($1, 'abandoned', $2, $3, 'claimed', now() - interval '5 seconds', now() + interval '24 hours',
+               $4, now() - interval '1 second')`,
+      [partnerId, claimedId, `payout-${partnerId}-idem-abandoned-${claimedId.slice(0, 8)}`, randomUUID()],
     );
     const res = await withKey(apiKey, 'abandoned');
     expect(res.status).toBe(201);
@@ -323,7 +327,7 @@ describe('Idempotency-Key', () => {
     expect(first.status).toBe(201);
     // The request died after starting the payout, before recording it; the wallet is listed since.
     await stack.db.query(
-      `UPDATE idempotency_keys SET state = 'claimed', claimed_at = now() - interval '5 minutes'
+      `UPDATE idempotency_keys SET state = 'claimed', claimed_at = now() - interval '5 minutes', lease_until = now()
         WHERE partner_id = $1 AND key = 'started'`,
       [partnerId],
     );
@@ -333,6 +337,26 @@ describe('Idempotency-Key', () => {
     expect(idOf(resumed)).toBe(idOf(first));
     expect(await keyRow(partnerId, 'started')).toEqual({ payout_id: idOf(first), state: 'recorded' });
     expect(await countPayouts(stack.db, partnerId)).toBe(1);
+  });
+
+  it('a claim without a lease (made before D73, or by an api of the previous version) is stale 60 s after claimed_at', async () => {
+    const { partnerId, apiKey } = await stack.createPartner();
+    const unleased = async (key: string, age: string) => {
+      const id = randomUUID();
+      await stack.db.query(
+        `INSERT INTO idempotency_keys (partner_id, key, payout_id, workflow_id, state, claimed_at, expires_at)
+         VALUES ($1, $2, $3, $4, 'claimed', now() - $5::interval, now() + interval '24 hours')`,
+        [partnerId, key, id, `payout-${partnerId}-idem-${key}-${id.slice(0, 8)}`, age],
+      );
+      return id;
+    };
+    await unleased('old-young', '50 seconds');
+    expectError(await withKey(apiKey, 'old-young'), 409, 'idempotency conflict');
+    const oldId = await unleased('old-stale', '61 seconds');
+    const res = await withKey(apiKey, 'old-stale');
+    expect(res.status).toBe(201);
+    expect(idOf(res)).toBe(oldId);
+    expect(await keyRow(partnerId, 'old-stale')).toEqual({ payout_id: oldId, state: 'recorded' });
   });
 
   it('after 24 hours the key creates a new payout', async () => {
@@ -385,9 +409,11 @@ describe('Idempotency-Key', () => {
     });
     expect(charge.status).toBe(201);
     await stack.db.query(
-      `INSERT INTO idempotency_keys (partner_id, key, payout_id, workflow_id, state, claimed_at, expires_at)
-       VALUES ($1, 'retry-me', $2, $3, 'claimed', now() - interval '5 minutes', now() + interval '24 hours')`,
-      [partnerId, doomedId, `payout-${partnerId}-idem-retry-${doomedId.slice(0, 8)}`],
+      `INSERT INTO idempotency_keys (partner_id, key, payout_id, workflow_id, state, claimed_at, expires_at,
+                                     claim_token, lease_until)
+       VALUES ($1, 'retry-me', $2, $3, 'claimed', now() - interval '5 seconds', now() + interval '24 hours',
+               $4, now() - interval '1 second')`,
+      [partnerId, doomedId, `payout-${partnerId}-idem-retry-${doomedId.slice(0, 8)}`, randomUUID()],
     );
 
     const failed = await withKey(apiKey, 'retry-me');
@@ -399,5 +425,208 @@ describe('Idempotency-Key', () => {
     expect(retried.headers.get('idempotent-replayed')).toBeNull();
     expect(idOf(retried)).not.toBe(doomedId);
     expect(idOf(await withKey(apiKey, 'retry-me'))).toBe(idOf(retried));
+  });
+  // The claim is a lease its request renews, fenced by a token (docs/decisions.md D73). A request is
+  // held where the test wants it by its quote, and "overtaken" by holding back its renewals (as a
+  // GC pause or a slow database would) until its lease has run out on the database's clock.
+  describe('the claim is a lease with a fencing token (D73)', () => {
+    interface Gate {
+      promise: Promise<void>;
+      open(): void;
+      fail(err: Error): void;
+    }
+    function gate(): Gate {
+      let open!: () => void;
+      let fail!: (err: Error) => void;
+      const promise = new Promise<void>((resolve, reject) => {
+        open = resolve;
+        fail = reject;
+      });
+      promise.catch(() => {});
+      return { promise, open, fail };
+    }
+
+    /** An api of its own whose quotes wait for `quote`, on a pool whose lease renewals can be held back. */
+    async function heldApi(quoteSource?: () => Promise<{ rate: string; expiresAt: string }>) {
+      const pool: Db = createPool(stack.config.DATABASE_URL, 3);
+      const query = pool.query.bind(pool) as (text: string, params?: unknown[]) => Promise<unknown>;
+      let renewals: Gate | undefined;
+      pool.query = ((text: string, params?: unknown[]) => {
+        const held = renewals;
+        if (held && typeof text === 'string' && text.includes('SET lease_until = now() + '))
+          return held.promise.then(() => query(text, params));
+        return query(text, params);
+      }) as unknown as Db['query'];
+      const quote = gate();
+      const api = await stack.startApi(
+        {},
+        { db: pool, quote: quoteSource ?? (() => quote.promise.then(() => FIXED_QUOTE())) },
+      );
+      return {
+        url: api.url,
+        quote,
+        holdRenewals: () => (renewals = gate()),
+        releaseRenewals: () => {
+          renewals?.open();
+          renewals = undefined;
+        },
+        close: async () => {
+          renewals?.open();
+          quote.open();
+          await api.close();
+          await pool.end();
+        },
+      };
+    }
+
+    async function claimRow(partnerId: string, key: string) {
+      const { rows } = await stack.db.query<{
+        payout_id: string;
+        state: string;
+        claim_token: string;
+        lapsed: boolean;
+        age_ms: number;
+      }>(
+        `SELECT payout_id, state, claim_token, lease_until <= now() AS lapsed,
+                extract(epoch FROM now() - claimed_at) * 1000 AS age_ms
+           FROM idempotency_keys WHERE partner_id = $1 AND key = $2`,
+        [partnerId, key],
+      );
+      return rows[0];
+    }
+
+    const until_ = (what: string, probe: () => Promise<boolean>) =>
+      until(what, async () => ((await probe()) ? true : undefined), { timeoutMs: 20_000 });
+
+    async function onePayout(partnerId: string, payoutId: string) {
+      expect(await keyRow(partnerId, 'k')).toEqual({ payout_id: payoutId, state: 'recorded' });
+      expect(await countPayouts(stack.db, partnerId)).toBe(1);
+      expect(stack.providerProxy!.chargesCreated().get(payoutId)).toBe(1);
+      const workflows: string[] = [];
+      for await (const wf of stack.temporal.workflow.list({
+        query: `WorkflowType = "payoutWorkflow" AND PartnerId = "${partnerId}"`,
+      }))
+        workflows.push(wf.workflowId);
+      expect(workflows).toHaveLength(1);
+    }
+
+    it('a request in flight longer than the lease keeps renewing it: a duplicate still answers 409', async () => {
+      const { partnerId, apiKey } = await stack.createPartner();
+      const a = await heldApi();
+      try {
+        const first = post(a.url, apiKey, VALID_PAYOUT, { 'idempotency-key': 'k' });
+        // Claimed longer ago than the lease and a renewal period: only its renewals keep it.
+        await until_('the claim to outlive its first lease', async () => {
+          const r = await claimRow(partnerId, 'k');
+          return r !== undefined && r.age_ms > CLAIM_LEASE_SECONDS * 1000 + CLAIM_RENEW_MS;
+        });
+        expect((await claimRow(partnerId, 'k'))?.lapsed).toBe(false);
+        expectError(await withKey(apiKey, 'k'), 409, 'idempotency conflict');
+        a.quote.open();
+        const res = await first;
+        expect(res.status).toBe(201);
+        await onePayout(partnerId, idOf(res));
+      } finally {
+        await a.close();
+      }
+    });
+
+    it("an overtaken request never starts the payout: it answers 409, and the key is the takeover's payout", async () => {
+      const { partnerId, apiKey } = await stack.createPartner();
+      const a = await heldApi();
+      try {
+        a.holdRenewals();
+        const first = post(a.url, apiKey, VALID_PAYOUT, { 'idempotency-key': 'k' });
+        await until_(
+          "the held request's lease to run out",
+          async () => (await claimRow(partnerId, 'k'))?.lapsed === true,
+        );
+        const claimedId = (await claimRow(partnerId, 'k'))!.payout_id;
+        // B, the partner's retry, takes the claim over: same payout id, same workflow id.
+        const b = await withKey(apiKey, 'k');
+        expect(b.status).toBe(201);
+        expect(idOf(b)).toBe(claimedId);
+        // A wakes up: before starting the payout it finds the claim is no longer its own.
+        a.quote.open();
+        a.releaseRenewals();
+        expectError(await first, 409, 'idempotency conflict');
+        await onePayout(partnerId, claimedId);
+      } finally {
+        await a.close();
+      }
+    });
+
+    it('an overtaken request that fails never frees the key its successor holds (no second payout)', async () => {
+      const { partnerId, apiKey } = await stack.createPartner();
+      const a = await heldApi();
+      const b = await heldApi();
+      try {
+        a.holdRenewals();
+        const first = post(a.url, apiKey, VALID_PAYOUT, { 'idempotency-key': 'k' });
+        await until_(
+          "the held request's lease to run out",
+          async () => (await claimRow(partnerId, 'k'))?.lapsed === true,
+        );
+        const { payout_id: claimedId, claim_token: tokenA } = (await claimRow(partnerId, 'k'))!;
+        const second = post(b.url, apiKey, VALID_PAYOUT, { 'idempotency-key': 'k' });
+        await until_(
+          'B to take the claim over',
+          async () => (await claimRow(partnerId, 'k'))?.claim_token !== tokenA,
+        );
+        // A's quote fails while B is in flight: A's release of the key must change nothing.
+        a.releaseRenewals();
+        a.quote.fail(new Error('provider down'));
+        expectError(await first, 503, 'quote unavailable, retry later');
+        expect(await claimRow(partnerId, 'k')).toMatchObject({
+          state: 'claimed',
+          payout_id: claimedId,
+          lapsed: false,
+        });
+        expectError(await withKey(apiKey, 'k'), 409, 'idempotency conflict');
+        b.quote.open();
+        const res = await second;
+        expect(res.status).toBe(201);
+        expect(idOf(res)).toBe(claimedId);
+        await onePayout(partnerId, claimedId);
+      } finally {
+        await Promise.all([a.close(), b.close()]);
+      }
+    });
+
+    it('a takeover that creates nothing keeps the key (its predecessor may still start the payout) but hands it on at once', async () => {
+      const { partnerId, apiKey } = await stack.createPartner();
+      const a = await heldApi();
+      const failing = await heldApi(() => Promise.reject(new Error('provider down')));
+      try {
+        a.holdRenewals();
+        const first = post(a.url, apiKey, VALID_PAYOUT, { 'idempotency-key': 'k' });
+        await until_(
+          "the held request's lease to run out",
+          async () => (await claimRow(partnerId, 'k'))?.lapsed === true,
+        );
+        const claimedId = (await claimRow(partnerId, 'k'))!.payout_id;
+        // B takes over, finds no payout started, and cannot quote: 503, and the key is not freed.
+        expectError(
+          await post(failing.url, apiKey, VALID_PAYOUT, { 'idempotency-key': 'k' }),
+          503,
+          'quote unavailable, retry later',
+        );
+        expect(await claimRow(partnerId, 'k')).toMatchObject({
+          state: 'claimed',
+          payout_id: claimedId,
+          lapsed: true,
+        });
+        // C, the next retry, takes it over at once (no 409) and makes the payout under the same id.
+        const c = await withKey(apiKey, 'k');
+        expect(c.status).toBe(201);
+        expect(idOf(c)).toBe(claimedId);
+        a.quote.open();
+        a.releaseRenewals();
+        expectError(await first, 409, 'idempotency conflict');
+        await onePayout(partnerId, claimedId);
+      } finally {
+        await Promise.all([a.close(), failing.close()]);
+      }
+    });
   });
 });

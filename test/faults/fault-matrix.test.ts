@@ -273,7 +273,8 @@ describe('fault matrix (api and worker as processes; Temporal, PostgreSQL, provi
             },
             body: JSON.stringify({ ...AMOUNT, receiver_wallet: privateKeyToAddress(generatePrivateKey()) }),
           });
-          // 409: the same key is still in flight (the killed request's claim); try again shortly.
+          // 409: the same key is still in flight (the killed request's claim, until its lease runs
+          // out); try again shortly.
           if (res.status === 201 || res.status === 200)
             return { key, attempt, body: (await res.json()) as PayoutResponse };
           if (res.status !== 409 && res.status < 500) throw new Error(`POST answered ${res.status}`);
@@ -288,14 +289,8 @@ describe('fault matrix (api and worker as processes; Temporal, PostgreSQL, provi
       stack.provider.chargesCreated().size > before ? true : undefined,
     );
     await mainApi.process.kill('SIGKILL');
-    // The killed requests' claims are taken over once 60 s old (the api's stale-claim age). Rather
-    // than wait a minute, their clocks are moved back: every claim still open now was made by a
-    // request of the dead process, so this is the state a minute brings, and the takeover is real.
-    await stack.db.query(
-      `UPDATE idempotency_keys SET claimed_at = claimed_at - interval '61 seconds'
-        WHERE partner_id = $1 AND key = ANY($2) AND state = 'claimed'`,
-      [partner.partnerId, keys],
-    );
+    // The killed requests' claims are no longer renewed: their leases run out within
+    // CLAIM_LEASE_SECONDS (2 s, docs/decisions.md D73), and the retries take them over.
     mainApi = await stack.startApi();
     const answered = await Promise.all(results);
     for (const { body } of answered) await stack.pay(body.pix_copy_paste);

@@ -1,11 +1,12 @@
+import { randomUUID } from 'node:crypto';
 import type { Db } from './pool';
 
 export type IdempotencyClaim =
   /**
-   * This request owns the key: create the payout, or (`resumed`) resume the one an abandoned claim
-   * may have started already.
+   * This request owns the key, under `token`, until its lease runs out: create the payout, or
+   * (`resumed`) resume the one an abandoned claim may have started already.
    */
-  | { kind: 'claimed'; payoutId: string; workflowId: string; resumed?: true }
+  | { kind: 'claimed'; payoutId: string; workflowId: string; token: string; resumed?: true }
   /** The key already produced a payout: replay it. */
   | { kind: 'recorded'; payoutId: string; workflowId: string }
   /** The key's request was refused by screening: the same refusal again. */
@@ -19,9 +20,25 @@ export interface ClaimRequest {
   newPayoutId: string;
   newWorkflowId: string;
   ttlSeconds: number;
-  /** A claim older than this is treated as abandoned (its request died) and taken over. */
-  staleClaimSeconds: number;
+  /**
+   * How long the claim lives unless its request renews it (renewIdempotencyClaim); a claim whose lease
+   * has run out is treated as abandoned (its request died) and taken over (docs/decisions.md D73).
+   */
+  leaseSeconds: number;
 }
+
+/** A claim as its holder names it: any write through it applies only while `token` is still the row's. */
+export interface ClaimRef {
+  partnerId: string;
+  key: string;
+  token: string;
+}
+
+/**
+ * A claim written without a lease (before the lease existed, or by an api of the previous version
+ * during a deploy) is stale this long after `claimed_at`, as it always was: that api never renews it.
+ */
+const UNLEASED_CLAIM_SECONDS = 60;
 
 interface KeyRow {
   payout_id: string;
@@ -37,6 +54,11 @@ interface KeyRow {
 // key in between, so a few rounds only ever run out under a pathological storm, answered as a conflict.
 const MAX_CLAIM_ROUNDS = 5;
 
+/**
+ * Claims the key for this request. Every claim, fresh or taken over, gets a new fencing token, and
+ * its lease runs until the database's `now()` plus `leaseSeconds`: both sides of a takeover read
+ * the same clock, never an api's.
+ */
 export async function claimIdempotencyKey(db: Db, req: ClaimRequest): Promise<IdempotencyClaim> {
   for (let round = 0; round < MAX_CLAIM_ROUNDS; round += 1) {
     const outcome = await tryClaim(db, req);
@@ -47,27 +69,30 @@ export async function claimIdempotencyKey(db: Db, req: ClaimRequest): Promise<Id
 
 /** One claim attempt; undefined when the key vanished between the conflict and the re-read. */
 async function tryClaim(db: Db, req: ClaimRequest): Promise<IdempotencyClaim | undefined> {
+  const token = randomUUID();
   const client = await db.connect();
   try {
     await client.query('BEGIN');
     // A concurrent insert of the same key makes this wait for that transaction, then do nothing.
     const inserted = await client.query(
-      `INSERT INTO idempotency_keys (partner_id, key, payout_id, workflow_id, state, claimed_at, expires_at)
-       VALUES ($1, $2, $3, $4, 'claimed', now(), now() + make_interval(secs => $5))
+      `INSERT INTO idempotency_keys (partner_id, key, payout_id, workflow_id, state, claimed_at, expires_at,
+                                     claim_token, lease_until)
+       VALUES ($1, $2, $3, $4, 'claimed', now(), now() + make_interval(secs => $5),
+               $6, now() + make_interval(secs => $7))
        ON CONFLICT (partner_id, key) DO NOTHING`,
-      [req.partnerId, req.key, req.newPayoutId, req.newWorkflowId, req.ttlSeconds],
+      [req.partnerId, req.key, req.newPayoutId, req.newWorkflowId, req.ttlSeconds, token, req.leaseSeconds],
     );
     if (inserted.rowCount === 1) {
       await client.query('COMMIT');
-      return { kind: 'claimed', payoutId: req.newPayoutId, workflowId: req.newWorkflowId };
+      return { kind: 'claimed', payoutId: req.newPayoutId, workflowId: req.newWorkflowId, token };
     }
     // FOR UPDATE waits for a transaction holding the row; if that one deletes it (a released
     // claim), the row is gone by the time this read returns.
     const { rows } = await client.query<KeyRow>(
       `SELECT payout_id, workflow_id, state, refusal, expires_at <= now() AS expired,
-              claimed_at <= now() - make_interval(secs => $3) AS stale
+              COALESCE(lease_until, claimed_at + make_interval(secs => $3)) <= now() AS stale
          FROM idempotency_keys WHERE partner_id = $1 AND key = $2 FOR UPDATE`,
-      [req.partnerId, req.key, req.staleClaimSeconds],
+      [req.partnerId, req.key, UNLEASED_CLAIM_SECONDS],
     );
     const row = rows[0];
     if (!row) {
@@ -79,11 +104,12 @@ async function tryClaim(db: Db, req: ClaimRequest): Promise<IdempotencyClaim | u
       // Past 24 h the key starts a new payout (docs/decisions.md D10).
       await client.query(
         `UPDATE idempotency_keys SET payout_id = $3, workflow_id = $4, state = 'claimed', refusal = NULL, claimed_at = now(),
-                expires_at = now() + make_interval(secs => $5)
+                expires_at = now() + make_interval(secs => $5), claim_token = $6,
+                lease_until = now() + make_interval(secs => $7)
           WHERE partner_id = $1 AND key = $2`,
-        [req.partnerId, req.key, req.newPayoutId, req.newWorkflowId, req.ttlSeconds],
+        [req.partnerId, req.key, req.newPayoutId, req.newWorkflowId, req.ttlSeconds, token, req.leaseSeconds],
       );
-      outcome = { kind: 'claimed', payoutId: req.newPayoutId, workflowId: req.newWorkflowId };
+      outcome = { kind: 'claimed', payoutId: req.newPayoutId, workflowId: req.newWorkflowId, token };
     } else if (row.state === 'recorded') {
       outcome = { kind: 'recorded', payoutId: row.payout_id, workflowId: row.workflow_id };
     } else if (row.state === 'refused') {
@@ -91,11 +117,20 @@ async function tryClaim(db: Db, req: ClaimRequest): Promise<IdempotencyClaim | u
     } else if (!row.stale) {
       outcome = { kind: 'in_flight' };
     } else {
+      // The takeover keeps the payout and its workflow id; the new token fences the previous holder
+      // out of every later write, should it be alive after all.
       await client.query(
-        'UPDATE idempotency_keys SET claimed_at = now() WHERE partner_id = $1 AND key = $2',
-        [req.partnerId, req.key],
+        `UPDATE idempotency_keys SET claimed_at = now(), claim_token = $3, lease_until = now() + make_interval(secs => $4)
+          WHERE partner_id = $1 AND key = $2`,
+        [req.partnerId, req.key, token, req.leaseSeconds],
       );
-      outcome = { kind: 'claimed', payoutId: row.payout_id, workflowId: row.workflow_id, resumed: true };
+      outcome = {
+        kind: 'claimed',
+        payoutId: row.payout_id,
+        workflowId: row.workflow_id,
+        token,
+        resumed: true,
+      };
     }
     await client.query('COMMIT');
     return outcome;
@@ -107,48 +142,71 @@ async function tryClaim(db: Db, req: ClaimRequest): Promise<IdempotencyClaim | u
   }
 }
 
-/** The payout exists and is recorded: from now on the key replays it. */
-export async function markIdempotencyKeyRecorded(
-  db: Db,
-  partnerId: string,
-  key: string,
-  payoutId: string,
-): Promise<void> {
-  await db.query(
-    `UPDATE idempotency_keys SET state = 'recorded' WHERE partner_id = $1 AND key = $2 AND payout_id = $3`,
-    [partnerId, key, payoutId],
+/**
+ * The holder extends its lease to `leaseSeconds` from now (the database's clock). False when the
+ * claim is no longer its own: taken over (another token), or no longer a claim.
+ */
+export async function renewIdempotencyClaim(db: Db, claim: ClaimRef, leaseSeconds: number): Promise<boolean> {
+  const { rowCount } = await db.query(
+    `UPDATE idempotency_keys SET lease_until = now() + make_interval(secs => $4)
+      WHERE partner_id = $1 AND key = $2 AND claim_token = $3 AND state = 'claimed'`,
+    [claim.partnerId, claim.key, claim.token, leaseSeconds],
   );
+  return rowCount === 1;
+}
+
+/**
+ * The holder ends its lease now without an outcome (its request ends with the payout's fate still
+ * open): the claim stays, with its payout and workflow id, and the next request takes it over at once
+ * instead of waiting for the lease to run out. False when the claim was no longer its own.
+ */
+export async function endIdempotencyLease(db: Db, claim: ClaimRef): Promise<boolean> {
+  const { rowCount } = await db.query(
+    `UPDATE idempotency_keys SET lease_until = now()
+      WHERE partner_id = $1 AND key = $2 AND claim_token = $3 AND state = 'claimed'`,
+    [claim.partnerId, claim.key, claim.token],
+  );
+  return rowCount === 1;
+}
+
+/**
+ * The payout exists and is recorded: from now on the key replays it. A no-op (false) once the claim
+ * was taken over: the new holder records the same payout, or answers for the key otherwise.
+ */
+export async function markIdempotencyKeyRecorded(db: Db, claim: ClaimRef): Promise<boolean> {
+  const { rowCount } = await db.query(
+    `UPDATE idempotency_keys SET state = 'recorded'
+      WHERE partner_id = $1 AND key = $2 AND claim_token = $3 AND state = 'claimed'`,
+    [claim.partnerId, claim.key, claim.token],
+  );
+  return rowCount === 1;
 }
 
 /**
  * The key's request was refused for good (screening flagged the receiver): nothing was created, and
- * a replay within the key's 24 h gets the same refusal.
+ * a replay within the key's 24 h gets the same refusal. A no-op (false) once the claim was taken over.
  */
-export async function markIdempotencyKeyRefused(
-  db: Db,
-  partnerId: string,
-  key: string,
-  payoutId: string,
-  refusal: string,
-): Promise<void> {
-  await db.query(
+export async function markIdempotencyKeyRefused(db: Db, claim: ClaimRef, refusal: string): Promise<boolean> {
+  const { rowCount } = await db.query(
     `UPDATE idempotency_keys SET state = 'refused', refusal = $4
-      WHERE partner_id = $1 AND key = $2 AND payout_id = $3 AND state = 'claimed'`,
-    [partnerId, key, payoutId, refusal],
+      WHERE partner_id = $1 AND key = $2 AND claim_token = $3 AND state = 'claimed'`,
+    [claim.partnerId, claim.key, claim.token, refusal],
   );
+  return rowCount === 1;
 }
 
-/** Gives up a claim whose payout could not be created, so the key is free for a new attempt. */
-export async function releaseIdempotencyKey(
-  db: Db,
-  partnerId: string,
-  key: string,
-  payoutId: string,
-): Promise<void> {
-  await db.query(
-    `DELETE FROM idempotency_keys WHERE partner_id = $1 AND key = $2 AND payout_id = $3 AND state = 'claimed'`,
-    [partnerId, key, payoutId],
+/**
+ * Gives up a claim whose payout could not be created, so the key is free for a new attempt (with a
+ * new payout id and workflow id). A no-op (false) once the claim was taken over: a holder fenced out
+ * must never free a key whose new holder may be starting its payout.
+ */
+export async function releaseIdempotencyKey(db: Db, claim: ClaimRef): Promise<boolean> {
+  const { rowCount } = await db.query(
+    `DELETE FROM idempotency_keys
+      WHERE partner_id = $1 AND key = $2 AND claim_token = $3 AND state = 'claimed'`,
+    [claim.partnerId, claim.key, claim.token],
   );
+  return rowCount === 1;
 }
 
 /** A live recorded (or refused) key, for replays that skip body validation entirely. */

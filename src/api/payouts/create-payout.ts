@@ -5,12 +5,8 @@ import {
   WorkflowNotFoundError,
   type Client,
 } from '@temporalio/client';
-import {
-  claimIdempotencyKey,
-  markIdempotencyKeyRecorded,
-  markIdempotencyKeyRefused,
-  releaseIdempotencyKey,
-} from '../../adapters/db/idempotency-repo';
+import { performance } from 'node:perf_hooks';
+import { claimIdempotencyKey } from '../../adapters/db/idempotency-repo';
 import { findPartnerPayout, upsertPayout } from '../../adapters/db/payouts-repo';
 import type { Db } from '../../adapters/db/pool';
 import { formatCentavos, maxExpectedUsdtUnits } from '../../domain/money';
@@ -41,6 +37,7 @@ import {
 import { payoutWorkflow } from '../../workflows/payout.workflow';
 import { payoutSearchAttributes, payoutSummary } from '../../workflows/search-attributes';
 import { quoteMinAmount, type MinAmountDeps } from '../quotes/min-amount';
+import { CLAIM_LEASE_SECONDS, holdClaim, type HeldClaim } from './claim-lease';
 import type { CreatePayoutBody } from './payout.schemas';
 
 /**
@@ -71,8 +68,6 @@ export interface CreatePayoutDeps extends MinAmountDeps {
 export type ScreeningLog = { warn(o: object, msg: string): void };
 
 const IDEMPOTENCY_TTL_SECONDS = 24 * 60 * 60;
-// A claim whose request has not recorded its payout in this long is taken to have died.
-const STALE_CLAIM_SECONDS = 60;
 
 export type CreatePayoutResult =
   { kind: 'created'; payout: PayoutRecord } | { kind: 'replay'; payoutId: string };
@@ -80,6 +75,14 @@ export type CreatePayoutResult =
 /**
  * A new payout from a validated request: claim the Idempotency-Key, quote, start the payout workflow
  * and wait (update-with-start) until its PIX charge exists.
+ *
+ * The claim is a lease this request renews while it works (./claim-lease.ts, docs/decisions.md D73):
+ * a request that dies with its api is overtaken by the partner's retry within CLAIM_LEASE_SECONDS,
+ * and a request that is only slow may be overtaken too. Both then hold the same payout id and
+ * workflow id, and the workflow is started with USE_EXISTING, so they make at most one payout
+ * between them; the token fences the overtaken one out of every write to the key, so it can neither
+ * free the key (which would let a third request start a second payout under a new workflow id) nor
+ * overwrite what the new holder decides. Every interleaving, and why it is safe: D73.
  */
 export async function createPayout(
   deps: CreatePayoutDeps,
@@ -88,28 +91,41 @@ export async function createPayout(
   idempotencyKey: string | undefined,
   log: ScreeningLog,
 ): Promise<CreatePayoutResult> {
+  if (idempotencyKey === undefined) {
+    const payoutId = randomUUID();
+    return screenQuoteAndStart(deps, partnerId, body, log, {
+      payoutId,
+      workflowId: payoutWorkflowId(payoutId),
+    });
+  }
   // The key is claimed first, so a duplicate of a request still in flight is always a conflict,
   // whatever the quote or the minimum check would say about it.
-  let payoutId: string = randomUUID();
-  let workflowId = payoutWorkflowId(payoutId);
-  if (idempotencyKey !== undefined) {
-    const keyHash = createHash('sha256').update(idempotencyKey).digest('hex');
-    const baseId = idempotentPayoutWorkflowId(partnerId, keyHash);
-    const claim = await claimIdempotencyKey(deps.db, {
-      partnerId,
-      key: idempotencyKey,
-      newPayoutId: payoutId,
-      // After expiry the same key starts a new payout: its workflow id must be new as well.
-      newWorkflowId: `${baseId}-${payoutId.slice(0, 8)}`,
-      ttlSeconds: IDEMPOTENCY_TTL_SECONDS,
-      staleClaimSeconds: STALE_CLAIM_SECONDS,
-    });
-    if (claim.kind === 'in_flight')
-      throw new IdempotencyConflictError('the key is held by a request in flight');
-    if (claim.kind === 'recorded') return { kind: 'replay', payoutId: claim.payoutId };
-    if (claim.kind === 'refused') throw replayedRefusal(claim.refusal);
-    payoutId = claim.payoutId;
-    workflowId = claim.workflowId;
+  const newPayoutId = randomUUID();
+  const keyHash = createHash('sha256').update(idempotencyKey).digest('hex');
+  const baseId = idempotentPayoutWorkflowId(partnerId, keyHash);
+  const claimSentAt = performance.now();
+  const claim = await claimIdempotencyKey(deps.db, {
+    partnerId,
+    key: idempotencyKey,
+    newPayoutId,
+    // After expiry the same key starts a new payout: its workflow id must be new as well.
+    newWorkflowId: `${baseId}-${newPayoutId.slice(0, 8)}`,
+    ttlSeconds: IDEMPOTENCY_TTL_SECONDS,
+    leaseSeconds: CLAIM_LEASE_SECONDS,
+  });
+  if (claim.kind === 'in_flight')
+    throw new IdempotencyConflictError('the key is held by a request in flight');
+  if (claim.kind === 'recorded') return { kind: 'replay', payoutId: claim.payoutId };
+  if (claim.kind === 'refused') throw replayedRefusal(claim.refusal);
+  const { payoutId, workflowId } = claim;
+  // Renewed from here until the request ends, the charge wait included.
+  const held = holdClaim(deps.db, { partnerId, key: idempotencyKey, token: claim.token }, claimSentAt, log, {
+    partnerId,
+    payoutId,
+    resumed: claim.resumed === true,
+  });
+  try {
+    let previousHolderCannotStart = !claim.resumed;
     // The abandoned request may have started the payout already: then it is that payout's answer,
     // whatever screening or the quote would say now, and the key is never freed for a second one.
     if (claim.resumed) {
@@ -117,15 +133,51 @@ export async function createPayout(
       // One whose charge was refused was never shown to the partner: it is refused again below.
       if (started && started.failureReason !== 'charge_creation_failed') {
         await catchUpReadModel(deps.db, started);
-        await markIdempotencyKeyRecorded(deps.db, partnerId, idempotencyKey, started.id);
+        await held.record();
         return { kind: 'created', payout: started };
       }
+      // Its workflow has ended with the charge refused: no request can start a payout under it now.
+      if (started) previousHolderCannotStart = true;
     }
+    return await screenQuoteAndStart(deps, partnerId, body, log, {
+      payoutId,
+      workflowId,
+      claim: { held, mayFreeKey: previousHolderCannotStart },
+    });
+  } finally {
+    await held.end();
   }
+}
+
+interface PayoutTarget {
+  payoutId: string;
+  workflowId: string;
+  /**
+   * The Idempotency-Key's claim, if the request has a key. `mayFreeKey`: whether the claim may be
+   * deleted when this request creates nothing. Only when no earlier holder of the claim can still
+   * start its workflow: this request made the claim itself, or the workflow has ended already.
+   */
+  claim?: { held: HeldClaim; mayFreeKey: boolean };
+}
+
+async function screenQuoteAndStart(
+  deps: CreatePayoutDeps,
+  partnerId: string,
+  body: CreatePayoutBody,
+  log: ScreeningLog,
+  target: PayoutTarget,
+): Promise<CreatePayoutResult> {
+  const { payoutId, workflowId, claim } = target;
+  let mayFreeKey = claim?.mayFreeKey ?? false;
   // Nothing was started for a refused request: free the key so the partner's corrected retry works.
+  // A claim taken over from a request that may be alive still (only slow) is not freed: that request
+  // could start the payout yet, and a freed key would give the retry a second one under a new
+  // workflow id. Its lease ends instead: the retry takes it over at once, finds whatever that
+  // request started, or else starts the payout itself, under the same workflow id.
   const releaseClaim = async () => {
-    if (idempotencyKey !== undefined)
-      await releaseIdempotencyKey(deps.db, partnerId, idempotencyKey, payoutId);
+    if (!claim) return;
+    if (mayFreeKey) await claim.held.release();
+    else await claim.held.end();
   };
 
   // Treasury mode: no payer pays into a payout the treasury cannot settle. A chain that cannot be read
@@ -161,8 +213,9 @@ export async function createPayout(
       { event: 'receiver_refused', partnerId, source: verdict.source, detail: verdict.detail, payoutId },
       'payout refused at POST: screening flagged the receiver; nothing was created',
     );
-    if (idempotencyKey !== undefined)
-      await markIdempotencyKeyRefused(deps.db, partnerId, idempotencyKey, payoutId, refusal);
+    // Overtaken, this request's refusal is not the key's answer: the retry gets the new holder's.
+    if (claim && !(await claim.held.refuse(refusal)))
+      throw new IdempotencyConflictError('the key was taken over by another request');
     throw new ReceiverRefusedError(refusal, `receiver flagged by ${verdict.source}`);
   }
 
@@ -187,16 +240,20 @@ export async function createPayout(
     createdAt: new Date().toISOString(),
     settings: deps.settings,
   };
+  // An overtaken request does not start the payout: the key is the new holder's to answer.
+  await claim?.held.confirm();
   const payout = await startAndAwaitCharge(deps, workflowId, input);
   if (payout.status === 'FAILED') {
     // The partner never saw this payout: free the key so that retrying it makes a new attempt
-    // instead of replaying a failure for 24 h.
+    // instead of replaying a failure for 24 h. Its workflow has ended, so whoever else holds or held
+    // the claim can only join that failure, never start a payout under it.
+    mayFreeKey = true;
     await releaseClaim();
     throw new ChargeRefusedError(`payout ${payout.id}: the provider refused its PIX charge`);
   }
   await catchUpReadModel(deps.db, payout);
-  if (idempotencyKey !== undefined)
-    await markIdempotencyKeyRecorded(deps.db, partnerId, idempotencyKey, payout.id);
+  // Overtaken, this is still the key's payout (the same workflow id): the new holder records it.
+  await claim?.held.record();
   return { kind: 'created', payout };
 }
 

@@ -329,6 +329,54 @@ function scalingSection(scaling: NonNullable<BenchResult['scaling']>): string[] 
   ];
 }
 
+/** Temporal Cloud's default namespace limit (on-demand floor), and what one Temporal Resource Unit adds. */
+const CLOUD_DEFAULT_APS = 500;
+
+/**
+ * The capacity model, from this run's own figures: actions per payout (cost), payouts per second per
+ * worker core and per history shard (the best scaling row), and what two target rates need.
+ */
+export function capacityLines(result: BenchResult): string[] {
+  const lines: string[] = [];
+  const actions = result.cost?.temporal.total.actions;
+  const best = result.scaling?.reduce((a, b) => (b.summary.throughput > a.summary.throughput ? b : a));
+  const shards = Number(result.machine.historyShards ?? NaN);
+  for (const [label, perSecond] of [
+    ['1,000 payouts a minute', 1000 / 60],
+    ['100 payouts a second', 100],
+  ] as const) {
+    const parts: string[] = [];
+    if (actions !== undefined) {
+      const aps = perSecond * actions;
+      parts.push(
+        `Temporal Cloud: ${aps.toFixed(0)} actions/s (${actions} per payout, before partners' live GETs, one each), ` +
+          (aps <= CLOUD_DEFAULT_APS
+            ? `within a namespace's default ${CLOUD_DEFAULT_APS} APS`
+            : `${Math.ceil(aps / CLOUD_DEFAULT_APS)}× a namespace's default ${CLOUD_DEFAULT_APS} APS (provisioned capacity, ${Math.ceil(aps / CLOUD_DEFAULT_APS)} TRUs)`),
+      );
+    }
+    if (best) {
+      const workerCores = best.cores.worker ?? 0;
+      const perCore = workerCores > 0 ? best.summary.throughput / workerCores : NaN;
+      if (Number.isFinite(perCore))
+        parts.push(
+          `workers: ${Math.ceil(perSecond / perCore)} cores at the measured ${perCore.toFixed(1)} payouts/s per worker core`,
+        );
+      const serverCores = best.cores['temporal server'] ?? best.cores['temporal dev server'];
+      if (serverCores)
+        parts.push(
+          `Temporal: ${Math.ceil((perSecond / best.summary.throughput) * serverCores)} server cores at the measured ${(best.summary.throughput / serverCores).toFixed(1)} payouts/s per server core`,
+        );
+      if (Number.isFinite(shards) && shards > 0)
+        parts.push(
+          `history shards: the run did ${(best.summary.throughput / shards).toFixed(1)} payouts/s per shard without the shards being its limit`,
+        );
+    }
+    if (parts.length) lines.push(`${label}: ${parts.join('; ')}.`);
+  }
+  return lines;
+}
+
 /** One run's section: which server, the targets, the figures, saturation. */
 function runSection(title: string, result: BenchResult): string[] {
   const m = result.machine;
@@ -359,6 +407,9 @@ function runSection(title: string, result: BenchResult): string[] {
       : []),
     ...(result.cost ? costSection(result.cost) : []),
     ...(result.scaling?.length ? scalingSection(result.scaling) : []),
+    ...(capacityLines(result).length
+      ? ['### Capacity model (from this run)', '', ...capacityLines(result).map((l) => `- ${l}`), '']
+      : []),
     ...(result.saturation.length
       ? [
           `### Saturation (${title})`,

@@ -1,31 +1,13 @@
-import { condition, isCancellation, proxyActivities, proxyLocalActivities } from '@temporalio/workflow';
+import { condition, proxyActivities } from '@temporalio/workflow';
 import type { ScreeningActivities } from '../../activities';
 import type { FailureReason, PayoutRecord } from '../../domain/payout';
 import type { ScreeningVerdict } from '../../domain/screening';
-import { isActivityError } from '../activity-errors';
-import { asLocal, SCREENING, SINGLE_LOCAL_ATTEMPT } from '../activity-options';
+import { SCREENING } from '../activity-options';
 import type { Attention } from './attention';
 import { isDecided, type Decided, type OperatorDesk } from './operator-desk';
 import { ATTENTION_AFTER_MS } from './settlement-steps';
 
-type Screening = Pick<ScreeningActivities, 'screenReceiver'>;
-const screening = proxyActivities<Screening>(SCREENING);
-/**
- * One attempt inside the workflow task that took the payment, so the settlement is requested in that
- * same task when every source answers at once (a round trip less on the payment's path). The
- * screening is a read: a task redone runs it again and decides from the new answer, nothing acted on
- * the old one. A source it cannot read hands over to the retried activity above.
- */
-const screeningLocally = proxyLocalActivities<Screening>(asLocal(SINGLE_LOCAL_ATTEMPT));
-
-async function screenReceiver(a: { payoutId: string; wallet: string }): Promise<ScreeningVerdict> {
-  try {
-    return await screeningLocally.screenReceiver(a);
-  } catch (err) {
-    if (!isActivityError(err) || isCancellation(err)) throw err;
-  }
-  return screening.screenReceiver(a);
-}
+const screening = proxyActivities<Pick<ScreeningActivities, 'screenReceiver'>>(SCREENING);
 
 type Flag = Extract<ScreeningVerdict, { kind: 'flagged' }>;
 
@@ -47,7 +29,7 @@ export async function screenBeforeSending(
       'screening_unreadable',
       `receiver ${wallet} cannot be screened before sending (a source is unreadable): nothing is sent until it is`,
       ATTENTION_AFTER_MS,
-      () => screenReceiver({ payoutId, wallet }),
+      () => screening.screenReceiver({ payoutId, wallet }),
     ),
   );
   if (isDecided(verdict)) return { decided: verdict, refundReason: 'operator_decision' };

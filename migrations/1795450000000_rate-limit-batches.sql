@@ -17,6 +17,10 @@ BEGIN
   SELECT LEAST(p_capacity, tokens + GREATEST(0, EXTRACT(EPOCH FROM clock_timestamp() - refilled_at)) * p_per_second)
     INTO available
     FROM rate_limit_buckets WHERE bucket = p_bucket FOR UPDATE;
+  -- The row removed by hand between the insert and this read: nothing is given out without a bucket.
+  IF NOT FOUND THEN
+    RETURN 0;
+  END IF;
 
   granted := LEAST(GREATEST(p_wanted, 1), FLOOR(available))::integer;
   UPDATE rate_limit_buckets SET tokens = available - granted, refilled_at = clock_timestamp() WHERE bucket = p_bucket;

@@ -18,7 +18,8 @@ export function batchSize(perMinute: number): number {
 export class TokenLeases {
   private readonly held = new Map<string, { tokens: number; until: number }>();
 
-  constructor(private readonly now: () => number = Date.now) {}
+  /** A monotonic clock: a wall clock stepped back must not keep tokens past their second. */
+  constructor(private readonly now: () => number = () => performance.now()) {}
 
   /** Spends one held token of `bucket`; false when this replica holds none (ask the bucket). */
   take(bucket: string): boolean {
@@ -32,16 +33,25 @@ export class TokenLeases {
     return true;
   }
 
-  /** Keeps the tokens a batch brought beyond the one its request spent. */
+  /**
+   * Keeps the tokens a batch brought beyond the one its request spent. Concurrent requests that each
+   * fetched a batch add theirs up, so none of what they took is thrown away early; the whole holding
+   * then lasts a second from the latest batch.
+   */
   keep(bucket: string, tokens: number): void {
     if (tokens < 1) return;
-    // Bounded: one entry per key and route bucket, each gone once spent or expired.
-    if (this.held.size > 10_000) this.expire();
-    this.held.set(bucket, { tokens, until: this.now() + HOLD_MS });
+    const now = this.now();
+    const lease = this.held.get(bucket);
+    const kept = lease && lease.until > now ? lease.tokens : 0;
+    this.held.set(bucket, { tokens: kept + tokens, until: now + HOLD_MS });
+    // Bounded: one entry per key and route bucket, swept at most once a second.
+    if (this.held.size > 10_000 && now - this.swept > HOLD_MS) this.expire(now);
   }
 
-  private expire(): void {
-    const now = this.now();
+  private swept = 0;
+
+  private expire(now: number): void {
+    this.swept = now;
     for (const [bucket, lease] of this.held) if (lease.until <= now) this.held.delete(bucket);
   }
 }

@@ -54,6 +54,22 @@ describe('rate-limit batches', () => {
     expect(leases.take('b')).toBe(false);
   });
 
+  it('batches fetched by concurrent requests add up instead of replacing each other', () => {
+    let now = 0;
+    const leases = new TokenLeases(() => now);
+    leases.keep('b', 9);
+    leases.keep('b', 9);
+    let spent = 0;
+    while (leases.take('b')) spent += 1;
+    expect(spent).toBe(18);
+    leases.keep('b', 3);
+    now = 999;
+    leases.keep('b', 1);
+    now = 1_500;
+    // The holding lasts a second from the latest batch.
+    expect(leases.take('b')).toBe(true);
+  });
+
   it('ten reads on one replica write the bucket once; a revoked key is refused at once anyway', async () => {
     const { apiKey, partnerId } = await stack.createPartner();
     const keyHash = hashApiKey(apiKey).toString('hex');

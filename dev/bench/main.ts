@@ -24,6 +24,8 @@ import {
   waitReady,
   type Stack,
 } from './stack';
+import { DEV_SERVER_DESCRIPTION, startBenchTemporalServer, temporalModeFromArgs } from './temporal-server';
+import { Teardown } from './teardown';
 
 /**
  * `npm run bench`: the service against Temporal's own floor, in one run on one machine. See
@@ -39,12 +41,17 @@ const PAYMENT_CLIENTS = num('BENCH_PAYMENT_CLIENTS', 8);
 const PHASES = new Set(
   (process.env.BENCH_PHASES ?? 'compare,get,payment,saturation,open,scale').split(',').map((s) => s.trim()),
 );
-const TEMPORAL_ADDRESS = process.env.TEMPORAL_ADDRESS ?? '127.0.0.1:7233';
+// --temporal=server: the production Temporal server on PostgreSQL (dev/bench/temporal-server.ts),
+// started here; it sets TEMPORAL_ADDRESS before anything connects.
+const TEMPORAL_MODE = temporalModeFromArgs(process.argv.slice(2));
+const temporalAddress = () => process.env.TEMPORAL_ADDRESS ?? '127.0.0.1:7233';
 const EVM_RPC_URL = process.env.EVM_RPC_URL ?? 'http://127.0.0.1:8545';
 const POLL_MS = num('BENCH_POLL_MS', 25);
 const PAYMENTS_PER_CLIENT = num('BENCH_PAYMENTS_PER_CLIENT', 5);
 
 const log = (line: string) => process.stdout.write(`[bench] ${line}\n`);
+// What the bench starts, stopped at the end, on a failure and on Ctrl-C.
+const teardown = new Teardown(log);
 const fmt = (s: Summary) =>
   `n=${s.count} err=${s.errors} ${s.throughput.toFixed(1)}/s p50=${s.p50.toFixed(0)} p95=${s.p95.toFixed(0)} p99=${s.p99.toFixed(0)} ms`;
 
@@ -119,7 +126,7 @@ class Service {
 async function startFloor() {
   const taskQueue = `bench-floor-${process.pid}`;
   Runtime.install({ logger: new DefaultLogger('WARN') });
-  const nativeConnection = await NativeConnection.connect({ address: TEMPORAL_ADDRESS });
+  const nativeConnection = await NativeConnection.connect({ address: temporalAddress() });
   const worker = await Worker.create({
     connection: nativeConnection,
     taskQueue,
@@ -127,7 +134,7 @@ async function startFloor() {
     activities: { noop: async () => {} },
   });
   const running = worker.run();
-  const connection = await Connection.connect({ address: TEMPORAL_ADDRESS });
+  const connection = await Connection.connect({ address: temporalAddress() });
   const client = new Client({ connection });
   return {
     run: async () => {
@@ -145,7 +152,7 @@ async function startFloor() {
   };
 }
 
-function machine() {
+function machine(temporalServer: string) {
   const cpus = os.cpus();
   return {
     cpus: cpus.length,
@@ -154,21 +161,28 @@ function machine() {
     node: process.version,
     platform: `${os.platform()} ${os.release()}`,
     loadAverageAtStart: os.loadavg().map((l) => Number(l.toFixed(2))),
-    temporalServer: 'Temporal CLI dev server (SQLite file), local',
+    temporalServer,
     at: new Date().toISOString(),
   };
 }
 
 async function main(): Promise<void> {
+  teardown.onSignals();
+  const temporal = TEMPORAL_MODE === 'server' ? await startBenchTemporalServer(log, teardown) : undefined;
   const result: BenchResult = {
-    machine: machine(),
+    machine: machine(temporal?.description ?? DEV_SERVER_DESCRIPTION),
     settings: { seconds: SECONDS, warmupSeconds: WARMUP_MS / 1000, openPayouts: OPEN_PAYOUTS },
     compare: [],
     get: [],
     payment: [],
     saturation: [],
   };
-  const stack = await ensureStack(log);
+  const stack = await ensureStack(log, {
+    teardown,
+    ...(temporal
+      ? { refuseRunning: 'it was not started against the Temporal server of --temporal=server' }
+      : {}),
+  });
   const service = new Service(stack);
   const floor = await startFloor();
   const screeningDb = createPool(replicaEnv().DATABASE_URL!, 4);
@@ -271,7 +285,9 @@ async function main(): Promise<void> {
       log('stopping the stack the bench started');
       await stack.stop();
     }
+    await teardown.run();
   }
+  if (teardown.interrupted) return;
 
   const docs = path.join(ROOT, 'docs');
   mkdirSync(docs, { recursive: true });
@@ -409,9 +425,10 @@ function roundCores(cores: Record<string, number>): Record<string, number> {
   return Object.fromEntries(Object.entries(cores).map(([k, v]) => [k, Number(v.toFixed(2))]));
 }
 
-main().catch((err: unknown) => {
+main().catch(async (err: unknown) => {
   process.stderr.write(
     `[bench] failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`,
   );
+  await teardown.run();
   process.exit(1);
 });

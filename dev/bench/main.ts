@@ -426,9 +426,12 @@ function roundCores(cores: Record<string, number>): Record<string, number> {
 }
 
 main().catch(async (err: unknown) => {
-  process.stderr.write(
-    `[bench] failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`,
-  );
+  // After a Ctrl-C, what fails is only what the teardown stopped under the run.
+  if (!teardown.interrupted) {
+    process.stderr.write(
+      `[bench] failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`,
+    );
+  }
   await teardown.run();
   process.exit(1);
 });

@@ -308,7 +308,7 @@ async function stopLeftovers(log: (line: string) => void): Promise<void> {
     const pid = Number(readFileSync(path.join(pgDir, 'postmaster.pid'), 'utf8').split('\n')[0]);
     const argv = Number.isInteger(pid) && pid > 0 ? commandLine(pid) : undefined;
     if (argv && path.basename(argv[0] ?? '') === 'postgres' && argv.includes(pgDir)) {
-      found.push({ what: 'its PostgreSQL', pid, signal: 'SIGINT' });
+      found.push({ what: 'Temporal server PostgreSQL', pid, signal: 'SIGINT' });
     }
   } catch {
     // No cluster, or none running.
@@ -317,7 +317,7 @@ async function stopLeftovers(log: (line: string) => void): Promise<void> {
     if (!isRunning(pid)) continue;
     process.kill(pid, signal);
     if (!(await waitUntilGone(pid, 20_000))) process.kill(pid, 'SIGKILL');
-    log(`stopped a ${what} (pid ${pid}) an earlier bench left running`);
+    log(`stopped the ${what} (pid ${pid}) an earlier bench left running`);
   }
 }
 

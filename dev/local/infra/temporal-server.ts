@@ -41,7 +41,8 @@ export interface TemporalServerBinaries {
 
 /**
  * .tools/temporal-server-<version>/bin/{temporal-server,temporal-sql-tool}, built with `go install`
- * when missing (about 1.5 to 2.5 minutes on two cores; seconds when present). Idempotent: binaries
+ * when missing (about 4 CPU-minutes with a cold Go build cache: 2.5 to 7 minutes on two shared
+ * cores; under a minute when the cache has the server's packages; seconds when present). Idempotent: binaries
  * that answer with the version are kept; a build goes to a staging folder and is moved in at the end,
  * so an interrupted one leaves nothing half-done.
  */
@@ -68,7 +69,7 @@ export async function ensureTemporalServerBinaries(
   mkdirSync(staging, { recursive: true });
   const logFile = path.join(home, 'go-install.log');
   log(
-    `building Temporal server v${version} with 'go install' (1.5 to 3 minutes on a cold Go cache); log: ${logFile}`,
+    `building Temporal server v${version} with 'go install' (minutes with a cold Go build cache); log: ${logFile}`,
   );
   const started = Date.now();
   const args = [

@@ -41,10 +41,10 @@ export interface TemporalServerBinaries {
 
 /**
  * .tools/temporal-server-<version>/bin/{temporal-server,temporal-sql-tool}, built with `go install`
- * when missing (about 4 CPU-minutes with a cold Go build cache: 2.5 to 7 minutes on two shared
- * cores; under a minute when the cache has the server's packages; seconds when present). Idempotent: binaries
- * that answer with the version are kept; a build goes to a staging folder and is moved in at the end,
- * so an interrupted one leaves nothing half-done.
+ * when missing: about 4 CPU-minutes with a cold Go build cache (7 minutes on two busy cores), under
+ * a minute when the cache has the server's packages, seconds when present. Idempotent: binaries that
+ * answer with the version are kept; a build goes to a staging folder and is moved in at the end, so
+ * an interrupted one leaves nothing half-done.
  */
 export async function ensureTemporalServerBinaries(
   log: (line: string) => void,

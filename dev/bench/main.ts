@@ -28,6 +28,13 @@ import {
   waitReady,
   type Stack,
 } from './stack';
+import {
+  DEV_SERVER_DESCRIPTION,
+  startBenchTemporalServer,
+  temporalModeFromArgs,
+  type BenchTemporalServer,
+} from './temporal-server';
+import { Teardown } from './teardown';
 
 /**
  * `npm run bench`: the service against Temporal's own floor, in one run on one machine. See
@@ -45,14 +52,17 @@ const PHASES = new Set(
     .split(',')
     .map((s) => s.trim()),
 );
-const TEMPORAL_ADDRESS = process.env.TEMPORAL_ADDRESS ?? '127.0.0.1:7233';
 const NAMESPACE = process.env.TEMPORAL_NAMESPACE ?? 'payouts';
+// --temporal=server: the production Temporal server on PostgreSQL (dev/bench/temporal-server.ts),
+// started here; it sets TEMPORAL_ADDRESS before anything connects.
+const TEMPORAL_MODE = temporalModeFromArgs(process.argv.slice(2));
+const temporalAddress = () => process.env.TEMPORAL_ADDRESS ?? '127.0.0.1:7233';
 const EVM_RPC_URL = process.env.EVM_RPC_URL ?? 'http://127.0.0.1:8545';
 const POLL_MS = num('BENCH_POLL_MS', 25);
 const PAYMENTS_PER_CLIENT = num('BENCH_PAYMENTS_PER_CLIENT', 5);
 
 /** Which Temporal the run measures: the CLI dev server `npm start` runs, or the production server. */
-const TEMPORAL_KIND: 'dev' | 'server' = process.argv.includes('--temporal=server') ? 'server' : 'dev';
+const TEMPORAL_KIND = TEMPORAL_MODE;
 const RESULT_FILES = { dev: 'benchmarks.json', server: 'benchmarks-temporal-server.json' } as const;
 const SECTION_TITLES = {
   dev: 'Temporal CLI dev server (what `npm start` runs)',
@@ -60,6 +70,8 @@ const SECTION_TITLES = {
 } as const;
 
 const log = (line: string) => process.stdout.write(`[bench] ${line}\n`);
+// What the bench starts, stopped at the end, on a failure and on Ctrl-C.
+const teardown = new Teardown(log);
 const fmt = (s: Summary) =>
   `n=${s.count} err=${s.errors} ${s.throughput.toFixed(1)}/s p50=${s.p50.toFixed(0)} p95=${s.p95.toFixed(0)} p99=${s.p99.toFixed(0)} ms`;
 
@@ -139,7 +151,7 @@ class Service {
 async function startFloor() {
   const taskQueue = `bench-floor-${process.pid}`;
   Runtime.install({ logger: new DefaultLogger('WARN') });
-  const nativeConnection = await NativeConnection.connect({ address: TEMPORAL_ADDRESS });
+  const nativeConnection = await NativeConnection.connect({ address: temporalAddress() });
   const worker = await Worker.create({
     connection: nativeConnection,
     namespace: NAMESPACE,
@@ -150,7 +162,7 @@ async function startFloor() {
   });
   // A floor worker that fails is reported, and the floors it would serve then fail loudly.
   const running = worker.run().catch((err: unknown) => log(`floor worker stopped: ${String(err)}`));
-  const connection = await Connection.connect({ address: TEMPORAL_ADDRESS });
+  const connection = await Connection.connect({ address: temporalAddress() });
   const client = new Client({ connection, namespace: NAMESPACE });
   const open: string[] = [];
   return {
@@ -188,7 +200,7 @@ async function startFloor() {
   };
 }
 
-function machine() {
+function machine(temporalServer: string) {
   const cpus = os.cpus();
   return {
     cpus: cpus.length,
@@ -197,21 +209,31 @@ function machine() {
     node: process.version,
     platform: `${os.platform()} ${os.release()}`,
     loadAverageAtStart: os.loadavg().map((l) => Number(l.toFixed(2))),
-    temporalServer: 'Temporal CLI dev server (SQLite file), local',
+    temporalServer,
     at: new Date().toISOString(),
   };
 }
 
 async function main(): Promise<void> {
+  teardown.onSignals();
+  const temporal = TEMPORAL_MODE === 'server' ? await startBenchTemporalServer(log, teardown) : undefined;
   const result: BenchResult = {
-    machine: machine(),
+    machine: {
+      ...machine(temporal?.description ?? DEV_SERVER_DESCRIPTION),
+      ...(temporal ? { historyShards: temporal.numHistoryShards } : {}),
+    },
     settings: { seconds: SECONDS, warmupSeconds: WARMUP_MS / 1000, openPayouts: OPEN_PAYOUTS },
     compare: [],
     get: [],
     payment: [],
     saturation: [],
   };
-  const stack = await ensureStack(log);
+  const stack = await ensureStack(log, {
+    teardown,
+    ...(temporal
+      ? { refuseRunning: 'it was not started against the Temporal server of --temporal=server' }
+      : {}),
+  });
   const service = new Service(stack);
   const floor = await startFloor();
   const screeningDb = createPool(replicaEnv().DATABASE_URL!, 4);
@@ -324,14 +346,23 @@ async function main(): Promise<void> {
     }
 
     if (PHASES.has('cost')) {
-      const cost = (result.cost = await measureCost(service, floor.client, screeningDb));
+      const cost = (result.cost = await measureCost(service, floor.client, screeningDb, temporal));
       log(
         `cost per payout: ${JSON.stringify(cost.temporal.total)}; service PostgreSQL ${JSON.stringify(cost.servicePostgres)}`,
       );
     }
 
     if (PHASES.has('open')) result.open = await measureOpenPayouts(service);
-    if (PHASES.has('scale')) result.scaling = await measureScaling(service, screeningDb);
+    if (PHASES.has('scale')) {
+      const persistence = temporal
+        ? async () => {
+            const sample = await temporal.persistenceCounters();
+            const t = Object.entries(sample.databases).filter(([name]) => name.startsWith('temporal'));
+            return { transactions: t.reduce((sum, [, c]) => sum + c.transactions, 0) };
+          }
+        : undefined;
+      result.scaling = await measureScaling(service, screeningDb, persistence);
+    }
   } finally {
     await floor.stop();
     await screeningDb.end();
@@ -339,7 +370,9 @@ async function main(): Promise<void> {
       log('stopping the stack the bench started');
       await stack.stop();
     }
+    await teardown.run();
   }
+  if (teardown.interrupted) return;
 
   const docs = path.join(ROOT, 'docs');
   mkdirSync(docs, { recursive: true });
@@ -422,10 +455,11 @@ async function databaseCounters(
  * histories (cost.ts), and the service's own PostgreSQL transactions. Payouts run one at a time; the
  * bench watches for COMPLETED in the read model every 100 ms and takes its own reads out of the count.
  */
-async function measureCost(service: Service, client: Client, db: Db) {
+async function measureCost(service: Service, client: Client, db: Db, temporal?: BenchTemporalServer) {
   const payouts = num('BENCH_COST_PAYOUTS', 20);
   await sleep(2_000);
   const before = await databaseCounters(db);
+  const temporalBefore = await temporal?.persistenceCounters();
   const since = new Date();
   const ids: string[] = [];
   let ownReads = 1;
@@ -450,8 +484,26 @@ async function measureCost(service: Service, client: Client, db: Db) {
   await sleep(3_000);
   ownReads += 1;
   const after = await databaseCounters(db);
+  const temporalAfter = await temporal?.persistenceCounters();
   const n = ids.length;
+  const temporalPostgres = (() => {
+    if (!temporalBefore || !temporalAfter) return undefined;
+    let transactions = 0;
+    let rowsWritten = 0;
+    for (const [name, a] of Object.entries(temporalAfter.databases)) {
+      const b = temporalBefore.databases[name];
+      if (!name.startsWith('temporal') || !b) continue;
+      transactions += a.transactions - b.transactions;
+      rowsWritten += a.tuplesInserted + a.tuplesUpdated + a.tuplesDeleted;
+      rowsWritten -= b.tuplesInserted + b.tuplesUpdated + b.tuplesDeleted;
+    }
+    return {
+      transactionsPerPayout: Number((transactions / n).toFixed(1)),
+      rowsWrittenPerPayout: Number((rowsWritten / n).toFixed(1)),
+    };
+  })();
   return {
+    temporalPostgres,
     payouts: n,
     temporal: await costPerPayout(client, ids, since),
     servicePostgres: {
@@ -600,9 +652,13 @@ function roundCores(cores: Record<string, number>): Record<string, number> {
   return Object.fromEntries(Object.entries(cores).map(([k, v]) => [k, Number(v.toFixed(2))]));
 }
 
-main().catch((err: unknown) => {
-  process.stderr.write(
-    `[bench] failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`,
-  );
+main().catch(async (err: unknown) => {
+  // After a Ctrl-C, what fails is only what the teardown stopped under the run.
+  if (!teardown.interrupted) {
+    process.stderr.write(
+      `[bench] failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`,
+    );
+  }
+  await teardown.run();
   process.exit(1);
 });

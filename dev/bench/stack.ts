@@ -5,6 +5,7 @@ import { spawnManaged, type ManagedProcess } from '../local/infra/processes';
 import { repoRoot } from '../local/infra/temporal-binaries';
 import { fromSource, SERVICE_ENTRIES, serviceEnv } from '../local/stack-env';
 import { stackSettings } from '../local/stack-settings';
+import type { Teardown } from './teardown';
 
 /**
  * The local stack the bench measures: the one `npm start` brings up, started here (with the bench's
@@ -24,6 +25,16 @@ export interface Stack {
   /** True when the bench started it (and so stops it at the end). */
   owned: boolean;
   stop(): Promise<void>;
+}
+
+/** The api the bench loads: BENCH_API_URL, else the launcher's default port. */
+export function benchApiUrl(): string {
+  return process.env.BENCH_API_URL ?? 'http://127.0.0.1:3000';
+}
+
+/** Whether a stack's api answers its readiness check at apiUrl. */
+export function stackAnswers(apiUrl: string): Promise<boolean> {
+  return isReady(`${apiUrl}/readyz`);
 }
 
 async function isReady(url: string): Promise<boolean> {
@@ -49,8 +60,18 @@ export function benchServiceEnv(): NodeJS.ProcessEnv {
   };
 }
 
-export async function ensureStack(log: (line: string) => void): Promise<Stack> {
-  const apiUrl = process.env.BENCH_API_URL ?? 'http://127.0.0.1:3000';
+export interface EnsureStackOptions {
+  /** Refuse a stack that already answers, with this reason (it was not started with our settings). */
+  refuseRunning?: string;
+  /** Gets the launcher's stop as soon as it runs, so a signal during its start-up stops it. */
+  teardown?: Teardown;
+}
+
+export async function ensureStack(
+  log: (line: string) => void,
+  opts: EnsureStackOptions = {},
+): Promise<Stack> {
+  const apiUrl = benchApiUrl();
   const sandboxUrl = process.env.BENCH_SANDBOX_URL ?? 'http://127.0.0.1:4000';
   const workerMetricsUrl = process.env.BENCH_WORKER_METRICS_URL ?? 'http://127.0.0.1:9465/metrics';
   let launcher: ManagedProcess | undefined;
@@ -65,6 +86,8 @@ export async function ensureStack(log: (line: string) => void): Promise<Stack> {
       log: process.env.BENCH_VERBOSE ? log : undefined,
       quietStop: true,
     });
+    const started = launcher;
+    opts.teardown?.add('stack', () => started.stop(60_000));
     const deadline = Date.now() + 180_000;
     while (!(await isReady(`${apiUrl}/readyz`))) {
       if (launcher.hasExited() || Date.now() > deadline) {
@@ -72,6 +95,8 @@ export async function ensureStack(log: (line: string) => void): Promise<Stack> {
       }
       await new Promise((r) => setTimeout(r, 500));
     }
+  } else if (opts.refuseRunning) {
+    throw new Error(`a stack already answers at ${apiUrl}: ${opts.refuseRunning}`);
   } else {
     log(`using the stack already running at ${apiUrl} (it must run with raised rate limits, see README)`);
   }
@@ -179,6 +204,37 @@ export async function scrapeMetric(url: string, name: string, labelFilter = ''):
   }
 }
 
+/** Roles of process trees the bench started itself, by the tree's root pid (claimProcessTree). */
+const claimedTrees = new Map<number, string>();
+
+/**
+ * Shows `pid` and its descendants under `role` in stackProcesses (and so as a row of cpuDuring),
+ * whatever their command lines say: e.g. a second PostgreSQL that must not count as the service's.
+ */
+export function claimProcessTree(pid: number, role: string): void {
+  claimedTrees.set(pid, role);
+}
+
+/** A stack process's role by its command line. */
+function commandRole(cmd: string): string | undefined {
+  if (cmd.includes('server start-dev')) return 'temporal dev server';
+  if (/(^|\/)temporal-server\s/.test(cmd)) return 'temporal server';
+  if (/(^|\/)postgres(\s|$)/.test(cmd) || cmd.startsWith('postgres:')) return 'postgres';
+  if (cmd.includes('src/worker.ts')) return 'worker';
+  if (cmd.includes('src/main/api.ts')) return 'api';
+  if (cmd.includes('dev/sandbox/main.ts')) return 'sandbox';
+  if (/anvil\s/.test(cmd)) return 'anvil';
+  return undefined;
+}
+
+function claimedRole(pid: number, parents: Map<number, number>): string | undefined {
+  for (let p: number | undefined = pid, depth = 0; p && depth < 6; p = parents.get(p), depth += 1) {
+    const role = claimedTrees.get(p);
+    if (role) return role;
+  }
+  return undefined;
+}
+
 /** The processes of this checkout's stack, by role, found through /proc (Linux). */
 export function stackProcesses(): { role: string; pid: number }[] {
   const found: { role: string; pid: number }[] = [];
@@ -208,13 +264,7 @@ export function stackProcesses(): { role: string; pid: number }[] {
   };
   for (const [pid, cmd] of commands) {
     if (pid === process.pid || !isOurs(pid)) continue;
-    let role: string | undefined;
-    if (cmd.includes('server start-dev')) role = 'temporal dev server';
-    else if (/(^|\/)postgres(\s|$)/.test(cmd) || cmd.startsWith('postgres:')) role = 'postgres';
-    else if (cmd.includes('src/worker.ts')) role = 'worker';
-    else if (cmd.includes('src/main/api.ts')) role = 'api';
-    else if (cmd.includes('dev/sandbox/main.ts')) role = 'sandbox';
-    else if (/anvil\s/.test(cmd)) role = 'anvil';
+    const role = claimedRole(pid, parents) ?? commandRole(cmd);
     if (role) found.push({ role, pid });
   }
   return found;

@@ -31,6 +31,8 @@ export interface EmbeddedPostgresOptions {
    * crash, so fsync is off as well, which makes initdb and every commit much faster. Default true.
    */
   persistent?: boolean;
+  /** Further server settings, each passed as `-c name=value` (e.g. max_connections). */
+  settings?: Record<string, string>;
   log?: (line: string) => void;
 }
 
@@ -104,6 +106,7 @@ export async function startEmbeddedPostgres(opts: EmbeddedPostgresOptions): Prom
       ...(persistent
         ? []
         : ['-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off']),
+      ...Object.entries(opts.settings ?? {}).flatMap(([name, value]) => ['-c', `${name}=${value}`]),
     ],
     onLog: onOutput,
     onError: onOutput,

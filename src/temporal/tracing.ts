@@ -16,9 +16,11 @@ import type { Tracing } from '../observability/tracing';
  * follow. One trace from the partner's POST to the last activity.
  */
 
-/** In the workflow bundle always (it is built once, for every setting): without tracing its spans go nowhere. */
-export const TRACING_WORKFLOW_INTERCEPTORS =
-  require.resolve('@temporalio/interceptors-opentelemetry/lib/workflow-interceptors');
+/**
+ * In the workflow bundle always (it is built once, for every setting): Temporal's workflow
+ * interceptors, made only for workflows started with a trace context (workflow-tracing-interceptors.ts).
+ */
+export const TRACING_WORKFLOW_INTERCEPTORS = require.resolve('./workflow-tracing-interceptors');
 
 export function tracingClientInterceptors(tracing?: Tracing): ClientInterceptors {
   return tracing

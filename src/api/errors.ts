@@ -4,6 +4,7 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
 import type { PayoutStatus } from '../domain/payout';
 import { PayoutRequestError, type PayoutRequestErrorCode } from '../domain/payout-request-errors';
+import { CLAIM_LEASE_SECONDS } from './payouts/claim-lease';
 import { STARTING_AFTER_UNKNOWN } from './payouts/list.schemas';
 
 /** An error whose status and message are meant for the client, as `{"error": message}`. Made by API_ERRORS. */
@@ -22,6 +23,11 @@ const RETRY_AFTER_SECONDS = 60;
 const SCREENING_RETRY_AFTER_SECONDS = 5;
 /** A rate source that did not answer (a provider or node blip) usually does within seconds. */
 const QUOTE_RETRY_AFTER_SECONDS = 5;
+/**
+ * A request that could not confirm its Idempotency-Key claim in time ended its lease, or else the lease
+ * runs out within this: the retry then takes the claim over instead of meeting 409.
+ */
+const BUSY_RETRY_AFTER_SECONDS = CLAIM_LEASE_SECONDS;
 /** A stale feed waits for its oracle network's next round: minutes, not seconds (D52). */
 const STALE_FEED_RETRY_AFTER_SECONDS = 60;
 
@@ -69,6 +75,8 @@ export const API_ERRORS = {
       'retry-after': String(STALE_FEED_RETRY_AFTER_SECONDS),
     }),
   idempotencyConflict: () => new HttpError(409, 'idempotency conflict'),
+  serviceBusy: () =>
+    new HttpError(503, 'service busy, retry later', { 'retry-after': String(BUSY_RETRY_AFTER_SECONDS) }),
   amountTooSmall: () => new HttpError(400, 'amount_brl is too small: min_amount_usdt must be at least 0.01'),
   chargeRefused: () => new HttpError(502, 'payment provider could not create the PIX charge, retry later'),
   providerUnavailable: () => new HttpError(503, 'payment provider unavailable, retry later'),
@@ -97,6 +105,7 @@ const PAYOUT_REQUEST_ERRORS: Record<PayoutRequestErrorCode, () => HttpError> = {
   quote_unavailable: API_ERRORS.quoteUnavailable,
   quote_stale: API_ERRORS.quoteStale,
   idempotency_conflict: API_ERRORS.idempotencyConflict,
+  idempotency_claim_unconfirmed: API_ERRORS.serviceBusy,
   amount_too_small: API_ERRORS.amountTooSmall,
   charge_refused: API_ERRORS.chargeRefused,
   charge_timeout: API_ERRORS.providerUnavailable,

@@ -9,6 +9,7 @@ export type PayoutRequestErrorCode =
   | 'quote_unavailable'
   | 'quote_stale'
   | 'idempotency_conflict'
+  | 'idempotency_claim_unconfirmed'
   | 'amount_too_small'
   | 'charge_refused'
   | 'charge_timeout'
@@ -40,6 +41,24 @@ export class QuoteStaleError extends PayoutRequestError {
 export class IdempotencyConflictError extends PayoutRequestError {
   readonly code = 'idempotency_conflict';
   override name = 'IdempotencyConflictError';
+}
+
+/**
+ * This request's Idempotency-Key claim was taken over by another request (docs/decisions.md D73): the
+ * key answers what its new holder decides. A conflict (409) unless the request reads the key again.
+ */
+export class IdempotencyClaimLostError extends IdempotencyConflictError {
+  override name = 'IdempotencyClaimLostError';
+}
+
+/**
+ * The request could not make sure its Idempotency-Key claim would last until the payout's start: the
+ * database answered its lease renewals too slowly (docs/decisions.md D73). Nothing was started by it,
+ * and its claim is handed on at once: the partner retries.
+ */
+export class IdempotencyClaimUnconfirmedError extends PayoutRequestError {
+  readonly code = 'idempotency_claim_unconfirmed';
+  override name = 'IdempotencyClaimUnconfirmedError';
 }
 
 /** The amount buys less than the minimum quote (0.01 USDT) at the current rate. */

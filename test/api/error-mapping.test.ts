@@ -3,6 +3,8 @@ import {
   AmountTooSmallError,
   ChargeRefusedError,
   ChargeTimeoutError,
+  IdempotencyClaimLostError,
+  IdempotencyClaimUnconfirmedError,
   IdempotencyConflictError,
   PayoutRequestError,
   QuoteStaleError,
@@ -39,6 +41,8 @@ describe('error handler: payout request errors', () => {
     ],
     [new ChargeRefusedError('refused'), 502, 'payment provider could not create the PIX charge, retry later'],
     [new ChargeTimeoutError('20000 ms'), 503, 'payment provider unavailable, retry later'],
+    [new IdempotencyClaimLostError('taken over'), 409, 'idempotency conflict'],
+    [new IdempotencyClaimUnconfirmedError('renewals too slow'), 503, 'service busy, retry later'],
   ])('%s -> %i', async (error, status, message) => {
     toThrow = error;
     const res = await call(base, '/throw');
@@ -49,6 +53,7 @@ describe('error handler: payout request errors', () => {
   it.each([
     [new QuoteUnavailableError('rate endpoint down'), '5'],
     [new QuoteStaleError('feed 26 h old'), '60'],
+    [new IdempotencyClaimUnconfirmedError('renewals too slow'), '2'],
   ])('%s says when to retry', async (error, seconds) => {
     toThrow = error;
     expect((await call(base, '/throw')).headers.get('retry-after')).toBe(seconds);

@@ -3,7 +3,7 @@ import { denyWallet } from '../../src/adapters/db/screening-denylist-repo';
 import { randomUUID } from 'node:crypto';
 import { createPool, type Db } from '../../src/adapters/db/pool';
 import { CLAIM_LEASE_SECONDS, CLAIM_RENEW_MS } from '../../src/api/payouts/claim-lease';
-import { FIXED_QUOTE } from '../support/api';
+import { configuredScreening, FIXED_QUOTE } from '../support/api';
 import { useStack, VALID_PAYOUT } from '../support/stack';
 import { until } from '../support/until';
 import {
@@ -192,14 +192,16 @@ describe('Idempotency-Key', () => {
   });
 
   /** A claim whose request is in flight: it renews its lease, which runs for a while yet. */
-  async function claimInFlight(partnerId: string, key: string): Promise<void> {
+  async function claimInFlight(partnerId: string, key: string): Promise<string> {
+    const token = randomUUID();
     await stack.db.query(
       `INSERT INTO idempotency_keys (partner_id, key, payout_id, workflow_id, state, claimed_at, expires_at,
                                      claim_token, lease_until)
        VALUES ($1, $2, $3, 'payout-in-flight', 'claimed', now(), now() + interval '24 hours',
                $4, now() + interval '1 minute')`,
-      [partnerId, key, randomUUID(), randomUUID()],
+      [partnerId, key, randomUUID(), token],
     );
+    return token;
   }
 
   it('a key claimed by a request still in flight -> 409 "idempotency conflict"', async () => {
@@ -260,12 +262,13 @@ describe('Idempotency-Key', () => {
 
   it('a claim released between the conflict and the re-read is claimed again (never a 500)', async () => {
     const { partnerId, apiKey } = await stack.createPartner();
-    await claimInFlight(partnerId, 'released');
-    // Hold the row as a request about to release it would; the POST's insert conflicts with it and
-    // its re-read (SELECT ... FOR UPDATE) then waits on this lock.
+    const token = await claimInFlight(partnerId, 'released');
+    // Hold the row as a request about to release it would (naming its token, as a release does); the
+    // POST's insert conflicts with it and its re-read (SELECT ... FOR UPDATE) then waits on this lock.
     const holder = await stack.db.connect();
     try {
       await holder.query('BEGIN');
+      await holder.query(`SELECT set_config('idempotency.claim_token', $1, true)`, [token]);
       await holder.query('SELECT 1 FROM idempotency_keys WHERE partner_id = $1 AND key = $2 FOR UPDATE', [
         partnerId,
         'released',
@@ -451,21 +454,32 @@ describe('Idempotency-Key', () => {
       const pool: Db = createPool(stack.config.DATABASE_URL, 3);
       const query = pool.query.bind(pool) as (text: string, params?: unknown[]) => Promise<unknown>;
       let renewals: Gate | undefined;
+      let renewalDelayMs = 0;
       pool.query = ((text: string, params?: unknown[]) => {
         const held = renewals;
-        if (held && typeof text === 'string' && text.includes('SET lease_until = now() + '))
-          return held.promise.then(() => query(text, params));
+        if (typeof text === 'string' && text.includes('SET lease_until = now() + ')) {
+          if (held) return held.promise.then(() => query(text, params));
+          if (renewalDelayMs > 0)
+            return new Promise((r) => setTimeout(r, renewalDelayMs)).then(() => query(text, params));
+        }
         return query(text, params);
       }) as unknown as Db['query'];
       const quote = gate();
       const api = await stack.startApi(
         {},
-        { db: pool, quote: quoteSource ?? (() => quote.promise.then(() => FIXED_QUOTE())) },
+        {
+          db: pool,
+          quote: quoteSource ?? (() => quote.promise.then(() => FIXED_QUOTE())),
+          // Its own screening, so that its verdicts are in no other api's cache.
+          screening: configuredScreening(stack.config, pool),
+        },
       );
       return {
         url: api.url,
         quote,
         holdRenewals: () => (renewals = gate()),
+        /** Each renewal reaches the database `ms` after it was sent (a slow database, an exhausted pool). */
+        slowRenewals: (ms: number) => (renewalDelayMs = ms),
         releaseRenewals: () => {
           renewals?.open();
           renewals = undefined;
@@ -531,7 +545,7 @@ describe('Idempotency-Key', () => {
       }
     });
 
-    it("an overtaken request never starts the payout: it answers 409, and the key is the takeover's payout", async () => {
+    it("an overtaken request never starts the payout: it answers what the key says now, the takeover's payout", async () => {
       const { partnerId, apiKey } = await stack.createPartner();
       const a = await heldApi();
       try {
@@ -546,10 +560,14 @@ describe('Idempotency-Key', () => {
         const b = await withKey(apiKey, 'k');
         expect(b.status).toBe(201);
         expect(idOf(b)).toBe(claimedId);
-        // A wakes up: before starting the payout it finds the claim is no longer its own.
+        // A wakes up: before starting the payout it finds the claim is no longer its own, and reads
+        // the key again: B has recorded its payout, which A answers as a replay.
         a.quote.open();
         a.releaseRenewals();
-        expectError(await first, 409, 'idempotency conflict');
+        const res = await first;
+        expect(res.status).toBe(201);
+        expect(res.headers.get('idempotent-replayed')).toBe('true');
+        expect(res.json).toEqual(b.json);
         await onePayout(partnerId, claimedId);
       } finally {
         await a.close();
@@ -622,10 +640,128 @@ describe('Idempotency-Key', () => {
         expect(idOf(c)).toBe(claimedId);
         a.quote.open();
         a.releaseRenewals();
-        expectError(await first, 409, 'idempotency conflict');
+        const res = await first;
+        expect(res.status).toBe(201);
+        expect(res.headers.get('idempotent-replayed')).toBe('true');
+        expect(idOf(res)).toBe(claimedId);
         await onePayout(partnerId, claimedId);
       } finally {
         await Promise.all([a.close(), failing.close()]);
+      }
+    });
+
+    it('an overtaken request whose takeover is still in flight answers 409; the takeover makes the payout', async () => {
+      const { partnerId, apiKey } = await stack.createPartner();
+      const a = await heldApi();
+      const b = await heldApi();
+      try {
+        a.holdRenewals();
+        const first = post(a.url, apiKey, VALID_PAYOUT, { 'idempotency-key': 'k' });
+        await until_(
+          "the held request's lease to run out",
+          async () => (await claimRow(partnerId, 'k'))?.lapsed === true,
+        );
+        const { payout_id: claimedId, claim_token: tokenA } = (await claimRow(partnerId, 'k'))!;
+        const second = post(b.url, apiKey, VALID_PAYOUT, { 'idempotency-key': 'k' });
+        await until_(
+          'B to take the claim over',
+          async () => (await claimRow(partnerId, 'k'))?.claim_token !== tokenA,
+        );
+        // A wakes up while B, held at its quote, renews the claim: the key is in flight.
+        a.quote.open();
+        a.releaseRenewals();
+        expectError(await first, 409, 'idempotency conflict');
+        b.quote.open();
+        const res = await second;
+        expect(res.status).toBe(201);
+        expect(idOf(res)).toBe(claimedId);
+        await onePayout(partnerId, claimedId);
+      } finally {
+        await Promise.all([a.close(), b.close()]);
+      }
+    });
+
+    it('an overtaken request whose takeover was refused by screening answers that refusal, not 409', async () => {
+      const { partnerId, apiKey } = await stack.createPartner();
+      const wallet = privateKeyToAddress(generatePrivateKey());
+      const body = { ...VALID_PAYOUT, receiver_wallet: wallet };
+      const a = await heldApi();
+      try {
+        a.holdRenewals();
+        // A has passed screening and waits for its quote when its lease runs out.
+        const first = post(a.url, apiKey, body, { 'idempotency-key': 'k' });
+        await until_(
+          "the held request's lease to run out",
+          async () => (await claimRow(partnerId, 'k'))?.lapsed === true,
+        );
+        await denyWallet(stack.db, { wallet, by: 'test', reason: 'listed while A was held' });
+        const refused = await withKey(apiKey, 'k', body);
+        expectError(refused, 422, 'receiver_wallet failed compliance screening');
+        a.quote.open();
+        a.releaseRenewals();
+        expectError(await first, 422, 'receiver_wallet failed compliance screening');
+        expect(await keyRow(partnerId, 'k')).toMatchObject({ state: 'refused' });
+        expect(await countPayouts(stack.db, partnerId)).toBe(0);
+      } finally {
+        await a.close();
+      }
+    });
+
+    it('an overtaken request whose takeover created nothing and ended its lease takes the claim back and makes the payout', async () => {
+      const { partnerId, apiKey } = await stack.createPartner();
+      const a = await heldApi();
+      const failing = await heldApi(() => Promise.reject(new Error('provider down')));
+      try {
+        a.holdRenewals();
+        const first = post(a.url, apiKey, VALID_PAYOUT, { 'idempotency-key': 'k' });
+        await until_(
+          "the held request's lease to run out",
+          async () => (await claimRow(partnerId, 'k'))?.lapsed === true,
+        );
+        const claimedId = (await claimRow(partnerId, 'k'))!.payout_id;
+        expectError(
+          await post(failing.url, apiKey, VALID_PAYOUT, { 'idempotency-key': 'k' }),
+          503,
+          'quote unavailable, retry later',
+        );
+        // Nobody holds the key now: A, finding its claim lost, claims it again as a retry would.
+        a.quote.open();
+        a.releaseRenewals();
+        const res = await first;
+        expect(res.status).toBe(201);
+        expect(res.headers.get('idempotent-replayed')).toBeNull();
+        expect(idOf(res)).toBe(claimedId);
+        await onePayout(partnerId, claimedId);
+      } finally {
+        await Promise.all([a.close(), failing.close()]);
+      }
+    });
+
+    it("renewals too slow to confirm the claim before the start: 503 'service busy, retry later', nothing started, the retry continues at once", async () => {
+      const { partnerId, apiKey } = await stack.createPartner();
+      const a = await heldApi();
+      try {
+        // Each renewal takes longer than the 1 s the lease must have left at the start.
+        a.slowRenewals(1_100);
+        const first = post(a.url, apiKey, VALID_PAYOUT, { 'idempotency-key': 'k' });
+        await until_('the claim to be older than the start margin', async () => {
+          const r = await claimRow(partnerId, 'k');
+          return r !== undefined && r.age_ms > 1_200;
+        });
+        const claimedId = (await claimRow(partnerId, 'k'))!.payout_id;
+        a.quote.open();
+        const res = await first;
+        expectError(res, 503, 'service busy, retry later');
+        expect(res.headers.get('retry-after')).toBe(String(CLAIM_LEASE_SECONDS));
+        expect(await countPayouts(stack.db, partnerId)).toBe(0);
+        // Its lease was ended: the retry takes the claim over at once and makes the payout.
+        expect(await claimRow(partnerId, 'k')).toMatchObject({ state: 'claimed', lapsed: true });
+        const retried = await withKey(apiKey, 'k');
+        expect(retried.status).toBe(201);
+        expect(idOf(retried)).toBe(claimedId);
+        await onePayout(partnerId, claimedId);
+      } finally {
+        await a.close();
       }
     });
   });

@@ -1,4 +1,6 @@
 import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import {
   claimIdempotencyKey,
@@ -13,7 +15,11 @@ import {
 import { createPartner } from '../../src/adapters/db/partners-repo';
 import { createPool, type Db } from '../../src/adapters/db/pool';
 import { CLAIM_LEASE_SECONDS, CLAIM_RENEW_MS, holdClaim } from '../../src/api/payouts/claim-lease';
-import { IdempotencyConflictError } from '../../src/domain/payout-request-errors';
+import {
+  IdempotencyClaimUnconfirmedError,
+  IdempotencyConflictError,
+} from '../../src/domain/payout-request-errors';
+import { createOwnDatabase } from '../support/database';
 import { testDatabaseUrl } from '../support/env';
 import { until } from '../support/until';
 
@@ -198,6 +204,130 @@ describe('Idempotency-Key claim lease (idempotency-repo, claim-lease)', () => {
     expect(await claim(old)).toEqual({ kind: 'in_flight' });
   });
 
+  // During the deploy that brings the lease, apis of the previous version run beside this one. Their
+  // statements, as that version sends them (it knows neither claim_token nor lease_until):
+  const previousApi = {
+    takeOver: (key: string) =>
+      db.query('UPDATE idempotency_keys SET claimed_at = now() WHERE partner_id = $1 AND key = $2', [
+        partnerId,
+        key,
+      ]),
+    claimExpired: (key: string, payoutId: string) =>
+      db.query(
+        `UPDATE idempotency_keys SET payout_id = $3, workflow_id = $4, state = 'claimed', refusal = NULL, claimed_at = now(),
+                expires_at = now() + make_interval(secs => $5)
+          WHERE partner_id = $1 AND key = $2`,
+        [partnerId, key, payoutId, `payout-older-api-${payoutId.slice(0, 8)}`, 24 * 60 * 60],
+      ),
+    release: (key: string, payoutId: string) =>
+      db.query(
+        `DELETE FROM idempotency_keys WHERE partner_id = $1 AND key = $2 AND payout_id = $3 AND state = 'claimed'`,
+        [partnerId, key, payoutId],
+      ),
+  };
+
+  describe('an api of the previous version beside this one (a rolling deploy)', () => {
+    it("its takeover of a lapsed lease makes a claim without lease or token: stale after 60 s for every api, the previous holder's token void", async () => {
+      const key = `older-takeover-${randomUUID()}`;
+      // A new api's claim made a minute ago, whose lease has run out (its request died, or is slow).
+      const a: ClaimRef = { partnerId, key, token: randomUUID() };
+      const payoutId = randomUUID();
+      await db.query(
+        `INSERT INTO idempotency_keys (partner_id, key, payout_id, workflow_id, state, claimed_at, expires_at,
+                                       claim_token, lease_until)
+         VALUES ($1, $2, $3, 'payout-new-api', 'claimed', now() - interval '61 seconds', now() + interval '24 hours',
+                 $4, now() - interval '1 second')`,
+        [partnerId, key, payoutId, a.token],
+      );
+      // The older api's request takes it over by its own rule (claimed_at a minute old).
+      await previousApi.takeOver(key);
+      expect(await row(key)).toMatchObject({ state: 'claimed', claim_token: null, lease_until: null });
+      // A new api does not take it over from under the older request: it is in flight for 60 s.
+      expect(await claim(key)).toEqual({ kind: 'in_flight' });
+      // The holder it was taken from is fenced out.
+      expect(await renewIdempotencyClaim(db, a, CLAIM_LEASE_SECONDS)).toBe(false);
+      expect(await markIdempotencyKeyRecorded(db, a)).toBe(false);
+      expect(await releaseIdempotencyKey(db, a)).toBe(false);
+      expect(await row(key)).toMatchObject({ state: 'claimed', payout_id: payoutId, claim_token: null });
+      // The older request, the holder now, still releases it.
+      expect((await previousApi.release(key, payoutId)).rowCount).toBe(1);
+      expect(await row(key)).toBeUndefined();
+    });
+
+    it('its new claim of an expired key has no lease or token either', async () => {
+      const key = `older-expired-${randomUUID()}`;
+      expect(await markIdempotencyKeyRecorded(db, refOf(key, await claim(key)))).toBe(true);
+      await db.query(
+        `UPDATE idempotency_keys SET expires_at = now() - interval '1 second', lease_until = now() - interval '24 hours'
+          WHERE partner_id = $1 AND key = $2`,
+        [partnerId, key],
+      );
+      const payoutId = randomUUID();
+      await previousApi.claimExpired(key, payoutId);
+      expect(await row(key)).toMatchObject({
+        state: 'claimed',
+        payout_id: payoutId,
+        claim_token: null,
+        lease_until: null,
+      });
+      expect(await claim(key)).toEqual({ kind: 'in_flight' });
+    });
+
+    it('its release never deletes a claim a new api took over from it; the new holder still releases it', async () => {
+      const key = `older-release-${randomUUID()}`;
+      const payoutId = randomUUID();
+      await db.query(
+        `INSERT INTO idempotency_keys (partner_id, key, payout_id, workflow_id, state, claimed_at, expires_at)
+         VALUES ($1, $2, $3, 'payout-older-api', 'claimed', now() - interval '61 seconds', now() + interval '24 hours')`,
+        [partnerId, key, payoutId],
+      );
+      const b = claimed(await claim(key));
+      expect(b).toMatchObject({ resumed: true, payoutId });
+      // The older request, overtaken, is refused (say, no quote) and releases the key by payout id:
+      // deleted, the key would give the next request a new payout under a new workflow id while B may
+      // be starting this one.
+      expect((await previousApi.release(key, payoutId)).rowCount).toBe(0);
+      expect(await row(key)).toMatchObject({ state: 'claimed', payout_id: payoutId, claim_token: b.token });
+      expect(await claim(key)).toEqual({ kind: 'in_flight' });
+      // Its own release, under its token, deletes it.
+      expect(await releaseIdempotencyKey(db, refOf(key, b))).toBe(true);
+      expect(await row(key)).toBeUndefined();
+
+      // A claim without a token (the older api's own) is released by it as before.
+      const own = `older-own-${randomUUID()}`;
+      await db.query(
+        `INSERT INTO idempotency_keys (partner_id, key, payout_id, workflow_id, state, claimed_at, expires_at)
+         VALUES ($1, $2, $3, 'payout-older-api', 'claimed', now(), now() + interval '24 hours')`,
+        [partnerId, own, payoutId],
+      );
+      expect((await previousApi.release(own, payoutId)).rowCount).toBe(1);
+    });
+  });
+
+  it('the migration goes down and up again', async () => {
+    const own = await createOwnDatabase();
+    const sql = readFileSync(
+      path.join(__dirname, '../../migrations/1795430000000_idempotency-claim-lease.sql'),
+      'utf8',
+    );
+    const [up, down] = sql.split('-- Down Migration');
+    const ownDb = createPool(own.url, 1);
+    try {
+      await ownDb.query(down!);
+      await ownDb.query(up!);
+      const { rows } = await ownDb.query<{ tgname: string }>(
+        `SELECT tgname FROM pg_trigger WHERE tgrelid = 'idempotency_keys'::regclass AND NOT tgisinternal ORDER BY tgname`,
+      );
+      expect(rows.map((r) => r.tgname)).toEqual([
+        'idempotency_keys_fenced_delete',
+        'idempotency_keys_unleased_claim',
+      ]);
+    } finally {
+      await ownDb.end();
+      await own.drop();
+    }
+  });
+
   describe('holdClaim: the request in flight renews its claim', () => {
     /** `db` with its renewal writes counted. */
     function watchedDb() {
@@ -242,6 +372,66 @@ describe('Idempotency-Key claim lease (idempotency-repo, claim-lease)', () => {
         );
         expect(watched.renewals).toBeGreaterThanOrEqual(3);
         await held.confirm();
+      } finally {
+        await held.end();
+      }
+      expect(await claim(key)).toMatchObject({
+        kind: 'claimed',
+        resumed: true,
+        payoutId: claimed(c).payoutId,
+      });
+    });
+
+    it('a claim slow to answer is renewed at once: its lease does not run out before the first renewal', async () => {
+      const key = `slow-claim-${randomUUID()}`;
+      // Another transaction inserting the same key holds ours back (a lock wait), then gives up: our
+      // claim's lease runs from its transaction's start, but it answers 1.7 s later.
+      const blocker = await db.connect();
+      let held: ReturnType<typeof holdClaim> | undefined;
+      try {
+        await blocker.query('BEGIN');
+        await blocker.query(
+          `INSERT INTO idempotency_keys (partner_id, key, payout_id, workflow_id, state, claimed_at, expires_at)
+           VALUES ($1, $2, $3, 'payout-blocker', 'claimed', now(), now() + interval '24 hours')`,
+          [partnerId, key, randomUUID()],
+        );
+        const sentAt = performance.now();
+        const pending = claim(key);
+        await new Promise((r) => setTimeout(r, LEASE_MS - 300));
+        await blocker.query('ROLLBACK');
+        const c = await pending;
+        expect(performance.now() - sentAt).toBeGreaterThan(LEASE_MS - 300);
+        held = holdClaim(db, refOf(key, c), sentAt, log, {});
+        // Watched past the end of the first lease: renewed in time, it never runs out.
+        while (performance.now() - sentAt < LEASE_MS + CLAIM_RENEW_MS) {
+          const { rows } = await db.query<{ lapsed: boolean }>(
+            'SELECT lease_until <= now() AS lapsed FROM idempotency_keys WHERE partner_id = $1 AND key = $2',
+            [partnerId, key],
+          );
+          expect(rows[0]).toEqual({ lapsed: false });
+          await new Promise((r) => setTimeout(r, 20));
+        }
+        expect(await claim(key)).toEqual({ kind: 'in_flight' });
+      } finally {
+        blocker.release();
+        await held?.end();
+      }
+    });
+
+    it('renewals each slower than the start margin: confirm() refuses with IdempotencyClaimUnconfirmedError (503), and end() hands the claim on', async () => {
+      const key = `slow-renewals-${randomUUID()}`;
+      // Every renewal reaches the database 1.1 s after it was sent: more than the 1 s margin.
+      const slow = ((text: string, params?: unknown[]) =>
+        text.includes('SET lease_until = now() + ')
+          ? new Promise((r) => setTimeout(r, 1_100)).then(() => db.query(text, params))
+          : db.query(text, params)) as Db['query'];
+      const sentAt = performance.now();
+      const c = await claim(key);
+      const held = holdClaim({ query: slow } as unknown as Db, refOf(key, c), sentAt, log, {});
+      try {
+        // Confirmed only once the lease may have less than the margin left.
+        await new Promise((r) => setTimeout(r, LEASE_MS / 2));
+        await expect(held.confirm()).rejects.toBeInstanceOf(IdempotencyClaimUnconfirmedError);
       } finally {
         await held.end();
       }

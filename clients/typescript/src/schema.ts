@@ -633,7 +633,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description Nothing was created; retry later: `quote unavailable, retry later` (with `Retry-After`), `quote unavailable: the price feed is stale, retry later` (the rate's price feed is stale; with `Retry-After`), `payment provider unavailable, retry later` (no PIX charge within 20 s), or `compliance screening unavailable, retry later` (with `Retry-After`), or `payouts are paused: the treasury cannot send USDT, retry later` (with `Retry-After`). */
+      /** @description Nothing was created; retry later: `quote unavailable, retry later` (with `Retry-After`), `quote unavailable: the price feed is stale, retry later` (the rate's price feed is stale; with `Retry-After`), `payment provider unavailable, retry later` (no PIX charge within 20 s), or `compliance screening unavailable, retry later` (with `Retry-After`), `payouts are paused: the treasury cannot send USDT, retry later` (with `Retry-After`), or `service busy, retry later` (too busy to start the payout safely; with `Retry-After`). */
       503: {
         headers: {
           /** @description Id of this request in our logs: yours when you sent a usable one, else generated */

@@ -199,14 +199,29 @@ export async function markIdempotencyKeyRefused(db: Db, claim: ClaimRef, refusal
  * Gives up a claim whose payout could not be created, so the key is free for a new attempt (with a
  * new payout id and workflow id). A no-op (false) once the claim was taken over: a holder fenced out
  * must never free a key whose new holder may be starting its payout.
+ *
+ * The transaction names the token to the database: a claim with a token is deleted only by one that
+ * does, so a release by an api of the previous version (by payout id alone) cannot free a key an api
+ * of this version took over from it (the delete trigger of migration 1795430000000).
  */
 export async function releaseIdempotencyKey(db: Db, claim: ClaimRef): Promise<boolean> {
-  const { rowCount } = await db.query(
-    `DELETE FROM idempotency_keys
-      WHERE partner_id = $1 AND key = $2 AND claim_token = $3 AND state = 'claimed'`,
-    [claim.partnerId, claim.key, claim.token],
-  );
-  return rowCount === 1;
+  const client = await db.connect();
+  try {
+    await client.query('BEGIN');
+    await client.query(`SELECT set_config('idempotency.claim_token', $1, true)`, [claim.token]);
+    const { rowCount } = await client.query(
+      `DELETE FROM idempotency_keys
+        WHERE partner_id = $1 AND key = $2 AND claim_token = $3 AND state = 'claimed'`,
+      [claim.partnerId, claim.key, claim.token],
+    );
+    await client.query('COMMIT');
+    return rowCount === 1;
+  } catch (err) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw err;
+  } finally {
+    client.release();
+  }
 }
 
 /** A live recorded (or refused) key, for replays that skip body validation entirely. */

@@ -183,8 +183,9 @@ const OPERATIONS: Record<string, OperationDoc> = {
         `Nothing was created; retry later: ${quoted(API_ERRORS.quoteUnavailable())} (with \`Retry-After\`), ` +
         `${quoted(API_ERRORS.quoteStale())} (the rate's price feed is stale; with \`Retry-After\`), ` +
         `${quoted(API_ERRORS.providerUnavailable())} (no PIX charge within 20 s), or ` +
-        `${quoted(API_ERRORS.screeningUnavailable())} (with \`Retry-After\`), or ` +
-        `${quoted(API_ERRORS.treasuryCannotSend())} (with \`Retry-After\`).`,
+        `${quoted(API_ERRORS.screeningUnavailable())} (with \`Retry-After\`), ` +
+        `${quoted(API_ERRORS.treasuryCannotSend())} (with \`Retry-After\`), or ` +
+        `${quoted(API_ERRORS.serviceBusy())} (too busy to start the payout safely; with \`Retry-After\`).`,
     },
   },
   'get /v1/payouts/{id}': {

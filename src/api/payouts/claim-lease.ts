@@ -8,7 +8,10 @@ import {
   type ClaimRef,
 } from '../../adapters/db/idempotency-repo';
 import type { Db } from '../../adapters/db/pool';
-import { IdempotencyConflictError } from '../../domain/payout-request-errors';
+import {
+  IdempotencyClaimLostError,
+  IdempotencyClaimUnconfirmedError,
+} from '../../domain/payout-request-errors';
 
 /**
  * How long an Idempotency-Key claim lives unless its request renews it (docs/decisions.md D73): a
@@ -18,9 +21,9 @@ import { IdempotencyConflictError } from '../../domain/payout-request-errors';
 export const CLAIM_LEASE_SECONDS = 2;
 
 /**
- * How often the request holding a claim renews its lease: four renewals fit in one lease, so a
- * request is overtaken only after about 1.5 s without a renewal reaching the database. A request
- * answered sooner than this never renews.
+ * How often the request holding a claim renews its lease, counted from when its claim (then its last
+ * renewal) was sent: four renewals fit in one lease, so a request is overtaken only after about 1.5 s
+ * without a renewal reaching the database. A request answered sooner than this never renews.
  */
 export const CLAIM_RENEW_MS = 500;
 
@@ -41,8 +44,9 @@ export type ClaimLeaseLog = { warn(o: object, msg: string): void };
 export interface HeldClaim {
   /**
    * Right before the payout's workflow is started: resolves while the lease is surely this request's
-   * for at least START_MARGIN_MS more (renewing it first if need be); throws IdempotencyConflictError
-   * (409) once another request has taken the claim over, which then answers for the key.
+   * for at least START_MARGIN_MS more (renewing it first if need be). Throws IdempotencyClaimLostError
+   * once another request has taken the claim over, which then answers for the key, and
+   * IdempotencyClaimUnconfirmedError (503) when renewals keep taking longer than the margin.
    */
   confirm(): Promise<void>;
   /** The payout is recorded: the key replays it. */
@@ -108,19 +112,30 @@ export function holdClaim(
     return renewing;
   };
 
-  const schedule = () => {
+  // Each renewal is due CLAIM_RENEW_MS after the last claim or renewal was sent (heldSince), not
+  // after the previous one answered: a claim that took long to answer (a lock wait, a slow database)
+  // is renewed at once rather than after its lease may have run out.
+  const schedule = (atLeastMs = 0) => {
     if (stopped || lost) return;
-    timer = setTimeout(() => {
-      renewOnce().then(schedule, (err: unknown) => {
-        // The database may be back before the lease runs out: keep trying, and say so.
+    clearTimeout(timer);
+    timer = setTimeout(tick, Math.max(atLeastMs, heldSince + CLAIM_RENEW_MS - performance.now()));
+    timer.unref();
+  };
+  const tick = () => {
+    // Renewed meanwhile (by confirm): the next one is due later.
+    if (performance.now() - heldSince < CLAIM_RENEW_MS) return schedule();
+    renewOnce().then(
+      () => schedule(),
+      (err: unknown) => {
+        // The database may be back before the lease runs out: keep trying, every CLAIM_RENEW_MS, and
+        // say so.
         log.warn(
           { event: 'idempotency_claim_renewal_failed', ...context, err },
           'could not renew the Idempotency-Key claim',
         );
-        schedule();
-      });
-    }, CLAIM_RENEW_MS);
-    timer.unref();
+        schedule(CLAIM_RENEW_MS);
+      },
+    );
   };
 
   const stopRenewing = async () => {
@@ -146,9 +161,12 @@ export function holdClaim(
         if (performance.now() - heldSince < CLAIM_LEASE_SECONDS * 1000 - START_MARGIN_MS) return;
         await renewOnce();
       }
-      if (lost) throw new IdempotencyConflictError('the key was taken over by another request');
+      if (lost) throw new IdempotencyClaimLostError('the key was taken over by another request');
       // Renewals that succeed but each take longer than the margin: too slow to promise anything.
-      throw new Error('could not confirm the Idempotency-Key claim: the database answers too slowly');
+      // Nothing is started; end() hands the claim on at once, and the partner retries (503).
+      throw new IdempotencyClaimUnconfirmedError(
+        'could not confirm the Idempotency-Key claim: the database answers too slowly',
+      );
     },
     record: () => settle('record', () => markIdempotencyKeyRecorded(db, claim)),
     refuse: (refusal) => settle('refuse', () => markIdempotencyKeyRefused(db, claim, refusal)),

@@ -14,6 +14,7 @@ import type { PayoutRecord } from '../../domain/payout';
 import {
   ChargeRefusedError,
   ChargeTimeoutError,
+  IdempotencyClaimLostError,
   IdempotencyConflictError,
   ReceiverRefusedError,
   SCREENING_REFUSALS,
@@ -98,6 +99,25 @@ export async function createPayout(
       workflowId: payoutWorkflowId(payoutId),
     });
   }
+  // Overtaken (its claim taken over by a request that was let in while this one was slow), the
+  // request asks for the key again, as the partner's retry would, and answers what the key says now:
+  // the new holder's payout or refusal, 409 while it is still in flight. Once only: overtaken twice,
+  // it answers 409.
+  try {
+    return await createWithKey(deps, partnerId, body, idempotencyKey, log);
+  } catch (err) {
+    if (!(err instanceof IdempotencyClaimLostError)) throw err;
+    return createWithKey(deps, partnerId, body, idempotencyKey, log);
+  }
+}
+
+async function createWithKey(
+  deps: CreatePayoutDeps,
+  partnerId: string,
+  body: CreatePayoutBody,
+  idempotencyKey: string,
+  log: ScreeningLog,
+): Promise<CreatePayoutResult> {
   // The key is claimed first, so a duplicate of a request still in flight is always a conflict,
   // whatever the quote or the minimum check would say about it.
   const newPayoutId = randomUUID();
@@ -215,7 +235,7 @@ async function screenQuoteAndStart(
     );
     // Overtaken, this request's refusal is not the key's answer: the retry gets the new holder's.
     if (claim && !(await claim.held.refuse(refusal)))
-      throw new IdempotencyConflictError('the key was taken over by another request');
+      throw new IdempotencyClaimLostError('the key was taken over by another request');
     throw new ReceiverRefusedError(refusal, `receiver flagged by ${verdict.source}`);
   }
 

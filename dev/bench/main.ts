@@ -311,12 +311,11 @@ async function main(): Promise<void> {
           const s = await measurePaymentToCompleted(service, c, paid);
           log(`payment->COMPLETED C=${c}: ${fmt(s)}${s.firstError ? ` first error: ${s.firstError}` : ''}`);
           result.payment.push({ concurrency: c, summary: s });
-          if (c === 1) {
-            const timelines = await Promise.all(paid.map((p) => timelineOf(floor.client, screeningDb, p)));
-            result.paymentBreakdown = { payouts: timelines.length, steps: medianTimeline(timelines) };
-            for (const step of result.paymentBreakdown.steps)
-              log(`  ${step.ms.toFixed(0).padStart(5)} ms  ${step.step}`);
-          }
+          const timelines = await Promise.all(paid.map((p) => timelineOf(floor.client, screeningDb, p)));
+          const breakdown = { concurrency: c, payouts: timelines.length, steps: medianTimeline(timelines) };
+          (result.paymentBreakdowns ??= []).push(breakdown);
+          if (c === 1) result.paymentBreakdown = breakdown;
+          for (const step of breakdown.steps) log(`  ${step.ms.toFixed(0).padStart(5)} ms  ${step.step}`);
         }
       } finally {
         await providerFloor.close();

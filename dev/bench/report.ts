@@ -24,6 +24,8 @@ export interface BenchResult {
   payment: { concurrency: number; summary: Summary }[];
   /** Payment to COMPLETED at C=1, step by step: the median of each step across the payouts. */
   paymentBreakdown?: { payouts: number; steps: { step: string; ms: number }[] };
+  /** The same at each payment concurrency. */
+  paymentBreakdowns?: { concurrency: number; payouts: number; steps: { step: string; ms: number }[] }[];
   saturation: { concurrency: number; floor: Summary; post: Summary }[];
   /** What one payout costs end to end (dev/bench/cost.ts). */
   cost?: {

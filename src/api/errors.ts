@@ -5,6 +5,7 @@ import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
 import type { PayoutStatus } from '../domain/payout';
 import { PayoutRequestError, type PayoutRequestErrorCode } from '../domain/payout-request-errors';
 import { STARTING_AFTER_UNKNOWN } from './payouts/list.schemas';
+import { URL_REFUSALS } from '../adapters/callbacks/url-guard';
 
 /** An error whose status and message are meant for the client, as `{"error": message}`. Made by API_ERRORS. */
 export class HttpError extends Error {
@@ -22,6 +23,8 @@ const RETRY_AFTER_SECONDS = 60;
 const SCREENING_RETRY_AFTER_SECONDS = 5;
 /** A rate source that did not answer (a provider or node blip) usually does within seconds. */
 const QUOTE_RETRY_AFTER_SECONDS = 5;
+/** A callback host's DNS that did not answer in time usually does on the next try. */
+const CALLBACK_DNS_RETRY_AFTER_SECONDS = 5;
 /** A stale feed waits for its oracle network's next round: minutes, not seconds (D52). */
 const STALE_FEED_RETRY_AFTER_SECONDS = 60;
 
@@ -85,6 +88,10 @@ export const API_ERRORS = {
       'retry-after': String(SCREENING_RETRY_AFTER_SECONDS),
     }),
   callbackUrlRefused: (reason: string) => new HttpError(400, `url refused: ${reason}`),
+  callbackUrlUnresolvedNow: () =>
+    new HttpError(503, URL_REFUSALS.unavailable, {
+      'retry-after': String(CALLBACK_DNS_RETRY_AFTER_SECONDS),
+    }),
   noCallbackConfigured: () =>
     new HttpError(409, 'no callback URL is set: set one with PUT /v1/callback first'),
   /** A 4xx the framework raised that no entry above words. */

@@ -320,7 +320,10 @@ const COMMANDS: Record<string, Command> = {
         // every send resolves and checks it again.
         await vetCallbackUrl(url, policy).catch((err: unknown) => {
           if (err instanceof CallbackUrlRefused && err.unresolvable) return;
-          throw err instanceof CallbackUrlRefused ? new UsageError(`--url refused: ${err.message}`) : err;
+          // The operator sees what the guard found; partners get the message alone.
+          throw err instanceof CallbackUrlRefused
+            ? new UsageError(`--url refused: ${err.message} (${err.detail})`)
+            : err;
         });
         const secret = fromStdin ? await readSecretFromStdin() : generateCallbackSecret();
         if (!secrets.encrypts) {

@@ -1,4 +1,8 @@
 import { Webhook } from 'standardwebhooks';
+import { createDnsResolver } from '../../src/adapters/callbacks/dns-resolver';
+import { partnerCallbacksOf } from '../../src/main/wiring';
+import { createLogger } from '../../src/observability/logger';
+import { startDnsServer, type DnsServer } from '../support/dns-server';
 import { useStack } from '../support/stack';
 import { startReceiver, type Receiver, type ReceivedCallback } from '../callbacks/receiver';
 import { call, expectError, type ApiResponse } from './helpers';
@@ -9,10 +13,44 @@ import { call, expectError, type ApiResponse } from './helpers';
 describe('partner self-service callbacks', () => {
   const stack = useStack({ env: { CALLBACK_ALLOW_PRIVATE_NETWORKS: 'true' } });
   let receiver: Receiver;
+  let dns: DnsServer;
   beforeAll(async () => {
     receiver = await startReceiver();
+    dns = await startDnsServer({
+      records: { 'internal.partner.test': { a: ['10.20.30.40'] } },
+      hang: ['slow.partner.test'],
+    });
   });
-  afterAll(() => receiver?.close());
+  afterAll(async () => {
+    await receiver?.close();
+    await dns?.close();
+  });
+
+  /** An api whose log lines are kept (as parsed JSON), resolving names with the test's DNS server. */
+  async function loggingApi(
+    overrides: Parameters<typeof stack.startApi>[0] = {},
+  ): Promise<{ url: string; lines: Record<string, unknown>[]; text: () => string }> {
+    const raw: string[] = [];
+    const logger = createLogger({
+      level: 'info',
+      name: 'api',
+      destination: { write: (line: string) => void raw.push(line) },
+    });
+    const config = { ...stack.config, ...overrides };
+    const callbacks = partnerCallbacksOf(config);
+    const resolve = createDnsResolver({ timeoutMs: 300, tries: 1, concurrency: 4, servers: [dns.address] });
+    const api = await stack.startApi(overrides, {
+      logger,
+      callbacks: { ...callbacks, sender: { ...callbacks.sender, resolve } },
+    });
+    return {
+      url: api.url,
+      get lines() {
+        return raw.map((line) => JSON.parse(line) as Record<string, unknown>);
+      },
+      text: () => raw.join(''),
+    };
+  }
 
   const send = (
     apiKey: string | undefined,
@@ -169,10 +207,7 @@ describe('partner self-service callbacks', () => {
     const strict = await stack.startApi({ CALLBACK_ALLOW_PRIVATE_NETWORKS: false });
     for (const url of ['http://127.0.0.1:9/cb', 'https://10.1.2.3/cb', 'https://169.254.169.254/latest']) {
       const res = await send(apiKey, 'PUT', '/v1/callback', { url }, strict.url);
-      expectError(res, 400);
-      expect((res.json as { error: string }).error).toMatch(
-        /^url refused: callback host .* resolves to a (loopback|private|link-local) address/,
-      );
+      expectError(res, 400, 'url refused: callback URL must resolve to a public address');
     }
     expectError(
       await send(apiKey, 'PUT', '/v1/callback', { url: 'https://u:p@partner.example/cb' }, strict.url),
@@ -200,5 +235,64 @@ describe('partner self-service callbacks', () => {
       url: receiver.url,
       previous_secret_valid_until: null,
     });
+  });
+
+  it('tells partners why a URL is refused without internals; the log line has them', async () => {
+    const { apiKey } = await stack.createPartner();
+    const api = await loggingApi({ CALLBACK_ALLOW_PRIVATE_NETWORKS: false });
+    const refused = await send(
+      apiKey,
+      'PUT',
+      '/v1/callback',
+      { url: 'https://internal.partner.test/cb' },
+      api.url,
+    );
+    expectError(refused, 400, 'url refused: callback URL must resolve to a public address');
+    expect(refused.text).not.toMatch(/10\.20\.30\.40|CALLBACK_|private/);
+    expect(api.lines).toContainEqual(
+      expect.objectContaining({
+        msg: 'partner callback url refused',
+        host: 'internal.partner.test',
+        detail: expect.stringMatching(/private address, 10\.20\.30\.40.*CALLBACK_ALLOW_PRIVATE_NETWORKS/),
+      }),
+    );
+
+    // A URL set where private networks are allowed (an operator's demo), tested where they are not:
+    // the test event's answer names no address either.
+    const lenient = await loggingApi({ CALLBACK_ALLOW_PRIVATE_NETWORKS: true });
+    const url = 'https://internal.partner.test/cb';
+    expect((await send(apiKey, 'PUT', '/v1/callback', { url }, lenient.url)).status).toBe(200);
+    const tested = await send(apiKey, 'POST', '/v1/callback/test', undefined, api.url);
+    expect(tested.json).toMatchObject({
+      delivered: false,
+      status_code: null,
+      error: 'refused: callback URL must resolve to a public address',
+    });
+    expect(api.lines).toContainEqual(
+      expect.objectContaining({
+        msg: 'partner test callback refused',
+        detail: expect.stringMatching(/10\.20\.30\.40/),
+      }),
+    );
+  });
+
+  it('a host whose DNS does not answer in time is a 503 to retry, and changes nothing', async () => {
+    const { apiKey } = await stack.createPartner();
+    const api = await loggingApi();
+    await send(apiKey, 'PUT', '/v1/callback', { url: receiver.url }, api.url);
+    const started = Date.now();
+    const slow = await send(apiKey, 'PUT', '/v1/callback', { url: 'https://slow.partner.test/cb' }, api.url);
+    expectError(slow, 503, 'callback URL host could not be resolved now, retry later');
+    expect(slow.headers.get('retry-after')).toBe('5');
+    expect(Date.now() - started).toBeLessThan(5_000);
+    expect((await send(apiKey, 'GET', '/v1/callback', undefined, api.url)).json).toMatchObject({
+      url: receiver.url,
+    });
+    expect(api.lines).toContainEqual(
+      expect.objectContaining({
+        msg: 'partner callback url refused',
+        detail: expect.stringMatching(/^slow\.partner\.test could not be resolved now/),
+      }),
+    );
   });
 });

@@ -1247,7 +1247,7 @@ export interface operations {
           };
         };
       };
-      /** @description Invalid body (`url is required`, `url must be an https URL`, `unknown field: <name>`), or the URL is refused: `url refused: <reason>` (e.g. `url refused: callback URL must use https in production`, `url refused: callback host <host> resolves to a private address, <address>`) */
+      /** @description Invalid body (`url is required`, `url must be an https URL`, `unknown field: <name>`), or the URL is refused: `url refused: <reason>` (e.g. `url refused: callback URL must resolve to a public address`, `url refused: callback URL must use https in production`) */
       400: {
         headers: {
           /** @description Id of this request in our logs: yours when you sent a usable one, else generated */
@@ -1309,6 +1309,19 @@ export interface operations {
         headers: {
           /** @description Id of this request in our logs: yours when you sent a usable one, else generated */
           'X-Request-Id'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The URL's host could not be resolved now (its DNS did not answer in time): `callback URL host could not be resolved now, retry later`, with `Retry-After`. Nothing was changed. */
+      503: {
+        headers: {
+          /** @description Id of this request in our logs: yours when you sent a usable one, else generated */
+          'X-Request-Id'?: string;
+          /** @description Seconds to wait before retrying (5) */
+          'Retry-After'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -1527,7 +1540,7 @@ export interface operations {
     };
     requestBody?: never;
     responses: {
-      /** @description The attempt: `delivered` is true on a 2xx; otherwise `status_code` or `error` says why */
+      /** @description The attempt: `delivered` is true on a 2xx; otherwise `status_code` or `error` says why (a refused URL reads `refused: <reason>`, e.g. `refused: callback URL must resolve to a public address`) */
       200: {
         headers: {
           /** @description Id of this request in our logs: yours when you sent a usable one, else generated */

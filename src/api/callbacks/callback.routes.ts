@@ -80,16 +80,27 @@ export const callbackRoutes: FastifyPluginAsyncZod<CallbackRoutesOptions> = asyn
       schema: {
         summary: 'Set your callback URL',
         body: setCallbackBodySchema,
-        response: { 200: setCallbackResponseSchema, ...COMMON },
+        response: { 200: setCallbackResponseSchema, ...COMMON, 503: errorBodySchema },
       },
     },
     async (request) => {
       const { url } = request.body;
       // The send-time guard, applied up front. A name that does not resolve yet is accepted (DNS
-      // may still be on its way): every send resolves and checks it again.
-      await vetCallbackUrl(url, opts.sender).catch((err: unknown) => {
-        if (err instanceof CallbackUrlRefused && err.unresolvable) return;
-        throw err instanceof CallbackUrlRefused ? API_ERRORS.callbackUrlRefused(err.message) : err;
+      // may still be on its way): every send resolves and checks it again. What the guard found
+      // goes to the log; the partner gets the refusal's fixed text (D69).
+      await vetCallbackUrl(url, opts.sender, opts.sender.resolve).catch((err: unknown) => {
+        if (!(err instanceof CallbackUrlRefused)) throw err;
+        const host = URL.canParse(url) ? new URL(url).host : null;
+        request.log.info(
+          { partnerId: partnerOf(request).id, host, refusal: err.message, detail: err.detail },
+          err.unresolvable
+            ? 'partner callback url accepted before its host resolves'
+            : 'partner callback url refused',
+        );
+        if (err.unresolvable) return;
+        throw err.temporary
+          ? API_ERRORS.callbackUrlUnresolvedNow()
+          : API_ERRORS.callbackUrlRefused(err.message);
       });
       const secret = generateCallbackSecret();
       const set = present(
@@ -157,6 +168,11 @@ export const callbackRoutes: FastifyPluginAsyncZod<CallbackRoutesOptions> = asyn
       const body = JSON.stringify({ event: CALLBACK_TEST_EVENT, created_at: new Date().toISOString() });
       // One attempt, answered here: a test is for the partner watching it, not for retries.
       const sent = await sendCallback({ ...target, eventId, body }, opts.sender);
+      if (sent.errorDetail !== undefined)
+        request.log.info(
+          { partnerId, eventId, error: sent.error, detail: sent.errorDetail },
+          'partner test callback refused',
+        );
       return {
         event_id: eventId,
         delivered: sent.delivered,

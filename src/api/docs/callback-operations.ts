@@ -1,5 +1,6 @@
 import { API_ERRORS } from '../errors';
 import { MAX_OVERLAP_SECONDS } from '../../domain/rotation';
+import { URL_REFUSALS } from '../../adapters/callbacks/url-guard';
 import { CALLBACK_TEST_EVENT, EVENTS_LIMIT_MAX } from '../callbacks/callback.schemas';
 
 /** What a route schema cannot say of the self-service callback operations (docs/decisions.md D65). */
@@ -42,8 +43,11 @@ export const CALLBACK_OPERATIONS: Record<string, CallbackOperationDoc> = {
       '200': 'The URL, and `secret` when this call created it',
       '400':
         'Invalid body (`url is required`, `url must be an https URL`, `unknown field: <name>`), or the URL ' +
-        'is refused: `url refused: <reason>` (e.g. `url refused: callback URL must use https in production`, ' +
-        '`url refused: callback host <host> resolves to a private address, <address>`)',
+        `is refused: \`url refused: <reason>\` (e.g. \`url refused: ${URL_REFUSALS.notPublic}\`, ` +
+        `\`url refused: ${URL_REFUSALS.httpInProduction}\`)`,
+      '503':
+        `The URL's host could not be resolved now (its DNS did not answer in time): ` +
+        `\`${API_ERRORS.callbackUrlUnresolvedNow().message}\`, with \`Retry-After\`. Nothing was changed.`,
     },
   },
   'delete /v1/callback': {
@@ -78,7 +82,9 @@ export const CALLBACK_OPERATIONS: Record<string, CallbackOperationDoc> = {
       'endpoint did. A test event is not retried and not listed in GET /v1/callback/events. No body. ' +
       'Spends the POST rate-limit bucket.',
     responses: {
-      '200': 'The attempt: `delivered` is true on a 2xx; otherwise `status_code` or `error` says why',
+      '200':
+        'The attempt: `delivered` is true on a 2xx; otherwise `status_code` or `error` says why (a refused ' +
+        `URL reads \`refused: <reason>\`, e.g. \`refused: ${URL_REFUSALS.notPublic}\`)`,
       '409': NO_CALLBACK,
     },
   },

@@ -42,10 +42,15 @@ export interface AuthOptions {
 /**
  * The X-Api-Key check of every partner route, with its rate limit: `spending(bucket, perMinute)` is
  * the route's onRequest hook. The key is looked up and one token of its bucket taken in one database
- * round trip; a valid key past its limit answers 429 (docs/decisions.md D15).
+ * round trip; a valid key past its limit answers 429 (docs/decisions.md D15). A bucket is per key,
+ * or per partner (all its keys together) when `per` says so (docs/decisions.md D68).
  */
 export interface Authenticate {
-  spending(bucket: string, perMinute: number): (request: FastifyRequest) => Promise<void>;
+  spending(
+    bucket: string,
+    perMinute: number,
+    per?: 'key' | 'partner',
+  ): (request: FastifyRequest) => Promise<void>;
 }
 
 export function authenticatePartner(db: Db, opts: AuthOptions): Authenticate {
@@ -59,22 +64,28 @@ export function authenticatePartner(db: Db, opts: AuthOptions): Authenticate {
     throw refusal;
   };
   return {
-    spending: (bucket, perMinute) => async (request) => {
-      const raw = request.headers['x-api-key'];
-      const key = Array.isArray(raw) ? raw[0] : raw;
-      if (!key) return refuse(request, API_ERRORS.missingApiKey());
-      const presented = hashApiKey(key);
-      const keyId = presented.toString('hex');
-      // Buckets are named per key (by its hash): the limit is on what each key asks.
-      const found = await findPartnerByKeyHashTakingToken(db, presented, {
-        name: `${bucket}:${keyId}`,
-        perMinute,
-      });
-      if (!found || !timingSafeEqual(found.keyHash, presented))
-        return refuse(request, API_ERRORS.invalidApiKey());
-      request.partner = { id: found.partnerId, keyId };
-      if (!found.withinRateLimit) throw rateLimitExceeded();
-    },
+    spending:
+      (bucket, perMinute, per = 'key') =>
+      async (request) => {
+        const raw = request.headers['x-api-key'];
+        const key = Array.isArray(raw) ? raw[0] : raw;
+        if (!key) return refuse(request, API_ERRORS.missingApiKey());
+        const presented = hashApiKey(key);
+        const keyId = presented.toString('hex');
+        // Buckets are named per key (by its hash): the limit is on what each key asks; or per partner
+        // (by its id, which the lookup appends): the limit is on what the partner asks, whatever key.
+        const found = await findPartnerByKeyHashTakingToken(
+          db,
+          presented,
+          per === 'key'
+            ? { name: `${bucket}:${keyId}`, perMinute }
+            : { name: `${bucket}:partner:`, perMinute, perPartner: true },
+        );
+        if (!found || !timingSafeEqual(found.keyHash, presented))
+          return refuse(request, API_ERRORS.invalidApiKey());
+        request.partner = { id: found.partnerId, keyId };
+        if (!found.withinRateLimit) throw rateLimitExceeded();
+      },
   };
 }
 

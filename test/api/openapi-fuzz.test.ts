@@ -94,7 +94,11 @@ const printableHeader = fc.stringMatching(/^[\x20-\x7e]{0,80}$/).map((s) => s.tr
 
 describe('OpenAPI contract fuzzing against the running api', () => {
   const stack = useStack({
-    env: { POST_RATE_LIMIT_PER_MINUTE: '1000000', READ_RATE_LIMIT_PER_MINUTE: '1000000' },
+    env: {
+      POST_RATE_LIMIT_PER_MINUTE: '1000000',
+      READ_RATE_LIMIT_PER_MINUTE: '1000000',
+      CALLBACK_RATE_LIMIT_PER_MINUTE: '1000000',
+    },
   });
   let apiKey: string;
   let doc: Json & { paths: Record<string, Record<string, Operation>>; components: Json };

@@ -120,7 +120,7 @@ describe('TypeScript client', () => {
 
   it('retries 429 and then throws RateLimitError', async () => {
     const { apiKey } = await stack.createPartner();
-    const tight = await stack.startApi({ READ_RATE_LIMIT_PER_MINUTE: 1 });
+    const tight = await stack.startApi({ CALLBACK_RATE_LIMIT_PER_MINUTE: 1 });
     const { client, attempts } = recordingClient({
       baseUrl: tight.url,
       apiKey,

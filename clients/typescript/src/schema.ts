@@ -133,18 +133,18 @@ export interface paths {
     };
     /**
      * Read your callback URL
-     * @description Your callback URL (null when none is set) and, while a rotation overlap lasts, when the replaced secret stops signing. Secrets are never shown again. Spends the read rate-limit bucket.
+     * @description Your callback URL (null when none is set) and, while a rotation overlap lasts, when the replaced secret stops signing. Secrets are never shown again. Spends the callback rate-limit bucket: per partner (all your API keys together), apart from the payout and read buckets, by default 30 requests per minute.
      */
     get: operations['getCallback'];
     /**
      * Set your callback URL
-     * @description Sets the URL payout events are POSTed to. The URL is checked as every delivery checks it: https, no credentials, and a host that resolves only to public addresses (a host that does not resolve yet is accepted; each delivery checks it again). The first time, a signing secret is created and returned once as `secret`; later calls keep it (rotate it with POST /v1/callback/rotate-secret). Spends the POST rate-limit bucket.
+     * @description Sets the URL payout events are POSTed to. The URL is checked as every delivery checks it: https, no credentials, and a host that resolves only to public addresses (a host that does not resolve yet is accepted; each delivery checks it again). The first time, a signing secret is created and returned once as `secret`; later calls keep it (rotate it with POST /v1/callback/rotate-secret). Spends the callback rate-limit bucket: per partner (all your API keys together), apart from the payout and read buckets, by default 30 requests per minute.
      */
     put: operations['setCallback'];
     post?: never;
     /**
      * Stop callbacks (removes the URL and its secret)
-     * @description Removes the URL and its secret: no callbacks are sent until a URL is set again (events due meanwhile are listed as `skipped`). Spends the POST rate-limit bucket.
+     * @description Removes the URL and its secret: no callbacks are sent until a URL is set again (events due meanwhile are listed as `skipped`). Spends the callback rate-limit bucket: per partner (all your API keys together), apart from the payout and read buckets, by default 30 requests per minute.
      */
     delete: operations['deleteCallback'];
     options?: never;
@@ -163,7 +163,7 @@ export interface paths {
     put?: never;
     /**
      * Rotate your callback signing secret, with an overlap
-     * @description Replaces the signing secret and returns the new one once. During `overlap_seconds` (at most 2592000, 30 days) every callback carries a signature by each secret, so a receiver checking either accepts it: deploy the new secret, then let the overlap end. A rotation during another overlap ends the older secret at once. Spends the POST rate-limit bucket.
+     * @description Replaces the signing secret and returns the new one once. During `overlap_seconds` (at most 2592000, 30 days) every callback carries a signature by each secret, so a receiver checking either accepts it: deploy the new secret, then let the overlap end. A rotation during another overlap ends the older secret at once. Spends the callback rate-limit bucket: per partner (all your API keys together), apart from the payout and read buckets, by default 30 requests per minute.
      */
     post: operations['rotateCallbackSecret'];
     delete?: never;
@@ -183,7 +183,7 @@ export interface paths {
     put?: never;
     /**
      * Send yourself a signed test event
-     * @description POSTs `{"event": "callback.test", "created_at": ...}` to your URL now, signed like every callback (Standard Webhooks; by both secrets during an overlap), once, and answers what your endpoint did. A test event is not retried and not listed in GET /v1/callback/events. No body. Spends the POST rate-limit bucket.
+     * @description POSTs `{"event": "callback.test", "created_at": ...}` to your URL now, signed like every callback (Standard Webhooks; by both secrets during an overlap), once, and answers what your endpoint did. A test event is not retried and not listed in GET /v1/callback/events. No body. Spends the callback rate-limit bucket: per partner (all your API keys together), apart from the payout and read buckets, by default 30 requests per minute.
      */
     post: operations['sendTestCallback'];
     delete?: never;
@@ -201,7 +201,7 @@ export interface paths {
     };
     /**
      * List your recent callback events with every delivery attempt
-     * @description Your most recent payout events (`payout.completed`, `payout.failed`), newest first, each with every delivery attempt: when, how long, the URL called (without its query string), your status code or the error, and the start of your answer. Spends the read rate-limit bucket.
+     * @description Your most recent payout events (`payout.completed`, `payout.failed`), newest first, each with every delivery attempt: when, how long, the URL called (without its query string), your status code or the error, and the start of your answer. Spends the callback rate-limit bucket: per partner (all your API keys together), apart from the payout and read buckets, by default 30 requests per minute.
      */
     get: operations['listCallbackEvents'];
     put?: never;

@@ -57,20 +57,23 @@ export async function findPartnerByKeyHash(
 }
 
 /**
- * The same lookup, taking one token of the key's rate-limit `bucket` in the same statement: the
- * token function is evaluated only for a row the WHERE clause kept, so an unknown or revoked key
- * spends nothing and creates no bucket. One round trip for what a partner request checks first.
+ * The same lookup, taking one token of a rate-limit bucket in the same statement: the token
+ * function is evaluated only for a row the WHERE clause kept, so an unknown or revoked key spends
+ * nothing and creates no bucket. One round trip for what a partner request checks first. The
+ * bucket is `bucket.name` as given, or, with `perPartner`, `bucket.name` followed by the id of the
+ * key's partner (only known here): one bucket for all the partner's keys.
  */
 export async function findPartnerByKeyHashTakingToken(
   db: Db,
   keyHash: Buffer,
-  bucket: { name: string; perMinute: number },
+  bucket: { name: string; perMinute: number; perPartner?: boolean },
 ): Promise<{ partnerId: string; keyHash: Buffer; withinRateLimit: boolean } | null> {
   const { rows } = await db.query<{ partner_id: string; key_hash: Buffer; allowed: boolean }>(
-    `SELECT k.partner_id, k.key_hash, take_rate_limit_token($2, $3, $4) AS allowed
+    `SELECT k.partner_id, k.key_hash,
+            take_rate_limit_token(CASE WHEN $5 THEN $2 || k.partner_id::text ELSE $2 END, $3, $4) AS allowed
        FROM api_keys k JOIN partners p ON p.id = k.partner_id
       WHERE k.key_hash = $1 AND ${KEY_VALID} AND p.status = 'active'`,
-    [keyHash, bucket.name, bucket.perMinute, bucket.perMinute / 60],
+    [keyHash, bucket.name, bucket.perMinute, bucket.perMinute / 60, bucket.perPartner === true],
   );
   const row = rows[0];
   return row ? { partnerId: row.partner_id, keyHash: row.key_hash, withinRateLimit: row.allowed } : null;

@@ -16,7 +16,7 @@ import type { SecretBox } from '../../adapters/secrets/secret-box';
 import { partnerOf, type Authenticate } from '../auth';
 import { API_ERRORS } from '../errors';
 import { errorBodySchema } from '../payouts/payout.schemas';
-import { CREATE_BUCKET, READ_BUCKET } from '../rate-limit';
+import { CALLBACK_BUCKET } from '../rate-limit';
 import {
   CALLBACK_TEST_EVENT,
   callbackEventListSchema,
@@ -38,8 +38,8 @@ export interface PartnerCallbacks {
 
 export interface CallbackRoutesOptions extends PartnerCallbacks {
   db: Db;
-  postRateLimitPerMinute: number;
-  readRateLimitPerMinute: number;
+  /** CALLBACK_RATE_LIMIT_PER_MINUTE: the routes' own bucket, per partner (docs/decisions.md D68). */
+  rateLimitPerMinute: number;
   authenticate: Authenticate;
 }
 
@@ -53,8 +53,9 @@ const COMMON = { 400: errorBodySchema, 401: errorBodySchema, 429: errorBodySchem
  * authenticated partner: no route takes a partner id, so none can reach another's.
  */
 export const callbackRoutes: FastifyPluginAsyncZod<CallbackRoutesOptions> = async (app, opts) => {
-  const writes = opts.authenticate.spending(CREATE_BUCKET, opts.postRateLimitPerMinute);
-  const reads = opts.authenticate.spending(READ_BUCKET, opts.readRateLimitPerMinute);
+  // One bucket for every route here, per partner, spending neither the payout nor the read bucket:
+  // a test event makes this api connect out, which must not be cheap in bulk (D68).
+  const spends = opts.authenticate.spending(CALLBACK_BUCKET, opts.rateLimitPerMinute, 'partner');
   /** An authenticated partner is a row: its absence is a bug, not a partner's mistake. */
   const present = <T>(value: T | null | false): T => {
     if (value === null || value === false) throw new Error('authenticated partner not found');
@@ -64,7 +65,7 @@ export const callbackRoutes: FastifyPluginAsyncZod<CallbackRoutesOptions> = asyn
   app.get(
     '/v1/callback',
     {
-      onRequest: reads,
+      onRequest: spends,
       schema: { summary: 'Read your callback URL', response: { 200: callbackSettingsSchema, ...COMMON } },
     },
     async (request) => {
@@ -76,7 +77,7 @@ export const callbackRoutes: FastifyPluginAsyncZod<CallbackRoutesOptions> = asyn
   app.put(
     '/v1/callback',
     {
-      onRequest: writes,
+      onRequest: spends,
       schema: {
         summary: 'Set your callback URL',
         body: setCallbackBodySchema,
@@ -113,7 +114,7 @@ export const callbackRoutes: FastifyPluginAsyncZod<CallbackRoutesOptions> = asyn
   app.delete(
     '/v1/callback',
     {
-      onRequest: writes,
+      onRequest: spends,
       schema: {
         summary: 'Stop callbacks (removes the URL and its secret)',
         response: { 200: callbackSettingsSchema, ...COMMON },
@@ -128,7 +129,7 @@ export const callbackRoutes: FastifyPluginAsyncZod<CallbackRoutesOptions> = asyn
   app.post(
     '/v1/callback/rotate-secret',
     {
-      onRequest: writes,
+      onRequest: spends,
       schema: {
         summary: 'Rotate your callback signing secret, with an overlap',
         body: rotateSecretBodySchema,
@@ -154,7 +155,7 @@ export const callbackRoutes: FastifyPluginAsyncZod<CallbackRoutesOptions> = asyn
   app.post(
     '/v1/callback/test',
     {
-      onRequest: writes,
+      onRequest: spends,
       schema: {
         summary: 'Send yourself a signed test event',
         response: { 200: testEventResultSchema, ...COMMON, 409: errorBodySchema },
@@ -186,7 +187,7 @@ export const callbackRoutes: FastifyPluginAsyncZod<CallbackRoutesOptions> = asyn
   app.get(
     '/v1/callback/events',
     {
-      onRequest: reads,
+      onRequest: spends,
       schema: {
         summary: 'List your recent callback events with every delivery attempt',
         querystring: listEventsQuerySchema,

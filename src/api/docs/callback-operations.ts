@@ -14,6 +14,9 @@ export interface CallbackOperationDoc {
 
 const TAG = 'callback endpoint';
 const NO_CALLBACK = `No callback URL is set: \`${API_ERRORS.noCallbackConfigured().message}\``;
+const BUCKET =
+  'Spends the callback rate-limit bucket: per partner (all your API keys together), apart from the ' +
+  'payout and read buckets, by default 30 requests per minute.';
 
 export const CALLBACK_TAG = {
   name: TAG,
@@ -26,7 +29,7 @@ export const CALLBACK_OPERATIONS: Record<string, CallbackOperationDoc> = {
     tag: TAG,
     description:
       'Your callback URL (null when none is set) and, while a rotation overlap lasts, when the replaced ' +
-      'secret stops signing. Secrets are never shown again. Spends the read rate-limit bucket.',
+      `secret stops signing. Secrets are never shown again. ${BUCKET}`,
     responses: { '200': 'Your callback settings' },
   },
   'put /v1/callback': {
@@ -38,7 +41,7 @@ export const CALLBACK_OPERATIONS: Record<string, CallbackOperationDoc> = {
       'no credentials, and a host that resolves only to public addresses (a host that does not resolve ' +
       'yet is accepted; each delivery checks it again). The first time, a signing secret is created and ' +
       'returned once as `secret`; later calls keep it (rotate it with POST /v1/callback/rotate-secret). ' +
-      'Spends the POST rate-limit bucket.',
+      BUCKET,
     responses: {
       '200': 'The URL, and `secret` when this call created it',
       '400':
@@ -55,7 +58,7 @@ export const CALLBACK_OPERATIONS: Record<string, CallbackOperationDoc> = {
     tag: TAG,
     description:
       'Removes the URL and its secret: no callbacks are sent until a URL is set again (events due ' +
-      'meanwhile are listed as `skipped`). Spends the POST rate-limit bucket.',
+      `meanwhile are listed as \`skipped\`). ${BUCKET}`,
     responses: { '200': 'The cleared settings' },
   },
   'post /v1/callback/rotate-secret': {
@@ -66,7 +69,7 @@ export const CALLBACK_OPERATIONS: Record<string, CallbackOperationDoc> = {
       'Replaces the signing secret and returns the new one once. During `overlap_seconds` (at most ' +
       `${MAX_OVERLAP_SECONDS}, 30 days) every callback carries a signature by each secret, so a receiver ` +
       'checking either accepts it: deploy the new secret, then let the overlap end. A rotation during ' +
-      'another overlap ends the older secret at once. Spends the POST rate-limit bucket.',
+      `another overlap ends the older secret at once. ${BUCKET}`,
     responses: {
       '200': 'The new secret, and when the replaced one stops signing',
       '400': `Invalid body: \`overlap_seconds must be a whole number from 0 to ${MAX_OVERLAP_SECONDS}\`, \`unknown field: <name>\``,
@@ -80,7 +83,7 @@ export const CALLBACK_OPERATIONS: Record<string, CallbackOperationDoc> = {
       `POSTs \`{"event": "${CALLBACK_TEST_EVENT}", "created_at": ...}\` to your URL now, signed like every ` +
       'callback (Standard Webhooks; by both secrets during an overlap), once, and answers what your ' +
       'endpoint did. A test event is not retried and not listed in GET /v1/callback/events. No body. ' +
-      'Spends the POST rate-limit bucket.',
+      BUCKET,
     responses: {
       '200':
         'The attempt: `delivered` is true on a 2xx; otherwise `status_code` or `error` says why (a refused ' +
@@ -94,7 +97,7 @@ export const CALLBACK_OPERATIONS: Record<string, CallbackOperationDoc> = {
     description:
       'Your most recent payout events (`payout.completed`, `payout.failed`), newest first, each with every ' +
       'delivery attempt: when, how long, the URL called (without its query string), your status code or ' +
-      'the error, and the start of your answer. Spends the read rate-limit bucket.',
+      `the error, and the start of your answer. ${BUCKET}`,
     responses: {
       '200': 'The events',
       '400': `\`limit must be a whole number from 1 to ${EVENTS_LIMIT_MAX}\`, \`unknown query parameter: <name>\``,

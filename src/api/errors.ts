@@ -94,6 +94,11 @@ export const API_ERRORS = {
     }),
   noCallbackConfigured: () =>
     new HttpError(409, 'no callback URL is set: set one with PUT /v1/callback first'),
+  callbackOverlapActive: (until: string) =>
+    new HttpError(
+      409,
+      `the previous secret rotation's overlap lasts until ${until}: rotate again after it ends, or with overlap_seconds 0 to end every replaced secret at once`,
+    ),
   /** A 4xx the framework raised that no entry above words. */
   otherClientError: (statusCode = 400) => new HttpError(statusCode, 'invalid request'),
   internalError: () => new HttpError(500, 'internal error'),

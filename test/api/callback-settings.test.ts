@@ -295,4 +295,70 @@ describe('partner self-service callbacks', () => {
       }),
     );
   });
+
+  it('refuses a rotation with an overlap while another overlap runs (409 with its end); 0 ends every old secret', async () => {
+    const { apiKey } = await stack.createPartner();
+    const url = new URL('/partner-r', receiver.url).href;
+    const { secret: first } = (await send(apiKey, 'PUT', '/v1/callback', { url })).json as { secret: string };
+    const rotated = await send(apiKey, 'POST', '/v1/callback/rotate-secret', { overlap_seconds: 3600 });
+    const { secret: second, previous_secret_valid_until: until } = rotated.json as {
+      secret: string;
+      previous_secret_valid_until: string;
+    };
+
+    expectError(
+      await send(apiKey, 'POST', '/v1/callback/rotate-secret', { overlap_seconds: 60 }),
+      409,
+      `the previous secret rotation's overlap lasts until ${until}: rotate again after it ends, or with overlap_seconds 0 to end every replaced secret at once`,
+    );
+    // Nothing changed: both secrets still sign, and the overlap's end is the same.
+    expect((await send(apiKey, 'GET', '/v1/callback')).json).toEqual({
+      url,
+      previous_secret_valid_until: until,
+    });
+    await send(apiKey, 'POST', '/v1/callback/test');
+    const [during] = await receiver.waitFor(1, (r) => r.path === '/partner-r');
+    expect([verifies(first, during!), verifies(second, during!)]).toEqual([true, true]);
+
+    // Without an overlap (a leaked secret) the rotation goes ahead: only the new secret signs.
+    const now = await send(apiKey, 'POST', '/v1/callback/rotate-secret', { overlap_seconds: 0 });
+    expect(now.status).toBe(200);
+    const { secret: third } = now.json as { secret: string };
+    await send(apiKey, 'POST', '/v1/callback/test');
+    const [, after] = await receiver.waitFor(2, (r) => r.path === '/partner-r');
+    expect([first, second, third].map((s) => verifies(s, after!))).toEqual([false, false, true]);
+    // No overlap runs any more: one with an overlap is accepted again.
+    expect((await send(apiKey, 'POST', '/v1/callback/rotate-secret', { overlap_seconds: 60 })).status).toBe(
+      200,
+    );
+  });
+
+  it('rotate-secret takes no body at all, as it takes {}', async () => {
+    const { apiKey } = await stack.createPartner();
+    await send(apiKey, 'PUT', '/v1/callback', { url: receiver.url });
+    // No content-type, no body (`curl -X POST .../rotate-secret`).
+    const bare = await call(stack.apiUrl, '/v1/callback/rotate-secret', {
+      method: 'POST',
+      headers: { 'x-api-key': apiKey },
+    });
+    expect({ status: bare.status, body: bare.json }).toEqual({
+      status: 200,
+      body: { secret: expect.stringMatching(/^whsec_/), previous_secret_valid_until: null },
+    });
+    const empty = await send(apiKey, 'POST', '/v1/callback/rotate-secret', {});
+    expect(empty.json).toEqual({
+      secret: expect.stringMatching(/^whsec_/),
+      previous_secret_valid_until: null,
+    });
+    // A body that is sent is still read as one.
+    expectError(
+      await call(stack.apiUrl, '/v1/callback/rotate-secret', {
+        method: 'POST',
+        headers: { 'x-api-key': apiKey, 'content-type': 'application/json' },
+        body: 'null',
+      }),
+      400,
+      'request body must be a JSON object',
+    );
+  });
 });

@@ -69,6 +69,10 @@ const DESCRIBED_REFUSALS: { rule: RegExp; why: string }[] = [
     why: 'rotating or testing needs a callback URL set before: state the schema cannot see ("Manage your callback")',
   },
   {
+    rule: /^the previous secret rotation's overlap lasts until /,
+    why: 'a rotation with an overlap waits for the previous overlap to end: state the schema cannot see ("Manage your callback")',
+  },
+  {
     rule: /^starting_after must be the id of one of your payouts$/,
     why: 'the cursor must be one of the caller\'s payouts: only the database knows which ("List payouts")',
   },

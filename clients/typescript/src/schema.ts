@@ -163,7 +163,7 @@ export interface paths {
     put?: never;
     /**
      * Rotate your callback signing secret, with an overlap
-     * @description Replaces the signing secret and returns the new one once. During `overlap_seconds` (at most 2592000, 30 days) every callback carries a signature by each secret, so a receiver checking either accepts it: deploy the new secret, then let the overlap end. A rotation during another overlap ends the older secret at once. Spends the callback rate-limit bucket: per partner (all your API keys together), apart from the payout and read buckets, by default 30 requests per minute.
+     * @description Replaces the signing secret and returns the new one once. During `overlap_seconds` (at most 2592000, 30 days) every callback carries a signature by each secret, so a receiver checking either accepts it: deploy the new secret, then let the overlap end. The body is optional: none at all, or `{}`, rotates with `overlap_seconds` 0 (the replaced secret stops at once). While an overlap runs, another rotation with `overlap_seconds` above 0 is refused with 409 (it would end the secret your receivers may still check); with 0 it ends every replaced secret at once (a leaked secret). Spends the callback rate-limit bucket: per partner (all your API keys together), apart from the payout and read buckets, by default 30 requests per minute.
      */
     post: operations['rotateCallbackSecret'];
     delete?: never;
@@ -1415,7 +1415,7 @@ export interface operations {
       path?: never;
       cookie?: never;
     };
-    requestBody: {
+    requestBody?: {
       content: {
         /**
          * @example {
@@ -1469,7 +1469,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description No callback URL is set: `no callback URL is set: set one with PUT /v1/callback first` */
+      /** @description No callback URL is set: `no callback URL is set: set one with PUT /v1/callback first`; or a previous rotation's overlap still runs: `the previous secret rotation's overlap lasts until <until>: rotate again after it ends, or with overlap_seconds 0 to end every replaced secret at once` (`<until>` is when it ends) */
       409: {
         headers: {
           /** @description Id of this request in our logs: yours when you sent a usable one, else generated */

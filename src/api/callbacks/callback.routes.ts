@@ -4,7 +4,11 @@ import { sendCallback, type CallbackSenderOptions } from '../../adapters/callbac
 import { generateCallbackSecret } from '../../adapters/callbacks/signature';
 import { CallbackUrlRefused, vetCallbackUrl } from '../../adapters/callbacks/url-guard';
 import { callbackEventAnswer, listCallbackEvents } from '../../adapters/db/callbacks-repo';
-import { NoCallbackConfigured, rotateCallbackSecret } from '../../adapters/db/credential-rotation';
+import {
+  CallbackOverlapActive,
+  NoCallbackConfigured,
+  rotateCallbackSecret,
+} from '../../adapters/db/credential-rotation';
 import {
   findPartnerCallback,
   findPartnerCallbackSettings,
@@ -130,6 +134,12 @@ export const callbackRoutes: FastifyPluginAsyncZod<CallbackRoutesOptions> = asyn
     '/v1/callback/rotate-secret',
     {
       onRequest: spends,
+      // No body at all (no content-type, nothing sent) is `{}`: the default overlap. A body that
+      // was sent is validated as it came (`null` included).
+      preValidation: async (request) => {
+        if (request.body === undefined || (request.body === null && !request.headers['content-type']))
+          request.body = {};
+      },
       schema: {
         summary: 'Rotate your callback signing secret, with an overlap',
         body: rotateSecretBodySchema,
@@ -145,7 +155,9 @@ export const callbackRoutes: FastifyPluginAsyncZod<CallbackRoutesOptions> = asyn
         overlap,
         opts.secrets,
       ).catch((err: unknown) => {
-        throw err instanceof NoCallbackConfigured ? API_ERRORS.noCallbackConfigured() : err;
+        if (err instanceof NoCallbackConfigured) throw API_ERRORS.noCallbackConfigured();
+        if (err instanceof CallbackOverlapActive) throw API_ERRORS.callbackOverlapActive(err.until);
+        throw err;
       });
       const { issued, previousValidUntil } = present(rotation);
       return { secret: issued, previous_secret_valid_until: previousValidUntil };

@@ -30,6 +30,10 @@ export const setCallbackBodySchema = z.strictObject(
   },
 );
 
+/**
+ * The body of POST /v1/callback/rotate-secret. It may be left out altogether (no content-type,
+ * nothing sent): the route reads that as `{}`, the default overlap.
+ */
 export const rotateSecretBodySchema = z.strictObject(
   {
     overlap_seconds: z

@@ -10,6 +10,8 @@ export interface CallbackOperationDoc {
   description: string;
   responses: Record<string, string>;
   example?: unknown;
+  /** The JSON body may be left out altogether. */
+  optionalBody?: boolean;
 }
 
 const TAG = 'callback endpoint';
@@ -65,15 +67,21 @@ export const CALLBACK_OPERATIONS: Record<string, CallbackOperationDoc> = {
     operationId: 'rotateCallbackSecret',
     tag: TAG,
     example: { overlap_seconds: 86_400 },
+    optionalBody: true,
     description:
       'Replaces the signing secret and returns the new one once. During `overlap_seconds` (at most ' +
       `${MAX_OVERLAP_SECONDS}, 30 days) every callback carries a signature by each secret, so a receiver ` +
-      'checking either accepts it: deploy the new secret, then let the overlap end. A rotation during ' +
-      `another overlap ends the older secret at once. ${BUCKET}`,
+      'checking either accepts it: deploy the new secret, then let the overlap end. The body is optional: ' +
+      'none at all, or `{}`, rotates with `overlap_seconds` 0 (the replaced secret stops at once). While an ' +
+      'overlap runs, another rotation with `overlap_seconds` above 0 is refused with 409 (it would end the ' +
+      'secret your receivers may still check); with 0 it ends every replaced secret at once (a leaked ' +
+      `secret). ${BUCKET}`,
     responses: {
       '200': 'The new secret, and when the replaced one stops signing',
       '400': `Invalid body: \`overlap_seconds must be a whole number from 0 to ${MAX_OVERLAP_SECONDS}\`, \`unknown field: <name>\``,
-      '409': NO_CALLBACK,
+      '409':
+        `${NO_CALLBACK}; or a previous rotation's overlap still runs: ` +
+        `\`${API_ERRORS.callbackOverlapActive('<until>').message}\` (\`<until>\` is when it ends)`,
     },
   },
   'post /v1/callback/test': {

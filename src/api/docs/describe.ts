@@ -158,6 +158,8 @@ interface OperationDoc {
   example?: unknown;
   /** Media type of a 200 that is an image rather than JSON. */
   image?: string;
+  /** The JSON body may be left out altogether (no content-type, nothing sent). */
+  optionalBody?: boolean;
 }
 
 const OPERATIONS: Record<string, OperationDoc> = {
@@ -305,6 +307,8 @@ export function describeOperations<D>(generated: D): D {
       const body = (operation.requestBody as { content?: Record<string, { example?: unknown }> } | undefined)
         ?.content?.['application/json'];
       if (body && known?.example) body.example ??= known.example;
+      if (operation.requestBody && known?.optionalBody)
+        (operation.requestBody as { required?: boolean }).required = false;
       if (path.startsWith('/v1/')) operation.security = [{ ApiKeyAuth: [] }];
       else operation.security = [];
 

@@ -5,6 +5,7 @@ import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
 import type { PayoutStatus } from '../domain/payout';
 import { PayoutRequestError, type PayoutRequestErrorCode } from '../domain/payout-request-errors';
 import { STARTING_AFTER_UNKNOWN } from './payouts/list.schemas';
+import { EVENTS_STARTING_AFTER_UNKNOWN } from './callbacks/callback.schemas';
 import { URL_REFUSALS } from '../adapters/callbacks/url-guard';
 
 /** An error whose status and message are meant for the client, as `{"error": message}`. Made by API_ERRORS. */
@@ -99,6 +100,7 @@ export const API_ERRORS = {
       409,
       `the previous secret rotation's overlap lasts until ${until}: rotate again after it ends, or with overlap_seconds 0 to end every replaced secret at once`,
     ),
+  callbackEventsStartingAfterUnknown: () => new HttpError(400, EVENTS_STARTING_AFTER_UNKNOWN),
   /** A 4xx the framework raised that no entry above words. */
   otherClientError: (statusCode = 400) => new HttpError(statusCode, 'invalid request'),
   internalError: () => new HttpError(500, 'internal error'),

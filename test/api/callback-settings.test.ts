@@ -1,7 +1,10 @@
+import { randomUUID } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
 import { createDnsResolver } from '../../src/adapters/callbacks/dns-resolver';
+import { closeCallbackEvent } from '../../src/adapters/db/callbacks-repo';
 import { partnerCallbacksOf } from '../../src/main/wiring';
 import { createLogger } from '../../src/observability/logger';
+import { callbackEventId } from '../../src/domain/callback-event';
 import { startDnsServer, type DnsServer } from '../support/dns-server';
 import { useStack } from '../support/stack';
 import { startReceiver, type Receiver, type ReceivedCallback } from '../callbacks/receiver';
@@ -174,6 +177,7 @@ describe('partner self-service callbacks', () => {
           ],
         },
       ],
+      has_more: false,
     });
 
     // Another partner sees none of it.
@@ -182,7 +186,10 @@ describe('partner self-service callbacks', () => {
       url: null,
       previous_secret_valid_until: null,
     });
-    expect((await send(other.apiKey, 'GET', '/v1/callback/events')).json).toEqual({ data: [] });
+    expect((await send(other.apiKey, 'GET', '/v1/callback/events')).json).toEqual({
+      data: [],
+      has_more: false,
+    });
 
     expect((await send(apiKey, 'DELETE', '/v1/callback')).json).toEqual({
       url: null,
@@ -359,6 +366,66 @@ describe('partner self-service callbacks', () => {
       }),
       400,
       'request body must be a JSON object',
+    );
+  });
+
+  it('pages the events as GET /v1/payouts does: limit, starting_after, has_more', async () => {
+    const { partnerId, apiKey } = await stack.createPartner();
+    // Seven events written as the delivery activities write them; two share one instant, which
+    // event_id orders.
+    const ids: string[] = [];
+    for (let i = 0; i < 5; i++) {
+      const payoutId = randomUUID();
+      const eventId = callbackEventId(payoutId, 'payout.completed');
+      await closeCallbackEvent(
+        stack.db,
+        { eventId, partnerId, payoutId, event: 'payout.completed' },
+        'skipped',
+      );
+      ids.push(eventId);
+    }
+    const tied = [randomUUID(), randomUUID()].map((p) => callbackEventId(p, 'payout.failed')).sort();
+    await stack.db.query(
+      `INSERT INTO callback_events (event_id, partner_id, payout_id, event, state, created_at)
+       SELECT e, $2, split_part(e, '_', 2)::uuid, 'payout.failed', 'skipped', now() + interval '1 minute'
+         FROM unnest($1::text[]) AS e`,
+      [tied, partnerId],
+    );
+    // Newest first: the tied pair (by event_id, descending), then the five, newest first.
+    const expected = [...tied.reverse(), ...ids.reverse()];
+
+    const seen: string[] = [];
+    const pages: boolean[] = [];
+    let after: string | undefined;
+    for (;;) {
+      const page = await send(
+        apiKey,
+        'GET',
+        `/v1/callback/events?limit=3${after ? `&starting_after=${after}` : ''}`,
+      );
+      expect(page.status).toBe(200);
+      const { data, has_more } = page.json as { data: { event_id: string }[]; has_more: boolean };
+      seen.push(...data.map((e) => e.event_id));
+      pages.push(has_more);
+      if (!has_more) break;
+      after = data.at(-1)!.event_id;
+    }
+    expect(seen).toEqual(expected);
+    expect(pages).toEqual([true, true, false]);
+
+    // The default page is 20; a cursor that is not one of the caller's events is refused.
+    expect((await send(apiKey, 'GET', '/v1/callback/events')).json).toMatchObject({ has_more: false });
+    const other = await stack.createPartner();
+    for (const cursor of [ids[0]!, callbackEventId(randomUUID(), 'payout.failed'), 'evt_nope'])
+      expectError(
+        await send(other.apiKey, 'GET', `/v1/callback/events?starting_after=${cursor}`),
+        400,
+        'starting_after must be the id of one of your callback events',
+      );
+    expectError(
+      await send(apiKey, 'GET', `/v1/callback/events?starting_after=${ids[0]}&starting_after=${ids[1]}`),
+      400,
+      'starting_after must be given once',
     );
   });
 });

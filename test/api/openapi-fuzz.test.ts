@@ -73,6 +73,10 @@ const DESCRIBED_REFUSALS: { rule: RegExp; why: string }[] = [
     why: 'a rotation with an overlap waits for the previous overlap to end: state the schema cannot see ("Manage your callback")',
   },
   {
+    rule: /^starting_after must be the id of one of your callback events$/,
+    why: 'the cursor must be one of the caller\'s callback events: only the database knows which ("Manage your callback")',
+  },
+  {
     rule: /^starting_after must be the id of one of your payouts$/,
     why: 'the cursor must be one of the caller\'s payouts: only the database knows which ("List payouts")',
   },

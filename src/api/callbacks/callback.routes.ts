@@ -3,7 +3,7 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { sendCallback, type CallbackSenderOptions } from '../../adapters/callbacks/http-sender';
 import { generateCallbackSecret } from '../../adapters/callbacks/signature';
 import { CallbackUrlRefused, vetCallbackUrl } from '../../adapters/callbacks/url-guard';
-import { callbackEventAnswer, listCallbackEvents } from '../../adapters/db/callbacks-repo';
+import { callbackEventAnswer, pageCallbackEvents } from '../../adapters/db/callbacks-repo';
 import {
   CallbackOverlapActive,
   NoCallbackConfigured,
@@ -207,14 +207,14 @@ export const callbackRoutes: FastifyPluginAsyncZod<CallbackRoutesOptions> = asyn
       },
     },
     async (request) => {
-      const events = await listCallbackEvents(
-        opts.db,
-        partnerOf(request).id,
-        request.query.limit ?? EVENTS_LIMIT_DEFAULT,
-      );
-      return {
-        data: events.map(callbackEventAnswer),
-      };
+      const page = await pageCallbackEvents(opts.db, partnerOf(request).id, {
+        limit: request.query.limit ?? EVENTS_LIMIT_DEFAULT,
+        ...(request.query.starting_after === undefined
+          ? {}
+          : { startingAfter: request.query.starting_after }),
+      });
+      if (!page) throw API_ERRORS.callbackEventsStartingAfterUnknown();
+      return { data: page.events.map(callbackEventAnswer), has_more: page.hasMore };
     },
   );
 };

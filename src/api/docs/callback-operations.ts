@@ -1,7 +1,12 @@
 import { API_ERRORS } from '../errors';
 import { MAX_OVERLAP_SECONDS } from '../../domain/rotation';
 import { URL_REFUSALS } from '../../adapters/callbacks/url-guard';
-import { CALLBACK_TEST_EVENT, EVENTS_LIMIT_MAX } from '../callbacks/callback.schemas';
+import {
+  CALLBACK_TEST_EVENT,
+  EVENTS_LIMIT_DEFAULT,
+  EVENTS_LIMIT_MAX,
+  EVENTS_STARTING_AFTER_UNKNOWN,
+} from '../callbacks/callback.schemas';
 
 /** What a route schema cannot say of the self-service callback operations (docs/decisions.md D65). */
 export interface CallbackOperationDoc {
@@ -103,12 +108,18 @@ export const CALLBACK_OPERATIONS: Record<string, CallbackOperationDoc> = {
     operationId: 'listCallbackEvents',
     tag: TAG,
     description:
-      'Your most recent payout events (`payout.completed`, `payout.failed`), newest first, each with every ' +
-      'delivery attempt: when, how long, the URL called (without its query string), your status code or ' +
-      `the error, and the start of your answer. ${BUCKET}`,
+      'Your payout events (`payout.completed`, `payout.failed`), newest first (by `created_at`, then ' +
+      '`event_id`), each with every delivery attempt: when, how long, the URL called (without its query ' +
+      'string), your status code or the error, and the start of your answer. One page at a time, as ' +
+      '`{"data": [...], "has_more": bool}`: pass the last `event_id` of a page as `starting_after` for the ' +
+      `next while \`has_more\` is true (\`limit\` 1-${EVENTS_LIMIT_MAX}, default ${EVENTS_LIMIT_DEFAULT}). ` +
+      'The cursor is a position, not an offset: events created meanwhile never make a page skip or repeat ' +
+      `one. ${BUCKET}`,
     responses: {
-      '200': 'The events',
-      '400': `\`limit must be a whole number from 1 to ${EVENTS_LIMIT_MAX}\`, \`unknown query parameter: <name>\``,
+      '200': 'A page of events',
+      '400':
+        `\`limit must be a whole number from 1 to ${EVENTS_LIMIT_MAX}\`, \`${EVENTS_STARTING_AFTER_UNKNOWN}\`, ` +
+        '`unknown query parameter: <name>`',
     },
   },
 };

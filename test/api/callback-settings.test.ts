@@ -428,4 +428,53 @@ describe('partner self-service callbacks', () => {
       'starting_after must be given once',
     );
   });
+
+  it('logs one audit line per change: partner, action, URL host and request id, never the secret', async () => {
+    const { partnerId, apiKey } = await stack.createPartner();
+    const api = await loggingApi();
+    const url = new URL('/hooks/payouts?token=partner-own-token', receiver.url).href;
+    const host = new URL(url).host;
+    const asked = async (method: string, path: string, body?: unknown) => {
+      const res = await call(api.url, path, {
+        method,
+        headers: {
+          'x-api-key': apiKey,
+          'x-request-id': `audit-${method}-${randomUUID().slice(0, 8)}`,
+          ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+        },
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      });
+      expect(res.status).toBe(200);
+      return res;
+    };
+    const set = await asked('PUT', '/v1/callback', { url });
+    const rotated = await asked('POST', '/v1/callback/rotate-secret', { overlap_seconds: 60 });
+    await asked('GET', '/v1/callback');
+    await asked('POST', '/v1/callback/test');
+    const deleted = await asked('DELETE', '/v1/callback');
+
+    const audits = api.lines.filter((l) => l.audit === 'partner_callback');
+    expect(audits).toEqual(
+      [
+        [set, 'set'],
+        [rotated, 'rotate-secret'],
+        [deleted, 'delete'],
+      ].map(([res, action]) =>
+        expect.objectContaining({
+          level: 30,
+          partnerId,
+          action,
+          host,
+          requestId: (res as ApiResponse).headers.get('x-request-id'),
+          reqId: (res as ApiResponse).headers.get('x-request-id'),
+        }),
+      ),
+    );
+    const secrets = [
+      (set.json as { secret: string }).secret,
+      (rotated.json as { secret: string }).secret,
+    ].map((s) => s.replace(/^whsec_/, ''));
+    for (const secret of secrets) expect(api.text()).not.toContain(secret);
+    expect(api.text()).not.toContain('partner-own-token');
+  });
 });

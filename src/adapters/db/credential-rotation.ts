@@ -94,7 +94,7 @@ export async function rotateCallbackSecret(
   secret: string,
   overlapSeconds: number,
   secrets: SecretBox,
-): Promise<Rotation<string> | null> {
+): Promise<(Rotation<string> & { url: string }) | null> {
   checkOverlap(overlapSeconds);
   const client = await db.connect();
   try {
@@ -136,7 +136,11 @@ export async function rotateCallbackSecret(
     );
     await client.query('COMMIT');
     const until = updated.rows[0]?.until;
-    return { issued: secret, previousValidUntil: until ? until.toISOString() : null };
+    return {
+      issued: secret,
+      previousValidUntil: until ? until.toISOString() : null,
+      url: partner.callback_url,
+    };
   } catch (err) {
     await client.query('ROLLBACK').catch(() => {});
     throw err;

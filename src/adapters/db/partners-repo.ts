@@ -205,6 +205,26 @@ export async function setPartnerCallbackUrl(
   return rows[0] ? { issued: rows[0].issued } : null;
 }
 
+/**
+ * Removes the partner's callback URL and its secrets (a rotation's overlap too), answering the URL
+ * it removed (null when none was set). Null when the partner does not exist.
+ */
+export async function clearPartnerCallback(
+  db: Db,
+  partnerId: string,
+): Promise<{ previousUrl: string | null } | null> {
+  const { rows } = await db.query<{ previous_url: string | null }>(
+    `UPDATE partners p
+        SET callback_url = NULL, callback_secret = NULL, callback_previous_secret = NULL,
+            callback_previous_secret_until = NULL, updated_at = now()
+       FROM (SELECT id, callback_url FROM partners WHERE id = $1 FOR UPDATE) old
+      WHERE p.id = old.id
+      RETURNING old.callback_url AS previous_url`,
+    [partnerId],
+  );
+  return rows[0] ? { previousUrl: rows[0].previous_url } : null;
+}
+
 /** What a partner may read of its callback setup: never a secret. Null when the partner does not exist. */
 export async function findPartnerCallbackSettings(
   db: Db,

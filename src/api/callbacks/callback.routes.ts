@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type { FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { sendCallback, type CallbackSenderOptions } from '../../adapters/callbacks/http-sender';
 import { generateCallbackSecret } from '../../adapters/callbacks/signature';
@@ -10,9 +11,9 @@ import {
   rotateCallbackSecret,
 } from '../../adapters/db/credential-rotation';
 import {
+  clearPartnerCallback,
   findPartnerCallback,
   findPartnerCallbackSettings,
-  setPartnerCallback,
   setPartnerCallbackUrl,
 } from '../../adapters/db/partners-repo';
 import type { Db } from '../../adapters/db/pool';
@@ -49,6 +50,21 @@ export interface CallbackRoutesOptions extends PartnerCallbacks {
 
 /** Every answer of these routes; the status codes each one may add are listed per route. */
 const COMMON = { 400: errorBodySchema, 401: errorBodySchema, 429: errorBodySchema } as const;
+
+type CallbackChange = 'set' | 'delete' | 'rotate-secret';
+
+/**
+ * The audit line of a change to a partner's callback: who, what, where to (the URL's host only:
+ * partners put their own tokens in paths and query strings), and the request's id (`reqId`, bound
+ * to every line of the request). Never a secret.
+ */
+function audit(request: FastifyRequest, action: CallbackChange, url: string | null): void {
+  const host = url !== null && URL.canParse(url) ? new URL(url).host : null;
+  request.log.info(
+    { audit: 'partner_callback', partnerId: partnerOf(request).id, action, host, requestId: request.id },
+    `partner callback ${action}`,
+  );
+}
 
 /**
  * /v1/callback: a partner's own callback endpoint, managed with its API key (docs/callbacks.md,
@@ -111,6 +127,7 @@ export const callbackRoutes: FastifyPluginAsyncZod<CallbackRoutesOptions> = asyn
       const set = present(
         await setPartnerCallbackUrl(opts.db, partnerOf(request).id, url, secret, opts.secrets),
       );
+      audit(request, 'set', url);
       return { url, ...(set.issued ? { secret } : {}) };
     },
   );
@@ -125,7 +142,8 @@ export const callbackRoutes: FastifyPluginAsyncZod<CallbackRoutesOptions> = asyn
       },
     },
     async (request) => {
-      present(await setPartnerCallback(opts.db, partnerOf(request).id, null, opts.secrets));
+      const cleared = present(await clearPartnerCallback(opts.db, partnerOf(request).id));
+      audit(request, 'delete', cleared.previousUrl);
       return { url: null, previous_secret_valid_until: null };
     },
   );
@@ -159,7 +177,8 @@ export const callbackRoutes: FastifyPluginAsyncZod<CallbackRoutesOptions> = asyn
         if (err instanceof CallbackOverlapActive) throw API_ERRORS.callbackOverlapActive(err.until);
         throw err;
       });
-      const { issued, previousValidUntil } = present(rotation);
+      const { issued, previousValidUntil, url } = present(rotation);
+      audit(request, 'rotate-secret', url);
       return { secret: issued, previous_secret_valid_until: previousValidUntil };
     },
   );

@@ -183,7 +183,6 @@ describe('TypeScript client', () => {
         if (n === 0) await claimInFlight(partnerId, request.headers.get('idempotency-key')!);
       },
     );
-    const started = Date.now();
     const failed = await client.createPayout({ ...VALID_PAYOUT }).then(
       () => undefined,
       (err: unknown) => err,
@@ -193,7 +192,6 @@ describe('TypeScript client', () => {
     expect(failed).toMatchObject({ status: 409, message: 'idempotency conflict', idempotencyKey: key });
     expect(attempts.length).toBeGreaterThan(2);
     expect(attempts.every((a) => a.status === 409 && a.key === key)).toBe(true);
-    expect(Date.now() - started).toBeLessThan(5_000);
 
     // Once the key is free, the caller's retry with it gets the payout (not a second one).
     await release(partnerId, key!);
@@ -240,11 +238,10 @@ describe('TypeScript client', () => {
     });
 
     it("stops a call, retries and waits included, when the caller's signal aborts", async () => {
-      const client = createPayoutsClient({ baseUrl: silent.url, apiKey: 'pk_test', timeoutMs: 60_000 });
-      const started = Date.now();
+      // Attempts would wait longer than this test may run: only the signal can end the call.
+      const client = createPayoutsClient({ baseUrl: silent.url, apiKey: 'pk_test', timeoutMs: 600_000 });
       const aborted = client.getCallback({ signal: AbortSignal.timeout(200) });
       await expect(aborted).rejects.toMatchObject({ name: 'TimeoutError' });
-      expect(Date.now() - started).toBeLessThan(5_000);
 
       const controller = new AbortController();
       controller.abort(new Error('caller gave up'));
@@ -267,11 +264,16 @@ describe('TypeScript client', () => {
         [ids[0], partnerId, payoutId, i],
       );
     }
-    const first = await client.listCallbackEvents({ limit: 2 });
-    expect(first.has_more).toBe(true);
-    expect(first.data.map((e) => e.event_id)).toEqual(ids.slice(0, 2));
-    const all: string[] = [];
-    for await (const e of client.iterateCallbackEvents({ limit: 1 })) all.push(e.event_id);
-    expect(all).toEqual(ids);
+    try {
+      const first = await client.listCallbackEvents({ limit: 2 });
+      expect(first.has_more).toBe(true);
+      expect(first.data.map((e) => e.event_id)).toEqual(ids.slice(0, 2));
+      const all: string[] = [];
+      for await (const e of client.iterateCallbackEvents({ limit: 1 })) all.push(e.event_id);
+      expect(all).toEqual(ids);
+    } finally {
+      // What the test seeded without a workflow, it removes.
+      await stack.db.query('DELETE FROM callback_events WHERE event_id = ANY($1)', [ids]);
+    }
   });
 });

@@ -260,6 +260,9 @@ const VARIABLES = {
 
   POST_RATE_LIMIT_PER_MINUTE: int(100, 1),
   READ_RATE_LIMIT_PER_MINUTE: int(600, 1),
+  // Requests to /v1/callback* per partner (all its keys together), apart from the two above: a test
+  // event makes the api connect out, so these never spend the payout quota (docs/decisions.md D68).
+  CALLBACK_RATE_LIMIT_PER_MINUTE: int(30, 1),
   // New provider-webhook tokens per client address (a repeated token is never throttled).
   WEBHOOK_RATE_LIMIT_PER_MINUTE: int(600, 1),
   // Missing or invalid API keys per client address; a valid key is never refused by it.
@@ -354,6 +357,7 @@ const API = [
   'TREASURY_ADDRESS',
   'POST_RATE_LIMIT_PER_MINUTE',
   'READ_RATE_LIMIT_PER_MINUTE',
+  'CALLBACK_RATE_LIMIT_PER_MINUTE',
   'WEBHOOK_RATE_LIMIT_PER_MINUTE',
   'AUTH_FAILURE_LIMIT_PER_MINUTE',
   ...PAYLOAD_KEYS,

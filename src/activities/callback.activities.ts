@@ -98,7 +98,14 @@ export function createCallbackActivities({ db, logger, sender, secrets, network 
         return { kind: 'delivered', statusCode: result.statusCode! };
       }
       logger.warn(
-        { ...ref, attempt: req.attempt, statusCode: result.statusCode, error: result.error },
+        {
+          ...ref,
+          attempt: req.attempt,
+          statusCode: result.statusCode,
+          error: result.error,
+          // What the URL guard found; the partner's delivery log has only `error` (D69).
+          ...(result.errorDetail === undefined ? {} : { detail: result.errorDetail }),
+        },
         'partner callback attempt failed',
       );
       return {

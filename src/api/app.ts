@@ -176,8 +176,7 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
   await app.register(callbackRoutes, {
     ...deps.callbacks,
     db: deps.db,
-    postRateLimitPerMinute: config.POST_RATE_LIMIT_PER_MINUTE,
-    readRateLimitPerMinute: config.READ_RATE_LIMIT_PER_MINUTE,
+    rateLimitPerMinute: config.CALLBACK_RATE_LIMIT_PER_MINUTE,
     authenticate,
   });
   await app.register(webhookRoutes, {

@@ -48,10 +48,15 @@ export interface AuthOptions {
  * The X-Api-Key check of every partner route, with its rate limit: `spending(bucket, perMinute)` is
  * the route's onRequest hook. The key is looked up and a token of its bucket taken in one database
  * round trip (or, under a high limit, spent from a batch this replica holds: token-leases.ts); a
- * valid key past its limit answers 429 (docs/decisions.md D15, D76).
+ * valid key past its limit answers 429 (docs/decisions.md D15, D76). A bucket is per key, or per
+ * partner (all its keys together) when `per` says so (docs/decisions.md D68).
  */
 export interface Authenticate {
-  spending(bucket: string, perMinute: number): (request: FastifyRequest) => Promise<void>;
+  spending(
+    bucket: string,
+    perMinute: number,
+    per?: 'key' | 'partner',
+  ): (request: FastifyRequest) => Promise<void>;
 }
 
 export function authenticatePartner(db: Db, opts: AuthOptions): Authenticate {
@@ -66,36 +71,40 @@ export function authenticatePartner(db: Db, opts: AuthOptions): Authenticate {
     throw refusal;
   };
   return {
-    spending: (bucket, perMinute) => async (request) => {
-      const raw = request.headers['x-api-key'];
-      const key = Array.isArray(raw) ? raw[0] : raw;
-      if (!key) return refuse(request, API_ERRORS.missingApiKey());
-      const presented = hashApiKey(key);
-      const keyId = presented.toString('hex');
-      // Buckets are named per key (by its hash): the limit is on what each key asks.
-      const name = `${bucket}:${keyId}`;
-      // The key is looked up on every request, so a revoked key or a suspended partner is refused at
-      // once; a token this replica already holds spares the bucket's row a write.
-      let found: { partnerId: string; keyHash: Buffer } | null;
-      let withinRateLimit: boolean;
-      if (leases.take(name)) {
-        found = await findPartnerByKeyHash(db, presented);
-        withinRateLimit = true;
-      } else {
-        const taken = await findPartnerByKeyHashTakingTokens(db, presented, {
-          name,
-          perMinute,
-          wanted: batchSize(perMinute),
-        });
-        found = taken;
-        withinRateLimit = (taken?.granted ?? 0) >= 1;
-        if (taken) leases.keep(name, taken.granted - 1);
-      }
-      if (!found || !timingSafeEqual(found.keyHash, presented))
-        return refuse(request, API_ERRORS.invalidApiKey());
-      request.partner = { id: found.partnerId, keyId };
-      if (!withinRateLimit) throw rateLimitExceeded();
-    },
+    spending:
+      (bucket, perMinute, per = 'key') =>
+      async (request) => {
+        const raw = request.headers['x-api-key'];
+        const key = Array.isArray(raw) ? raw[0] : raw;
+        if (!key) return refuse(request, API_ERRORS.missingApiKey());
+        const presented = hashApiKey(key);
+        const keyId = presented.toString('hex');
+        // Buckets are named per key (by its hash): the limit is on what each key asks; or per partner
+        // (by its id, which the lookup appends): the limit is on what the partner asks, whatever key.
+        const name = per === 'key' ? `${bucket}:${keyId}` : `${bucket}:partner:`;
+        // The key is looked up on every request, so a revoked key or a suspended partner is refused
+        // at once; a token this replica already holds (per-key buckets) spares the bucket a write.
+        let found: { partnerId: string; keyHash: Buffer } | null;
+        let withinRateLimit: boolean;
+        if (per === 'key' && leases.take(name)) {
+          found = await findPartnerByKeyHash(db, presented);
+          withinRateLimit = true;
+        } else {
+          const taken = await findPartnerByKeyHashTakingTokens(db, presented, {
+            name,
+            perMinute,
+            wanted: per === 'key' ? batchSize(perMinute) : 1,
+            perPartner: per === 'partner',
+          });
+          found = taken;
+          withinRateLimit = (taken?.granted ?? 0) >= 1;
+          if (taken && per === 'key') leases.keep(name, taken.granted - 1);
+        }
+        if (!found || !timingSafeEqual(found.keyHash, presented))
+          return refuse(request, API_ERRORS.invalidApiKey());
+        request.partner = { id: found.partnerId, keyId };
+        if (!withinRateLimit) throw rateLimitExceeded();
+      },
   };
 }
 

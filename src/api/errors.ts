@@ -6,6 +6,8 @@ import type { PayoutStatus } from '../domain/payout';
 import { PayoutRequestError, type PayoutRequestErrorCode } from '../domain/payout-request-errors';
 import { CLAIM_LEASE_SECONDS } from './payouts/claim-lease';
 import { STARTING_AFTER_UNKNOWN } from './payouts/list.schemas';
+import { EVENTS_STARTING_AFTER_UNKNOWN } from './callbacks/callback.schemas';
+import { URL_REFUSALS } from '../adapters/callbacks/url-guard';
 
 /** An error whose status and message are meant for the client, as `{"error": message}`. Made by API_ERRORS. */
 export class HttpError extends Error {
@@ -28,6 +30,8 @@ const QUOTE_RETRY_AFTER_SECONDS = 5;
  * runs out within this: the retry then takes the claim over instead of meeting 409.
  */
 const BUSY_RETRY_AFTER_SECONDS = CLAIM_LEASE_SECONDS;
+/** A callback host's DNS that did not answer in time usually does on the next try. */
+const CALLBACK_DNS_RETRY_AFTER_SECONDS = 5;
 /** A stale feed waits for its oracle network's next round: minutes, not seconds (D52). */
 const STALE_FEED_RETRY_AFTER_SECONDS = 60;
 
@@ -93,8 +97,18 @@ export const API_ERRORS = {
       'retry-after': String(SCREENING_RETRY_AFTER_SECONDS),
     }),
   callbackUrlRefused: (reason: string) => new HttpError(400, `url refused: ${reason}`),
+  callbackUrlUnresolvedNow: () =>
+    new HttpError(503, URL_REFUSALS.unavailable, {
+      'retry-after': String(CALLBACK_DNS_RETRY_AFTER_SECONDS),
+    }),
   noCallbackConfigured: () =>
     new HttpError(409, 'no callback URL is set: set one with PUT /v1/callback first'),
+  callbackOverlapActive: (until: string) =>
+    new HttpError(
+      409,
+      `the previous secret rotation's overlap lasts until ${until}: rotate again after it ends, or with overlap_seconds 0 to end every replaced secret at once`,
+    ),
+  callbackEventsStartingAfterUnknown: () => new HttpError(400, EVENTS_STARTING_AFTER_UNKNOWN),
   /** A 4xx the framework raised that no entry above words. */
   otherClientError: (statusCode = 400) => new HttpError(statusCode, 'invalid request'),
   internalError: () => new HttpError(500, 'internal error'),

@@ -6,7 +6,12 @@ import {
   setPartnerCallback,
   setPartnerStatus,
 } from '../adapters/db/partners-repo';
-import { NoCallbackConfigured, rotateApiKey, rotateCallbackSecret } from '../adapters/db/credential-rotation';
+import {
+  CallbackOverlapActive,
+  NoCallbackConfigured,
+  rotateApiKey,
+  rotateCallbackSecret,
+} from '../adapters/db/credential-rotation';
 import { OverlapError, parseOverlap } from '../domain/rotation';
 import { CallbackUrlRefused, vetCallbackUrl, type CallbackUrlPolicy } from '../adapters/callbacks/url-guard';
 import { callbackEventAnswer, listCallbackEvents } from '../adapters/db/callbacks-repo';
@@ -248,7 +253,9 @@ const COMMANDS: Record<string, Command> = {
       'Prints {"partner_id", "callback_secret", "previous_secret_valid_until"} ("callback_secret"\n' +
       'only when generated; --secret-stdin reads a whsec_ secret from stdin instead). During the\n' +
       'overlap (e.g. 24h, at most 30d) every callback carries a signature by each secret, so the\n' +
-      'partner switches its receiver to the new one at any moment in it; then only the new one signs.',
+      'partner switches its receiver to the new one at any moment in it; then only the new one signs.\n' +
+      'While an overlap runs, another rotation with --overlap is refused; without it, every replaced\n' +
+      'secret ends at once (a leaked secret).',
     options: { id: str, overlap: str, 'secret-stdin': { type: 'boolean' } },
     plan(values) {
       const id = requirePartnerId(values);
@@ -260,6 +267,10 @@ const COMMANDS: Record<string, Command> = {
           (err: unknown) => {
             if (err instanceof NoCallbackConfigured)
               throw new UsageError('the partner has no callback: use partner set-callback');
+            if (err instanceof CallbackOverlapActive)
+              throw new UsageError(
+                `the previous rotation's overlap lasts until ${err.until}: rotate again after it, or with --overlap 0 to end every replaced secret now`,
+              );
             throw err;
           },
         );
@@ -320,7 +331,10 @@ const COMMANDS: Record<string, Command> = {
         // every send resolves and checks it again.
         await vetCallbackUrl(url, policy).catch((err: unknown) => {
           if (err instanceof CallbackUrlRefused && err.unresolvable) return;
-          throw err instanceof CallbackUrlRefused ? new UsageError(`--url refused: ${err.message}`) : err;
+          // The operator sees what the guard found; partners get the message alone.
+          throw err instanceof CallbackUrlRefused
+            ? new UsageError(`--url refused: ${err.message} (${err.detail})`)
+            : err;
         });
         const secret = fromStdin ? await readSecretFromStdin() : generateCallbackSecret();
         if (!secrets.encrypts) {

@@ -1,4 +1,11 @@
+import { randomUUID } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
+import { createDnsResolver } from '../../src/adapters/callbacks/dns-resolver';
+import { closeCallbackEvent } from '../../src/adapters/db/callbacks-repo';
+import { partnerCallbacksOf } from '../../src/main/wiring';
+import { createLogger } from '../../src/observability/logger';
+import { callbackEventId } from '../../src/domain/callback-event';
+import { startDnsServer, type DnsServer } from '../support/dns-server';
 import { useStack } from '../support/stack';
 import { startReceiver, type Receiver, type ReceivedCallback } from '../callbacks/receiver';
 import { call, expectError, type ApiResponse } from './helpers';
@@ -9,10 +16,44 @@ import { call, expectError, type ApiResponse } from './helpers';
 describe('partner self-service callbacks', () => {
   const stack = useStack({ env: { CALLBACK_ALLOW_PRIVATE_NETWORKS: 'true' } });
   let receiver: Receiver;
+  let dns: DnsServer;
   beforeAll(async () => {
     receiver = await startReceiver();
+    dns = await startDnsServer({
+      records: { 'internal.partner.test': { a: ['10.20.30.40'] } },
+      hang: ['slow.partner.test'],
+    });
   });
-  afterAll(() => receiver?.close());
+  afterAll(async () => {
+    await receiver?.close();
+    await dns?.close();
+  });
+
+  /** An api whose log lines are kept (as parsed JSON), resolving names with the test's DNS server. */
+  async function loggingApi(
+    overrides: Parameters<typeof stack.startApi>[0] = {},
+  ): Promise<{ url: string; lines: Record<string, unknown>[]; text: () => string }> {
+    const raw: string[] = [];
+    const logger = createLogger({
+      level: 'info',
+      name: 'api',
+      destination: { write: (line: string) => void raw.push(line) },
+    });
+    const config = { ...stack.config, ...overrides };
+    const callbacks = partnerCallbacksOf(config);
+    const resolve = createDnsResolver({ timeoutMs: 300, tries: 1, concurrency: 4, servers: [dns.address] });
+    const api = await stack.startApi(overrides, {
+      logger,
+      callbacks: { ...callbacks, sender: { ...callbacks.sender, resolve } },
+    });
+    return {
+      url: api.url,
+      get lines() {
+        return raw.map((line) => JSON.parse(line) as Record<string, unknown>);
+      },
+      text: () => raw.join(''),
+    };
+  }
 
   const send = (
     apiKey: string | undefined,
@@ -136,6 +177,7 @@ describe('partner self-service callbacks', () => {
           ],
         },
       ],
+      has_more: false,
     });
 
     // Another partner sees none of it.
@@ -144,7 +186,10 @@ describe('partner self-service callbacks', () => {
       url: null,
       previous_secret_valid_until: null,
     });
-    expect((await send(other.apiKey, 'GET', '/v1/callback/events')).json).toEqual({ data: [] });
+    expect((await send(other.apiKey, 'GET', '/v1/callback/events')).json).toEqual({
+      data: [],
+      has_more: false,
+    });
 
     expect((await send(apiKey, 'DELETE', '/v1/callback')).json).toEqual({
       url: null,
@@ -169,10 +214,7 @@ describe('partner self-service callbacks', () => {
     const strict = await stack.startApi({ CALLBACK_ALLOW_PRIVATE_NETWORKS: false });
     for (const url of ['http://127.0.0.1:9/cb', 'https://10.1.2.3/cb', 'https://169.254.169.254/latest']) {
       const res = await send(apiKey, 'PUT', '/v1/callback', { url }, strict.url);
-      expectError(res, 400);
-      expect((res.json as { error: string }).error).toMatch(
-        /^url refused: callback host .* resolves to a (loopback|private|link-local) address/,
-      );
+      expectError(res, 400, 'url refused: callback URL must resolve to a public address');
     }
     expectError(
       await send(apiKey, 'PUT', '/v1/callback', { url: 'https://u:p@partner.example/cb' }, strict.url),
@@ -200,5 +242,243 @@ describe('partner self-service callbacks', () => {
       url: receiver.url,
       previous_secret_valid_until: null,
     });
+  });
+
+  it('tells partners why a URL is refused without internals; the log line has them', async () => {
+    const { apiKey } = await stack.createPartner();
+    const api = await loggingApi({ CALLBACK_ALLOW_PRIVATE_NETWORKS: false });
+    const refused = await send(
+      apiKey,
+      'PUT',
+      '/v1/callback',
+      { url: 'https://internal.partner.test/cb' },
+      api.url,
+    );
+    expectError(refused, 400, 'url refused: callback URL must resolve to a public address');
+    expect(refused.text).not.toMatch(/10\.20\.30\.40|CALLBACK_|private/);
+    expect(api.lines).toContainEqual(
+      expect.objectContaining({
+        msg: 'partner callback url refused',
+        host: 'internal.partner.test',
+        detail: expect.stringMatching(/private address, 10\.20\.30\.40.*CALLBACK_ALLOW_PRIVATE_NETWORKS/),
+      }),
+    );
+
+    // A URL set where private networks are allowed (an operator's demo), tested where they are not:
+    // the test event's answer names no address either.
+    const lenient = await loggingApi({ CALLBACK_ALLOW_PRIVATE_NETWORKS: true });
+    const url = 'https://internal.partner.test/cb';
+    expect((await send(apiKey, 'PUT', '/v1/callback', { url }, lenient.url)).status).toBe(200);
+    const tested = await send(apiKey, 'POST', '/v1/callback/test', undefined, api.url);
+    expect(tested.json).toMatchObject({
+      delivered: false,
+      status_code: null,
+      error: 'refused: callback URL must resolve to a public address',
+    });
+    expect(api.lines).toContainEqual(
+      expect.objectContaining({
+        msg: 'partner test callback refused',
+        detail: expect.stringMatching(/10\.20\.30\.40/),
+      }),
+    );
+  });
+
+  it('a host whose DNS does not answer in time is a 503 to retry, and changes nothing', async () => {
+    const { apiKey } = await stack.createPartner();
+    const api = await loggingApi();
+    await send(apiKey, 'PUT', '/v1/callback', { url: receiver.url }, api.url);
+    const slow = await send(apiKey, 'PUT', '/v1/callback', { url: 'https://slow.partner.test/cb' }, api.url);
+    expectError(slow, 503, 'callback URL host could not be resolved now, retry later');
+    expect(slow.headers.get('retry-after')).toBe('5');
+    expect((await send(apiKey, 'GET', '/v1/callback', undefined, api.url)).json).toMatchObject({
+      url: receiver.url,
+    });
+    expect(api.lines).toContainEqual(
+      expect.objectContaining({
+        msg: 'partner callback url refused',
+        detail: expect.stringMatching(/^slow\.partner\.test could not be resolved now/),
+      }),
+    );
+  });
+
+  it('refuses a rotation with an overlap while another overlap runs (409 with its end); 0 ends every old secret', async () => {
+    const { apiKey } = await stack.createPartner();
+    const url = new URL('/partner-r', receiver.url).href;
+    const { secret: first } = (await send(apiKey, 'PUT', '/v1/callback', { url })).json as { secret: string };
+    const rotated = await send(apiKey, 'POST', '/v1/callback/rotate-secret', { overlap_seconds: 3600 });
+    const { secret: second, previous_secret_valid_until: until } = rotated.json as {
+      secret: string;
+      previous_secret_valid_until: string;
+    };
+
+    expectError(
+      await send(apiKey, 'POST', '/v1/callback/rotate-secret', { overlap_seconds: 60 }),
+      409,
+      `the previous secret rotation's overlap lasts until ${until}: rotate again after it ends, or with overlap_seconds 0 to end every replaced secret at once`,
+    );
+    // Nothing changed: both secrets still sign, and the overlap's end is the same.
+    expect((await send(apiKey, 'GET', '/v1/callback')).json).toEqual({
+      url,
+      previous_secret_valid_until: until,
+    });
+    await send(apiKey, 'POST', '/v1/callback/test');
+    const [during] = await receiver.waitFor(1, (r) => r.path === '/partner-r');
+    expect([verifies(first, during!), verifies(second, during!)]).toEqual([true, true]);
+
+    // Without an overlap (a leaked secret) the rotation goes ahead: only the new secret signs.
+    const now = await send(apiKey, 'POST', '/v1/callback/rotate-secret', { overlap_seconds: 0 });
+    expect(now.status).toBe(200);
+    const { secret: third } = now.json as { secret: string };
+    await send(apiKey, 'POST', '/v1/callback/test');
+    const [, after] = await receiver.waitFor(2, (r) => r.path === '/partner-r');
+    expect([first, second, third].map((s) => verifies(s, after!))).toEqual([false, false, true]);
+    // No overlap runs any more: one with an overlap is accepted again.
+    expect((await send(apiKey, 'POST', '/v1/callback/rotate-secret', { overlap_seconds: 60 })).status).toBe(
+      200,
+    );
+  });
+
+  it('rotate-secret takes no body at all, as it takes {}', async () => {
+    const { apiKey } = await stack.createPartner();
+    await send(apiKey, 'PUT', '/v1/callback', { url: receiver.url });
+    // No content-type, no body (`curl -X POST .../rotate-secret`).
+    const bare = await call(stack.apiUrl, '/v1/callback/rotate-secret', {
+      method: 'POST',
+      headers: { 'x-api-key': apiKey },
+    });
+    expect({ status: bare.status, body: bare.json }).toEqual({
+      status: 200,
+      body: { secret: expect.stringMatching(/^whsec_/), previous_secret_valid_until: null },
+    });
+    const empty = await send(apiKey, 'POST', '/v1/callback/rotate-secret', {});
+    expect(empty.json).toEqual({
+      secret: expect.stringMatching(/^whsec_/),
+      previous_secret_valid_until: null,
+    });
+    // A body that is sent is still read as one.
+    expectError(
+      await call(stack.apiUrl, '/v1/callback/rotate-secret', {
+        method: 'POST',
+        headers: { 'x-api-key': apiKey, 'content-type': 'application/json' },
+        body: 'null',
+      }),
+      400,
+      'request body must be a JSON object',
+    );
+  });
+
+  it('pages the events as GET /v1/payouts does: limit, starting_after, has_more', async () => {
+    const { partnerId, apiKey } = await stack.createPartner();
+    // Seven events written as the delivery activities write them; two share one instant, which
+    // event_id orders.
+    const ids: string[] = [];
+    for (let i = 0; i < 5; i++) {
+      const payoutId = randomUUID();
+      const eventId = callbackEventId(payoutId, 'payout.completed');
+      await closeCallbackEvent(
+        stack.db,
+        { eventId, partnerId, payoutId, event: 'payout.completed' },
+        'skipped',
+      );
+      ids.push(eventId);
+    }
+    const tied = [randomUUID(), randomUUID()].map((p) => callbackEventId(p, 'payout.failed')).sort();
+    await stack.db.query(
+      `INSERT INTO callback_events (event_id, partner_id, payout_id, event, state, created_at)
+       SELECT e, $2, split_part(e, '_', 2)::uuid, 'payout.failed', 'skipped', now() + interval '1 minute'
+         FROM unnest($1::text[]) AS e`,
+      [tied, partnerId],
+    );
+    // What the test seeded without a workflow, it removes.
+    const seeded = [...ids, ...tied];
+    try {
+      // Newest first: the tied pair (by event_id, descending), then the five, newest first.
+      const expected = [...tied.reverse(), ...ids.reverse()];
+
+      const seen: string[] = [];
+      const pages: boolean[] = [];
+      let after: string | undefined;
+      for (;;) {
+        const page = await send(
+          apiKey,
+          'GET',
+          `/v1/callback/events?limit=3${after ? `&starting_after=${after}` : ''}`,
+        );
+        expect(page.status).toBe(200);
+        const { data, has_more } = page.json as { data: { event_id: string }[]; has_more: boolean };
+        seen.push(...data.map((e) => e.event_id));
+        pages.push(has_more);
+        if (!has_more) break;
+        after = data.at(-1)!.event_id;
+      }
+      expect(seen).toEqual(expected);
+      expect(pages).toEqual([true, true, false]);
+
+      // The default page is 20; a cursor that is not one of the caller's events is refused.
+      expect((await send(apiKey, 'GET', '/v1/callback/events')).json).toMatchObject({ has_more: false });
+      const other = await stack.createPartner();
+      for (const cursor of [ids[0]!, callbackEventId(randomUUID(), 'payout.failed'), 'evt_nope'])
+        expectError(
+          await send(other.apiKey, 'GET', `/v1/callback/events?starting_after=${cursor}`),
+          400,
+          'starting_after must be the id of one of your callback events',
+        );
+      expectError(
+        await send(apiKey, 'GET', `/v1/callback/events?starting_after=${ids[0]}&starting_after=${ids[1]}`),
+        400,
+        'starting_after must be given once',
+      );
+    } finally {
+      await stack.db.query('DELETE FROM callback_events WHERE event_id = ANY($1)', [seeded]);
+    }
+  });
+
+  it('logs one audit line per change: partner, action, URL host and request id, never the secret', async () => {
+    const { partnerId, apiKey } = await stack.createPartner();
+    const api = await loggingApi();
+    const url = new URL('/hooks/payouts?token=partner-own-token', receiver.url).href;
+    const host = new URL(url).host;
+    const asked = async (method: string, path: string, body?: unknown) => {
+      const res = await call(api.url, path, {
+        method,
+        headers: {
+          'x-api-key': apiKey,
+          'x-request-id': `audit-${method}-${randomUUID().slice(0, 8)}`,
+          ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+        },
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      });
+      expect(res.status).toBe(200);
+      return res;
+    };
+    const set = await asked('PUT', '/v1/callback', { url });
+    const rotated = await asked('POST', '/v1/callback/rotate-secret', { overlap_seconds: 60 });
+    await asked('GET', '/v1/callback');
+    await asked('POST', '/v1/callback/test');
+    const deleted = await asked('DELETE', '/v1/callback');
+
+    const audits = api.lines.filter((l) => l.audit === 'partner_callback');
+    expect(audits).toEqual(
+      [
+        [set, 'set'],
+        [rotated, 'rotate-secret'],
+        [deleted, 'delete'],
+      ].map(([res, action]) =>
+        expect.objectContaining({
+          level: 30,
+          partnerId,
+          action,
+          host,
+          requestId: (res as ApiResponse).headers.get('x-request-id'),
+          reqId: (res as ApiResponse).headers.get('x-request-id'),
+        }),
+      ),
+    );
+    const secrets = [
+      (set.json as { secret: string }).secret,
+      (rotated.json as { secret: string }).secret,
+    ].map((s) => s.replace(/^whsec_/, ''));
+    for (const secret of secrets) expect(api.text()).not.toContain(secret);
+    expect(api.text()).not.toContain('partner-own-token');
   });
 });

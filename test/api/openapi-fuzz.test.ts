@@ -69,6 +69,14 @@ const DESCRIBED_REFUSALS: { rule: RegExp; why: string }[] = [
     why: 'rotating or testing needs a callback URL set before: state the schema cannot see ("Manage your callback")',
   },
   {
+    rule: /^the previous secret rotation's overlap lasts until /,
+    why: 'a rotation with an overlap waits for the previous overlap to end: state the schema cannot see ("Manage your callback")',
+  },
+  {
+    rule: /^starting_after must be the id of one of your callback events$/,
+    why: 'the cursor must be one of the caller\'s callback events: only the database knows which ("Manage your callback")',
+  },
+  {
     rule: /^starting_after must be the id of one of your payouts$/,
     why: 'the cursor must be one of the caller\'s payouts: only the database knows which ("List payouts")',
   },
@@ -94,7 +102,11 @@ const printableHeader = fc.stringMatching(/^[\x20-\x7e]{0,80}$/).map((s) => s.tr
 
 describe('OpenAPI contract fuzzing against the running api', () => {
   const stack = useStack({
-    env: { POST_RATE_LIMIT_PER_MINUTE: '1000000', READ_RATE_LIMIT_PER_MINUTE: '1000000' },
+    env: {
+      POST_RATE_LIMIT_PER_MINUTE: '1000000',
+      READ_RATE_LIMIT_PER_MINUTE: '1000000',
+      CALLBACK_RATE_LIMIT_PER_MINUTE: '1000000',
+    },
   });
   let apiKey: string;
   let doc: Json & { paths: Record<string, Record<string, Operation>>; components: Json };

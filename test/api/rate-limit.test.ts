@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { freePort } from '../../dev/local/infra/ports';
+import { rotateApiKey } from '../../src/adapters/db/credential-rotation';
 import { useStack, VALID_PAYOUT } from '../support/stack';
-import { expectError, getPayout, post, type ApiResponse } from './helpers';
+import { call, expectError, getPayout, post, type ApiResponse } from './helpers';
 
 // Token buckets per API key, kept in PostgreSQL and so shared by every api replica (docs/decisions.md
 // section 3). A bucket holds a minute's limit and refills continuously (at 5 a minute, a token every
@@ -10,11 +11,16 @@ import { expectError, getPayout, post, type ApiResponse } from './helpers';
 // (the limiter's own), can have refilled; on a quick run that is the capacity itself.
 const POST_LIMIT = 5;
 const READ_LIMIT = 8;
+const CALLBACK_LIMIT = 4;
 const LIMIT_MESSAGE = 'rate limit exceeded, retry after 60 seconds';
 
 describe('rate limits', () => {
   const stack = useStack({
-    env: { POST_RATE_LIMIT_PER_MINUTE: String(POST_LIMIT), READ_RATE_LIMIT_PER_MINUTE: String(READ_LIMIT) },
+    env: {
+      POST_RATE_LIMIT_PER_MINUTE: String(POST_LIMIT),
+      READ_RATE_LIMIT_PER_MINUTE: String(READ_LIMIT),
+      CALLBACK_RATE_LIMIT_PER_MINUTE: String(CALLBACK_LIMIT),
+    },
   });
   let replica: { url: string };
   // src/api/server.ts as its own OS process (what production runs), on the stack with the same limits.
@@ -163,5 +169,33 @@ describe('rate limits', () => {
       getPayout(urls[i % urls.length]!, apiKey, randomUUID()),
     );
     for (const r of passed) expect(r.status).toBe(404);
+  });
+
+  it('the callback routes have their own bucket, per partner: they spend neither the payout nor the read bucket', async () => {
+    const { partnerId, apiKey } = await stack.createPartner();
+    // A second key of the same partner (a key rotation's overlap): the bucket is the partner's.
+    const second = (await rotateApiKey(stack.db, partnerId, 3600))!.issued;
+    const keys = [apiKey, second];
+    // No URL is set: the test is refused (409), and spends a token all the same.
+    const routes: [method: string, path: string, status: number][] = [
+      ['GET', '/v1/callback', 200],
+      ['POST', '/v1/callback/test', 409],
+      ['GET', '/v1/callback/events', 200],
+      ['DELETE', '/v1/callback', 200],
+    ];
+    const passed = await untilLimited(
+      (i) => {
+        const [method, path] = routes[i % routes.length]!;
+        return call(stack.apiUrl, path, { method, headers: { 'x-api-key': keys[i % 2]! } });
+      },
+      { perMinute: CALLBACK_LIMIT },
+    );
+    expect(passed.map((r) => r.status)).toEqual(passed.map((_, i) => routes[i % routes.length]![2]));
+    for (const key of keys)
+      expectLimited(await call(stack.apiUrl, '/v1/callback', { headers: { 'x-api-key': key } }));
+
+    // The payout and read buckets of each key are whole.
+    await untilLimited(() => post(stack.apiUrl, apiKey, invalid), { perMinute: POST_LIMIT });
+    await untilLimited(() => getPayout(stack.apiUrl, second, randomUUID()), { perMinute: READ_LIMIT });
   });
 });

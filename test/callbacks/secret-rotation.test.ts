@@ -3,7 +3,7 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { Worker } from '@temporalio/worker';
 import { verifyCallback } from '../../examples/verify-callback-signature';
 import { generateCallbackSecret } from '../../src/adapters/callbacks/signature';
-import { rotateCallbackSecret } from '../../src/adapters/db/credential-rotation';
+import { CallbackOverlapActive, rotateCallbackSecret } from '../../src/adapters/db/credential-rotation';
 import { createPool, type Db } from '../../src/adapters/db/pool';
 import { callbackEventId } from '../../src/domain/callback-event';
 import type { PayoutRecord } from '../../src/domain/payout';
@@ -82,7 +82,7 @@ describe('callback secret rotation', () => {
     expect(receiver.received.at(-1)!.headers['webhook-signature']).toMatch(/^v1,\S+$/);
   });
 
-  it('without an overlap the old secret stops at once; a rotation during an overlap ends the older one', async () => {
+  it('without an overlap the old secret stops at once; during an overlap another one is refused', async () => {
     const first = generateCallbackSecret();
     const partnerId = await partnerWithCallback(db, { url: receiver.url, secret: first });
     const second = generateCallbackSecret();
@@ -93,11 +93,28 @@ describe('callback secret rotation', () => {
     expect([immediate(first), immediate(second)]).toEqual([false, true]);
 
     const third = generateCallbackSecret();
-    await rotateCallbackSecret(db, partnerId, third, 3600, testSecrets);
+    const { previousValidUntil } = (await rotateCallbackSecret(db, partnerId, third, 3600, testSecrets))!;
+    // A second overlap would end `second`, which receivers may still check (docs/decisions.md D70).
+    const refused = await rotateCallbackSecret(
+      db,
+      partnerId,
+      generateCallbackSecret(),
+      3600,
+      testSecrets,
+    ).then(
+      () => undefined,
+      (err: unknown) => err,
+    );
+    expect(refused).toBeInstanceOf(CallbackOverlapActive);
+    expect((refused as CallbackOverlapActive).until).toBe(previousValidUntil);
+    const kept = await deliverOne(completedPayout({ partnerId }));
+    expect([kept(second), kept(third)]).toEqual([true, true]);
+
+    // Without an overlap it goes ahead, and ends both replaced secrets at once (a leaked one).
     const fourth = generateCallbackSecret();
-    await rotateCallbackSecret(db, partnerId, fourth, 3600, testSecrets);
-    const twice = await deliverOne(completedPayout({ partnerId }));
-    expect([twice(second), twice(third), twice(fourth)]).toEqual([false, true, true]);
+    await rotateCallbackSecret(db, partnerId, fourth, 0, testSecrets);
+    const leaked = await deliverOne(completedPayout({ partnerId }));
+    expect([leaked(second), leaked(third), leaked(fourth)]).toEqual([false, false, true]);
   });
 
   it('refuses a partner without a callback, and an unknown partner is null', async () => {

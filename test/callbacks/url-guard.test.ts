@@ -1,5 +1,10 @@
 import { classifyAddress, isAddressAllowed } from '../../src/adapters/callbacks/address-policy';
-import { CallbackUrlRefused, vetCallbackUrl, type Resolver } from '../../src/adapters/callbacks/url-guard';
+import {
+  CallbackUrlRefused,
+  URL_REFUSALS,
+  vetCallbackUrl,
+  type Resolver,
+} from '../../src/adapters/callbacks/url-guard';
 
 describe('callback address policy (SSRF guard)', () => {
   it.each([
@@ -86,14 +91,17 @@ describe('vetCallbackUrl', () => {
     async () =>
       addresses.map((address) => ({ address, family: address.includes(':') ? 6 : 4 }));
 
-  const refusal = async (p: Promise<unknown>) => {
+  /** The refusal's text for partners; `detailOf` gives what it found, for the operator's log. */
+  const refused = async (p: Promise<unknown>) => {
     const err = await p.then(
       () => undefined,
       (e: unknown) => e,
     );
     expect(err).toBeInstanceOf(CallbackUrlRefused);
-    return (err as Error).message;
+    return err as CallbackUrlRefused;
   };
+  const refusal = async (p: Promise<unknown>) => (await refused(p)).message;
+  const detailOf = async (p: Promise<unknown>) => (await refused(p)).detail;
 
   it('accepts an https URL whose host resolves to public addresses, and returns them for pinning', async () => {
     const vetted = await vetCallbackUrl(
@@ -114,7 +122,8 @@ describe('vetCallbackUrl', () => {
   it('accepts http outside production only for a loopback receiver that is explicitly allowed', async () => {
     await expect(vetCallbackUrl('http://127.0.0.1:8080/cb', localAllowed)).resolves.toBeDefined();
     await expect(vetCallbackUrl('http://[::1]:8080/cb', localAllowed)).resolves.toBeDefined();
-    expect(await refusal(vetCallbackUrl('http://127.0.0.1:8080/cb', local))).toMatch(/loopback address/);
+    expect(await refusal(vetCallbackUrl('http://127.0.0.1:8080/cb', local))).toBe(URL_REFUSALS.notPublic);
+    expect(await detailOf(vetCallbackUrl('http://127.0.0.1:8080/cb', local))).toMatch(/loopback address/);
     expect(
       await refusal(vetCallbackUrl('http://hooks.partner.example/cb', local, resolvesTo('93.184.215.14'))),
     ).toMatch(/must use https/);
@@ -134,21 +143,28 @@ describe('vetCallbackUrl', () => {
     'https://[::ffff:127.0.0.1]/cb',
     'https://[::ffff:a9fe:a9fe]/cb',
   ])('refuses the literal %s', async (url) => {
-    expect(await refusal(vetCallbackUrl(url, strict))).toMatch(
-      /resolves to a (private|loopback|link-local|reserved) address/,
-    );
+    const refusal = await refused(vetCallbackUrl(url, strict));
+    expect(refusal.message).toBe(URL_REFUSALS.notPublic);
+    expect(refusal.detail).toMatch(/resolves to a (private|loopback|link-local|reserved) address/);
   });
 
   it('refuses a name when any of its addresses is private (a mixed answer is how rebinding starts)', async () => {
-    const message = await refusal(
+    const refusal = await refused(
       vetCallbackUrl('https://hooks.partner.example/cb', strict, resolvesTo('93.184.215.14', '10.0.0.7')),
     );
-    expect(message).toMatch(/private address, 10\.0\.0\.7/);
-    expect(message).toMatch(/CALLBACK_ALLOW_PRIVATE_NETWORKS/);
+    // The partner's text names no address and no setting of ours; the log's detail does.
+    expect(refusal.message).toBe('callback URL must resolve to a public address');
+    expect(refusal.detail).toMatch(/private address, 10\.0\.0\.7/);
+    expect(refusal.detail).toMatch(/CALLBACK_ALLOW_PRIVATE_NETWORKS/);
   });
 
-  it('resolves names through the system resolver: localhost is loopback', async () => {
-    expect(await refusal(vetCallbackUrl('https://localhost/cb', strict))).toMatch(/loopback address/);
+  it('no refusal text names an address, a host, a DNS code or a setting', () => {
+    for (const text of Object.values(URL_REFUSALS))
+      expect(text).not.toMatch(/[0-9]\.[0-9]|::|partner\.example|E[A-Z]{4,}|[A-Z]+_[A-Z_]+/);
+  });
+
+  it('resolves names through the default resolver: localhost is loopback', async () => {
+    expect(await detailOf(vetCallbackUrl('https://localhost/cb', strict))).toMatch(/loopback address/);
     const vetted = await vetCallbackUrl('http://localhost:9/cb', localAllowed);
     expect(vetted.addresses.every((a) => classifyAddress(a.address) === 'loopback')).toBe(true);
   });
@@ -160,8 +176,16 @@ describe('vetCallbackUrl', () => {
     expect(await refusal(vetCallbackUrl('https://user:pw@hooks.partner.example/', strict))).toMatch(
       /credentials/,
     );
-    expect(await refusal(vetCallbackUrl('https://no-such-host.invalid/cb', strict))).toMatch(
-      /does not resolve/,
-    );
+    const nxdomain: Resolver = () =>
+      Promise.reject(
+        Object.assign(new Error('queryA ENOTFOUND no-such-host.invalid'), { code: 'ENOTFOUND' }),
+      );
+    const unresolved = await refused(vetCallbackUrl('https://no-such-host.invalid/cb', strict, nxdomain));
+    expect(unresolved).toMatchObject({
+      message: URL_REFUSALS.notFound,
+      unresolvable: true,
+      temporary: false,
+    });
+    expect(unresolved.detail).toMatch(/no-such-host\.invalid: ENOTFOUND/);
   });
 });

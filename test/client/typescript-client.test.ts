@@ -1,9 +1,12 @@
+import { randomUUID } from 'node:crypto';
 import {
   AuthenticationError,
   CallbackVerificationError,
+  ConflictError,
   createPayoutsClient,
   NotFoundError,
   RateLimitError,
+  RequestTimeoutError,
   ServiceUnavailableError,
   verifyCallback,
   type PayoutsClientOptions,
@@ -21,12 +24,19 @@ describe('TypeScript client', () => {
   });
   afterAll(() => receiver?.close());
 
-  /** A client whose requests are recorded: method, path, Idempotency-Key and the status answered. */
-  function recordingClient(opts: Omit<PayoutsClientOptions, 'fetch'>) {
+  /**
+   * A client whose requests are recorded: method, path, Idempotency-Key and the status answered.
+   * `before` runs before each request goes out (to change the service's state meanwhile).
+   */
+  function recordingClient(
+    opts: Omit<PayoutsClientOptions, 'fetch'>,
+    before?: (request: Request, attempt: number) => Promise<void>,
+  ) {
     const attempts: { method: string; path: string; key: string | null; status: number }[] = [];
     const client = createPayoutsClient({
       ...opts,
       fetch: async (request) => {
+        await before?.(request, attempts.length);
         const response = await fetch(request);
         attempts.push({
           method: request.method,
@@ -120,7 +130,7 @@ describe('TypeScript client', () => {
 
   it('retries 429 and then throws RateLimitError', async () => {
     const { apiKey } = await stack.createPartner();
-    const tight = await stack.startApi({ READ_RATE_LIMIT_PER_MINUTE: 1 });
+    const tight = await stack.startApi({ CALLBACK_RATE_LIMIT_PER_MINUTE: 1 });
     const { client, attempts } = recordingClient({
       baseUrl: tight.url,
       apiKey,
@@ -134,5 +144,136 @@ describe('TypeScript client', () => {
       retryAfterSeconds: 60,
     });
     expect(attempts.map((a) => a.status)).toEqual([200, 429, 429, 429]);
+  });
+
+  /** Claims `key` for the partner as a create still in flight does (the api then answers 409). */
+  const claimInFlight = (partnerId: string, key: string) =>
+    stack.db.query(
+      `INSERT INTO idempotency_keys (partner_id, key, payout_id, workflow_id, state, claimed_at, expires_at)
+       VALUES ($1, $2, $3, 'payout-in-flight', 'claimed', now(), now() + interval '24 hours')`,
+      [partnerId, key, randomUUID()],
+    );
+  const release = (partnerId: string, key: string) =>
+    stack.db.query('DELETE FROM idempotency_keys WHERE partner_id = $1 AND key = $2', [partnerId, key]);
+
+  it('waits out a key in flight (409) with the same generated key, then gets the payout', async () => {
+    const { partnerId, apiKey } = await stack.createPartner();
+    const { client, attempts } = recordingClient(
+      { baseUrl: stack.apiUrl, apiKey, initialDelayMs: 20, maxRetries: 0 },
+      async (request, n) => {
+        const key = request.headers.get('idempotency-key')!;
+        // Another request of this key is in flight for the first three attempts.
+        if (n === 0) await claimInFlight(partnerId, key);
+        if (n === 3) await release(partnerId, key);
+      },
+    );
+    const payout = await client.createPayout({ ...VALID_PAYOUT });
+    expect(payout.status).toBe('PENDING');
+    expect(attempts.map((a) => a.status)).toEqual([409, 409, 409, 201]);
+    // One generated key, sent by every attempt (maxRetries 0: waits for a key in flight are apart).
+    expect(new Set(attempts.map((a) => a.key)).size).toBe(1);
+    expect(attempts[0]!.key).toMatch(/^[0-9a-f-]{36}$/);
+  });
+
+  it('gives up on a key still in flight after inFlightRetryMs, and the error carries the key to retry with', async () => {
+    const { partnerId, apiKey } = await stack.createPartner();
+    const { client, attempts } = recordingClient(
+      { baseUrl: stack.apiUrl, apiKey, initialDelayMs: 20, inFlightRetryMs: 300 },
+      async (request, n) => {
+        if (n === 0) await claimInFlight(partnerId, request.headers.get('idempotency-key')!);
+      },
+    );
+    const failed = await client.createPayout({ ...VALID_PAYOUT }).then(
+      () => undefined,
+      (err: unknown) => err,
+    );
+    expect(failed).toBeInstanceOf(ConflictError);
+    const key = attempts[0]!.key;
+    expect(failed).toMatchObject({ status: 409, message: 'idempotency conflict', idempotencyKey: key });
+    expect(attempts.length).toBeGreaterThan(2);
+    expect(attempts.every((a) => a.status === 409 && a.key === key)).toBe(true);
+
+    // Once the key is free, the caller's retry with it gets the payout (not a second one).
+    await release(partnerId, key!);
+    const retried = await client.createPayout({ ...VALID_PAYOUT }, { idempotencyKey: key! });
+    expect(retried.status).toBe('PENDING');
+    expect(attempts.at(-1)).toMatchObject({ key, status: 201 });
+  });
+
+  describe('against a server that never answers', () => {
+    let silent: Receiver;
+    beforeAll(async () => {
+      silent = await startReceiver(() => 'hang');
+    });
+    afterAll(() => silent?.close());
+
+    it('ends each attempt at timeoutMs: retried when repeatable, then RequestTimeoutError (with the key)', async () => {
+      const client = createPayoutsClient({
+        baseUrl: silent.url,
+        apiKey: 'pk_test',
+        timeoutMs: 150,
+        maxRetries: 1,
+        initialDelayMs: 10,
+      });
+      const before = silent.received.length;
+      const read = await client.getCallback().then(
+        () => undefined,
+        (err: unknown) => err,
+      );
+      expect(read).toBeInstanceOf(RequestTimeoutError);
+      expect(read).toMatchObject({ timeoutMs: 150, idempotencyKey: undefined });
+      expect(silent.received.length - before).toBe(2);
+
+      const created = await client
+        .createPayout({ ...VALID_PAYOUT }, { idempotencyKey: 'order-timeout', timeoutMs: 100 })
+        .then(
+          () => undefined,
+          (err: unknown) => err,
+        );
+      expect(created).toMatchObject({
+        name: 'RequestTimeoutError',
+        timeoutMs: 100,
+        idempotencyKey: 'order-timeout',
+      });
+    });
+
+    it("stops a call, retries and waits included, when the caller's signal aborts", async () => {
+      // Attempts would wait longer than this test may run: only the signal can end the call.
+      const client = createPayoutsClient({ baseUrl: silent.url, apiKey: 'pk_test', timeoutMs: 600_000 });
+      const aborted = client.getCallback({ signal: AbortSignal.timeout(200) });
+      await expect(aborted).rejects.toMatchObject({ name: 'TimeoutError' });
+
+      const controller = new AbortController();
+      controller.abort(new Error('caller gave up'));
+      await expect(client.getPayout(randomUUID(), { signal: controller.signal })).rejects.toThrow(
+        'caller gave up',
+      );
+    });
+  });
+
+  it('pages callback events with has_more and iterates them all', async () => {
+    const { partnerId, apiKey } = await stack.createPartner();
+    const client = createPayoutsClient({ baseUrl: stack.apiUrl, apiKey });
+    const ids: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      const payoutId = randomUUID();
+      ids.unshift(`evt_${payoutId}_failed`);
+      await stack.db.query(
+        `INSERT INTO callback_events (event_id, partner_id, payout_id, event, state, created_at)
+         VALUES ($1, $2, $3, 'payout.failed', 'skipped', now() + make_interval(secs => $4))`,
+        [ids[0], partnerId, payoutId, i],
+      );
+    }
+    try {
+      const first = await client.listCallbackEvents({ limit: 2 });
+      expect(first.has_more).toBe(true);
+      expect(first.data.map((e) => e.event_id)).toEqual(ids.slice(0, 2));
+      const all: string[] = [];
+      for await (const e of client.iterateCallbackEvents({ limit: 1 })) all.push(e.event_id);
+      expect(all).toEqual(ids);
+    } finally {
+      // What the test seeded without a workflow, it removes.
+      await stack.db.query('DELETE FROM callback_events WHERE event_id = ANY($1)', [ids]);
+    }
   });
 });

@@ -163,6 +163,7 @@ describe('partner-facing messages', () => {
       payoutFinal: ['<STATUS>'],
       chargeNoLongerPayable: ['<STATUS>'],
       callbackUrlRefused: ['<reason>'],
+      callbackOverlapActive: ['<until>'],
       otherClientError: [],
     };
     for (const [name, make] of Object.entries(API_ERRORS)) {

@@ -12,8 +12,28 @@ export class PayoutsApiError extends Error {
     readonly requestId: string | undefined,
     /** Seconds, when the api said when to retry (429, some 503s). */
     readonly retryAfterSeconds: number | undefined,
+    /**
+     * The Idempotency-Key the call sent (yours, or the one generated for it), on createPayout and
+     * cancelPayout: retry with `{ idempotencyKey }` set to it, and a payout the call may have created
+     * is answered instead of a second one (a 409 `idempotency conflict`: the key is still in flight).
+     */
+    readonly idempotencyKey?: string,
   ) {
     super(message);
+  }
+}
+
+/**
+ * An attempt got no whole answer within `timeoutMs` (and no retry was allowed or left). For a
+ * createPayout or cancelPayout, `idempotencyKey` is the key it sent: retry with it.
+ */
+export class RequestTimeoutError extends Error {
+  override name = 'RequestTimeoutError';
+  constructor(
+    readonly timeoutMs: number,
+    readonly idempotencyKey?: string,
+  ) {
+    super(`no answer within ${timeoutMs} ms`);
   }
 }
 
@@ -29,7 +49,11 @@ export class AuthenticationError extends PayoutsApiError {
 export class NotFoundError extends PayoutsApiError {
   override name = 'NotFoundError';
 }
-/** 409: the resource's state forbids the request (already final, being processed, no callback set). */
+/**
+ * 409: the resource's state forbids the request (already final, being processed, no callback set,
+ * a secret rotation's overlap running), or, after the client's retries for up to `inFlightRetryMs`,
+ * `idempotency conflict`: the key is still in flight (retry later with `idempotencyKey`).
+ */
 export class ConflictError extends PayoutsApiError {
   override name = 'ConflictError';
 }
@@ -56,7 +80,7 @@ const BY_STATUS: Record<number, typeof PayoutsApiError> = {
 };
 
 /** The exception for an answer that is not 2xx, from its parsed body (the api's `{"error": message}`). */
-export function errorOf(response: Response, body: unknown): PayoutsApiError {
+export function errorOf(response: Response, body: unknown, idempotencyKey?: string): PayoutsApiError {
   const said = (body as { error?: unknown } | undefined)?.error;
   const message =
     typeof said === 'string' ? said : typeof body === 'string' && body ? body : response.statusText;
@@ -67,6 +91,7 @@ export function errorOf(response: Response, body: unknown): PayoutsApiError {
     message,
     response.headers.get('x-request-id') ?? undefined,
     retryAfterSeconds(response),
+    idempotencyKey,
   );
 }
 

@@ -12,9 +12,11 @@ export {
   type RotatedSecret,
   type TestCallbackResult,
   type CallbackEventList,
+  type CallbackEventItem,
+  type CallbackEventsQuery,
 } from './client';
 export * from './errors';
-export type { RetryOptions } from './retry';
+export type { RetryOptions, CallOptions } from './retry';
 export {
   verifyCallback,
   CallbackVerificationError,

@@ -133,18 +133,18 @@ export interface paths {
     };
     /**
      * Read your callback URL
-     * @description Your callback URL (null when none is set) and, while a rotation overlap lasts, when the replaced secret stops signing. Secrets are never shown again. Spends the read rate-limit bucket.
+     * @description Your callback URL (null when none is set) and, while a rotation overlap lasts, when the replaced secret stops signing. Secrets are never shown again. Spends the callback rate-limit bucket: per partner (all your API keys together), apart from the payout and read buckets, by default 30 requests per minute.
      */
     get: operations['getCallback'];
     /**
      * Set your callback URL
-     * @description Sets the URL payout events are POSTed to. The URL is checked as every delivery checks it: https, no credentials, and a host that resolves only to public addresses (a host that does not resolve yet is accepted; each delivery checks it again). The first time, a signing secret is created and returned once as `secret`; later calls keep it (rotate it with POST /v1/callback/rotate-secret). Spends the POST rate-limit bucket.
+     * @description Sets the URL payout events are POSTed to. The URL is checked as every delivery checks it: https, no credentials, and a host that resolves only to public addresses (a host that does not resolve yet is accepted; each delivery checks it again). The first time, a signing secret is created and returned once as `secret`; later calls keep it (rotate it with POST /v1/callback/rotate-secret). Spends the callback rate-limit bucket: per partner (all your API keys together), apart from the payout and read buckets, by default 30 requests per minute.
      */
     put: operations['setCallback'];
     post?: never;
     /**
      * Stop callbacks (removes the URL and its secret)
-     * @description Removes the URL and its secret: no callbacks are sent until a URL is set again (events due meanwhile are listed as `skipped`). Spends the POST rate-limit bucket.
+     * @description Removes the URL and its secret: no callbacks are sent until a URL is set again (events due meanwhile are listed as `skipped`). Spends the callback rate-limit bucket: per partner (all your API keys together), apart from the payout and read buckets, by default 30 requests per minute.
      */
     delete: operations['deleteCallback'];
     options?: never;
@@ -163,7 +163,7 @@ export interface paths {
     put?: never;
     /**
      * Rotate your callback signing secret, with an overlap
-     * @description Replaces the signing secret and returns the new one once. During `overlap_seconds` (at most 2592000, 30 days) every callback carries a signature by each secret, so a receiver checking either accepts it: deploy the new secret, then let the overlap end. A rotation during another overlap ends the older secret at once. Spends the POST rate-limit bucket.
+     * @description Replaces the signing secret and returns the new one once. During `overlap_seconds` (at most 2592000, 30 days) every callback carries a signature by each secret, so a receiver checking either accepts it: deploy the new secret, then let the overlap end. The body is optional: none at all, or `{}`, rotates with `overlap_seconds` 0 (the replaced secret stops at once). While an overlap runs, another rotation with `overlap_seconds` above 0 is refused with 409 (it would end the secret your receivers may still check); with 0 it ends every replaced secret at once (a leaked secret). Spends the callback rate-limit bucket: per partner (all your API keys together), apart from the payout and read buckets, by default 30 requests per minute.
      */
     post: operations['rotateCallbackSecret'];
     delete?: never;
@@ -183,7 +183,7 @@ export interface paths {
     put?: never;
     /**
      * Send yourself a signed test event
-     * @description POSTs `{"event": "callback.test", "created_at": ...}` to your URL now, signed like every callback (Standard Webhooks; by both secrets during an overlap), once, and answers what your endpoint did. A test event is not retried and not listed in GET /v1/callback/events. No body. Spends the POST rate-limit bucket.
+     * @description POSTs `{"event": "callback.test", "created_at": ...}` to your URL now, signed like every callback (Standard Webhooks; by both secrets during an overlap), once, and answers what your endpoint did. A test event is not retried and not listed in GET /v1/callback/events. No body. Spends the callback rate-limit bucket: per partner (all your API keys together), apart from the payout and read buckets, by default 30 requests per minute.
      */
     post: operations['sendTestCallback'];
     delete?: never;
@@ -201,7 +201,7 @@ export interface paths {
     };
     /**
      * List your recent callback events with every delivery attempt
-     * @description Your most recent payout events (`payout.completed`, `payout.failed`), newest first, each with every delivery attempt: when, how long, the URL called (without its query string), your status code or the error, and the start of your answer. Spends the read rate-limit bucket.
+     * @description Your payout events (`payout.completed`, `payout.failed`), newest first (by `created_at`, then `event_id`), each with every delivery attempt: when, how long, the URL called (without its query string), your status code or the error, and the start of your answer. One page at a time, as `{"data": [...], "has_more": bool}`: pass the last `event_id` of a page as `starting_after` for the next while `has_more` is true (`limit` 1-100, default 20). The cursor is a position, not an offset: events created meanwhile never make a page skip or repeat one. Spends the callback rate-limit bucket: per partner (all your API keys together), apart from the payout and read buckets, by default 30 requests per minute.
      */
     get: operations['listCallbackEvents'];
     put?: never;
@@ -1247,7 +1247,7 @@ export interface operations {
           };
         };
       };
-      /** @description Invalid body (`url is required`, `url must be an https URL`, `unknown field: <name>`), or the URL is refused: `url refused: <reason>` (e.g. `url refused: callback URL must use https in production`, `url refused: callback host <host> resolves to a private address, <address>`) */
+      /** @description Invalid body (`url is required`, `url must be an https URL`, `unknown field: <name>`), or the URL is refused: `url refused: <reason>` (e.g. `url refused: callback URL must resolve to a public address`, `url refused: callback URL must use https in production`) */
       400: {
         headers: {
           /** @description Id of this request in our logs: yours when you sent a usable one, else generated */
@@ -1309,6 +1309,19 @@ export interface operations {
         headers: {
           /** @description Id of this request in our logs: yours when you sent a usable one, else generated */
           'X-Request-Id'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The URL's host could not be resolved now (its DNS did not answer in time): `callback URL host could not be resolved now, retry later`, with `Retry-After`. Nothing was changed. */
+      503: {
+        headers: {
+          /** @description Id of this request in our logs: yours when you sent a usable one, else generated */
+          'X-Request-Id'?: string;
+          /** @description Seconds to wait before retrying (5) */
+          'Retry-After'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -1402,7 +1415,7 @@ export interface operations {
       path?: never;
       cookie?: never;
     };
-    requestBody: {
+    requestBody?: {
       content: {
         /**
          * @example {
@@ -1456,7 +1469,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description No callback URL is set: `no callback URL is set: set one with PUT /v1/callback first` */
+      /** @description No callback URL is set: `no callback URL is set: set one with PUT /v1/callback first`; or a previous rotation's overlap still runs: `the previous secret rotation's overlap lasts until <until>: rotate again after it ends, or with overlap_seconds 0 to end every replaced secret at once` (`<until>` is when it ends) */
       409: {
         headers: {
           /** @description Id of this request in our logs: yours when you sent a usable one, else generated */
@@ -1527,7 +1540,7 @@ export interface operations {
     };
     requestBody?: never;
     responses: {
-      /** @description The attempt: `delivered` is true on a 2xx; otherwise `status_code` or `error` says why */
+      /** @description The attempt: `delivered` is true on a 2xx; otherwise `status_code` or `error` says why (a refused URL reads `refused: <reason>`, e.g. `refused: callback URL must resolve to a public address`) */
       200: {
         headers: {
           /** @description Id of this request in our logs: yours when you sent a usable one, else generated */
@@ -1613,8 +1626,13 @@ export interface operations {
   listCallbackEvents: {
     parameters: {
       query?: {
-        /** @description Items per page, 1-100 (default 20) */
+        /** @description Events per page, 1-100 (default 20) */
         limit?: string;
+        /**
+         * @description The `event_id` of the last event of the previous page: this page starts after it
+         * @example evt_3f9c1e7a-8b2d-4c5e-9f0a-1b2c3d4e5f6a_completed
+         */
+        starting_after?: string;
       };
       header?: {
         /** @description Free-form id for this request, to correlate our logs with yours. Never refused: when it is 1-64 characters of `A-Z a-z 0-9 _ . -` it is echoed back in the X-Request-Id response header and logged, otherwise the response carries an id generated by the server instead. */
@@ -1625,7 +1643,7 @@ export interface operations {
     };
     requestBody?: never;
     responses: {
-      /** @description The events */
+      /** @description A page of events */
       200: {
         headers: {
           /** @description Id of this request in our logs: yours when you sent a usable one, else generated */
@@ -1674,10 +1692,12 @@ export interface operations {
                 response_excerpt: string | null;
               }[];
             }[];
+            /** @description More (older) events follow: pass the last `event_id` as `starting_after` for them */
+            has_more: boolean;
           };
         };
       };
-      /** @description `limit must be a whole number from 1 to 100`, `unknown query parameter: <name>` */
+      /** @description `limit must be a whole number from 1 to 100`, `starting_after must be the id of one of your callback events`, `unknown query parameter: <name>` */
       400: {
         headers: {
           /** @description Id of this request in our logs: yours when you sent a usable one, else generated */

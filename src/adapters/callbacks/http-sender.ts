@@ -14,7 +14,7 @@ import {
 export interface CallbackSenderOptions extends CallbackUrlPolicy {
   /** Whole attempt: DNS, connect, TLS, request and response headers. */
   timeoutMs: number;
-  /** For tests of the guard; production resolves through the system resolver. */
+  /** For tests of the guard; production resolves through the system's DNS servers (dns-resolver.ts). */
   resolve?: Resolver;
 }
 
@@ -41,6 +41,11 @@ export interface CallbackSendResult {
   statusCode?: number;
   /** Why the attempt failed when there was no HTTP answer (refused URL, DNS, connect, TLS, timeout). */
   error?: string;
+  /**
+   * For the operator's log only: what the URL guard found behind a refusal (addresses, DNS codes,
+   * settings), which `error` does not tell the partner (docs/decisions.md D69).
+   */
+  errorDetail?: string;
   /** The start of the partner's answer, for the operator to see what a failing receiver says. */
   responseExcerpt?: string;
   durationMs: number;
@@ -80,7 +85,12 @@ export async function sendCallback(
       durationMs: elapsed(),
     };
   } catch (err) {
-    return { delivered: false, error: describe(err, signal, opts.timeoutMs), durationMs: elapsed() };
+    return {
+      delivered: false,
+      error: describe(err, signal, opts.timeoutMs),
+      ...(err instanceof CallbackUrlRefused && !signal.aborted ? { errorDetail: err.detail } : {}),
+      durationMs: elapsed(),
+    };
   }
 }
 
@@ -96,7 +106,8 @@ function describe(err: unknown, signal: AbortSignal, timeoutMs: number): string 
 }
 
 function abortable<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
-  // dns.lookup cannot be cancelled; the attempt's deadline still holds, the lookup is abandoned.
+  // A resolution in progress is not cancelled (it has its own deadline); the attempt's deadline
+  // still holds: the resolution is abandoned.
   return new Promise<T>((resolve, reject) => {
     const onAbort = () => reject(signal.reason);
     signal.addEventListener('abort', onAbort, { once: true });

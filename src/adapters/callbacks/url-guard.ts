@@ -1,6 +1,14 @@
-import { lookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
 import { classifyAddress, isAddressAllowed } from './address-policy';
+import {
+  createDnsResolver,
+  HostNotFound,
+  ResolutionUnavailable,
+  type ResolvedAddress,
+  type Resolver,
+} from './dns-resolver';
+
+export type { ResolvedAddress, Resolver } from './dns-resolver';
 
 /** Which callback URLs the service may call; the same rules at set-callback time and at send time. */
 export interface CallbackUrlPolicy {
@@ -10,29 +18,45 @@ export interface CallbackUrlPolicy {
   allowPrivateNetworks: boolean;
 }
 
-/** The URL is not one the service will call; the message says why and is safe to show an operator. */
+/**
+ * What a partner is told of a refused URL: fixed texts that name no address, resolver, DNS error or
+ * setting of ours (docs/api.md "Manage your callback"). What the guard found is in `detail`, for the
+ * operator's log only (docs/decisions.md D69).
+ */
+export const URL_REFUSALS = {
+  invalid: 'callback URL is not a valid URL',
+  notHttp: 'callback URL must use https',
+  httpInProduction: 'callback URL must use https in production',
+  credentials: 'callback URL must not carry credentials; the signature authenticates us',
+  notPublic: 'callback URL must resolve to a public address',
+  httpNotLoopback: 'callback URL must use https (http is accepted only for a loopback receiver)',
+  notFound: 'callback URL host does not resolve',
+  unavailable: 'callback URL host could not be resolved now, retry later',
+} as const;
+
+/** The URL is not one the service will call; `message` is one of URL_REFUSALS, safe to show a partner. */
 export class CallbackUrlRefused extends Error {
   override name = 'CallbackUrlRefused';
+  /** The host did not resolve: nothing is known yet about where it points. */
+  readonly unresolvable: boolean;
+  /** The host could not be resolved now (a DNS timeout or failure): asking again later may pass. */
+  readonly temporary: boolean;
+  /** What the guard found (host, addresses, DNS codes, the setting at play): for logs, never for partners. */
+  readonly detail: string;
   constructor(
-    message: string,
-    /** The host did not resolve: nothing is known yet about where it points. */
-    readonly unresolvable = false,
+    message: (typeof URL_REFUSALS)[keyof typeof URL_REFUSALS],
+    opts: { detail?: string; unresolvable?: boolean; temporary?: boolean } = {},
   ) {
     super(message);
+    this.unresolvable = opts.unresolvable ?? false;
+    this.temporary = opts.temporary ?? false;
+    this.detail = opts.detail ?? message;
   }
 }
 
-export interface ResolvedAddress {
-  address: string;
-  family: 4 | 6;
-}
-
-export type Resolver = (hostname: string) => Promise<ResolvedAddress[]>;
-
-const systemResolver: Resolver = async (hostname) => {
-  const found = await lookup(hostname, { all: true, verbatim: true });
-  return found.map((a) => ({ address: a.address, family: a.family === 6 ? 6 : 4 }));
-};
+/** One resolver per process: its limit on resolutions at once is the process's (dns-resolver.ts). */
+let systemResolver: Resolver | undefined;
+const defaultResolver: Resolver = (hostname) => (systemResolver ??= createDnsResolver())(hostname);
 
 /** A URL that passed the guard, with the addresses it was vetted for; connect to these only. */
 export interface VettedCallbackUrl {
@@ -49,18 +73,18 @@ export interface VettedCallbackUrl {
 export async function vetCallbackUrl(
   raw: string,
   policy: CallbackUrlPolicy,
-  resolve: Resolver = systemResolver,
+  resolve: Resolver = defaultResolver,
 ): Promise<VettedCallbackUrl> {
-  if (!URL.canParse(raw)) throw new CallbackUrlRefused('callback URL is not a valid URL');
+  if (!URL.canParse(raw)) throw new CallbackUrlRefused(URL_REFUSALS.invalid);
   const url = new URL(raw);
   if (url.protocol !== 'https:' && url.protocol !== 'http:') {
-    throw new CallbackUrlRefused('callback URL must use https');
+    throw new CallbackUrlRefused(URL_REFUSALS.notHttp, { detail: `scheme ${url.protocol}` });
   }
   if (url.protocol === 'http:' && policy.requireHttps) {
-    throw new CallbackUrlRefused('callback URL must use https in production');
+    throw new CallbackUrlRefused(URL_REFUSALS.httpInProduction);
   }
   if (url.username || url.password) {
-    throw new CallbackUrlRefused('callback URL must not carry credentials; the signature authenticates us');
+    throw new CallbackUrlRefused(URL_REFUSALS.credentials);
   }
   const hostname = url.hostname.replace(/^\[(.*)\]$/, '$1');
   const literal = isIP(hostname);
@@ -71,28 +95,46 @@ export async function vetCallbackUrl(
     try {
       addresses = await resolve(hostname);
     } catch (err) {
-      const code = (err as { code?: string }).code ?? 'lookup failed';
-      throw new CallbackUrlRefused(`callback host ${hostname} does not resolve (${code})`, true);
+      throw refusalOfResolution(hostname, err);
     }
     if (addresses.length === 0)
-      throw new CallbackUrlRefused(`callback host ${hostname} does not resolve`, true);
+      throw new CallbackUrlRefused(URL_REFUSALS.notFound, {
+        detail: `host ${hostname} has no address`,
+        unresolvable: true,
+      });
   }
   for (const { address } of addresses) {
     if (!isAddressAllowed(address, policy.allowPrivateNetworks)) {
       const cls = classifyAddress(address);
-      const hint = cls === 'reserved' ? '' : ' (set CALLBACK_ALLOW_PRIVATE_NETWORKS=true to allow it)';
-      throw new CallbackUrlRefused(
-        `callback host ${hostname} resolves to a ${cls} address, ${address}${hint}`,
-      );
+      const setting =
+        cls === 'reserved'
+          ? 'never allowed'
+          : `allowed only with CALLBACK_ALLOW_PRIVATE_NETWORKS=true (outside production)`;
+      throw new CallbackUrlRefused(URL_REFUSALS.notPublic, {
+        detail: `host ${hostname} resolves to a ${cls} address, ${address}: ${setting}`,
+      });
     }
   }
   if (
     url.protocol === 'http:' &&
     !addresses.every(({ address }) => classifyAddress(address) === 'loopback')
   ) {
-    throw new CallbackUrlRefused(
-      'callback URL must use https (http is accepted only for a loopback receiver)',
-    );
+    throw new CallbackUrlRefused(URL_REFUSALS.httpNotLoopback, {
+      detail: `http to ${hostname} (${addresses.map((a) => a.address).join(', ')})`,
+    });
   }
   return { url, hostname, addresses };
+}
+
+function refusalOfResolution(hostname: string, err: unknown): CallbackUrlRefused {
+  if (err instanceof HostNotFound)
+    return new CallbackUrlRefused(URL_REFUSALS.notFound, { detail: err.message, unresolvable: true });
+  if (err instanceof ResolutionUnavailable)
+    return new CallbackUrlRefused(URL_REFUSALS.unavailable, { detail: err.message, temporary: true });
+  // A resolver of another kind (tests): its code says which it was, as the system's would.
+  const code = (err as { code?: unknown }).code;
+  const text = `${hostname}: ${typeof code === 'string' ? code : err instanceof Error ? err.message : String(err)}`;
+  return code === 'ENOTFOUND' || code === 'ENODATA'
+    ? new CallbackUrlRefused(URL_REFUSALS.notFound, { detail: text, unresolvable: true })
+    : new CallbackUrlRefused(URL_REFUSALS.unavailable, { detail: text, temporary: true });
 }

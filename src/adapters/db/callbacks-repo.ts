@@ -99,13 +99,38 @@ export async function closeCallbackEvent(
   );
 }
 
-/** The partner's most recent callback events, newest first, each with all its attempts. */
-export async function listCallbackEvents(
+export interface CallbackEventPage {
+  events: CallbackEventView[];
+  /** More events follow the last of this page (older ones). */
+  hasMore: boolean;
+}
+
+/**
+ * The partner's callback events, newest first (by created_at, then event_id), each with all its
+ * attempts, one page at a time: `startingAfter` is the last event id of the previous page, a
+ * position in that order, as GET /v1/payouts pages. Null when `startingAfter` is not one of the
+ * partner's events.
+ */
+export async function pageCallbackEvents(
   db: Db,
   partnerId: string,
-  limit = 50,
-): Promise<CallbackEventView[]> {
-  const { rows: events } = await db.query<{
+  page: { limit: number; startingAfter?: string },
+): Promise<CallbackEventPage | null> {
+  const params: unknown[] = [partnerId, page.limit + 1];
+  let after = '';
+  if (page.startingAfter !== undefined) {
+    const { rowCount } = await db.query(
+      'SELECT 1 FROM callback_events WHERE event_id = $1 AND partner_id = $2',
+      [page.startingAfter, partnerId],
+    );
+    // Events are never deleted, so a cursor found here is still there for the query below.
+    if (rowCount === 0) return null;
+    params.push(page.startingAfter);
+    after = `AND (created_at, event_id) <
+      (SELECT created_at, event_id FROM callback_events WHERE event_id = $3 AND partner_id = $1)`;
+  }
+  // One row past the page tells whether another page exists, without a count.
+  const { rows } = await db.query<{
     event_id: string;
     partner_id: string;
     payout_id: string;
@@ -116,11 +141,13 @@ export async function listCallbackEvents(
     updated_at: Date;
   }>(
     `SELECT event_id, partner_id, payout_id, event, state, attempts, created_at, updated_at
-       FROM callback_events WHERE partner_id = $1
-      ORDER BY created_at DESC, event_id LIMIT $2`,
-    [partnerId, limit],
+       FROM callback_events WHERE partner_id = $1 ${after}
+      ORDER BY created_at DESC, event_id DESC LIMIT $2`,
+    params,
   );
-  if (events.length === 0) return [];
+  const events = rows.slice(0, page.limit);
+  const hasMore = rows.length > page.limit;
+  if (events.length === 0) return { events: [], hasMore };
   const { rows: attempts } = await db.query<{
     event_id: string;
     attempt: number;
@@ -135,7 +162,7 @@ export async function listCallbackEvents(
        FROM callback_deliveries WHERE event_id = ANY($1) ORDER BY id`,
     [events.map((e) => e.event_id)],
   );
-  return events.map((e) => ({
+  const views = events.map((e) => ({
     eventId: e.event_id,
     partnerId: e.partner_id,
     payoutId: e.payout_id,
@@ -156,6 +183,16 @@ export async function listCallbackEvents(
         durationMs: a.duration_ms,
       })),
   }));
+  return { events: views, hasMore };
+}
+
+/** The partner's `limit` most recent callback events, newest first, each with all its attempts. */
+export async function listCallbackEvents(
+  db: Db,
+  partnerId: string,
+  limit = 50,
+): Promise<CallbackEventView[]> {
+  return (await pageCallbackEvents(db, partnerId, { limit }))?.events ?? [];
 }
 
 /** An event with its attempts as partners (GET /v1/callback/events) and operators (admin CLI) read it. */

@@ -70,10 +70,23 @@ export async function rotateApiKey(
 export class NoCallbackConfigured extends Error {}
 
 /**
+ * A rotation with an overlap asked while another rotation's overlap still runs (docs/decisions.md
+ * D70): the partner's receivers may still verify with the secret that overlap keeps, and two
+ * signatures are all a callback carries, so nothing changes. `until` is when that overlap ends.
+ */
+export class CallbackOverlapActive extends Error {
+  constructor(readonly until: string) {
+    super(`a callback secret rotation's overlap is active until ${until}`);
+  }
+}
+
+/**
  * Replaces the partner's callback signing secret with `secret`; during the overlap every callback
  * carries a signature by each (docs/callbacks.md), so a receiver checking either one accepts it.
- * The secret being replaced is the current one: a rotation during another's overlap ends the older
- * secret at once. Null when the partner does not exist; NoCallbackConfigured without a callback.
+ * While an earlier rotation's overlap runs, a rotation with an overlap is refused
+ * (CallbackOverlapActive): it would end the secret that overlap keeps, which receivers may still
+ * check. Without an overlap it goes ahead and ends every replaced secret at once (the way out of a
+ * leaked one). Null when the partner does not exist; NoCallbackConfigured without a callback.
  */
 export async function rotateCallbackSecret(
   db: Db,
@@ -81,13 +94,20 @@ export async function rotateCallbackSecret(
   secret: string,
   overlapSeconds: number,
   secrets: SecretBox,
-): Promise<Rotation<string> | null> {
+): Promise<(Rotation<string> & { url: string }) | null> {
   checkOverlap(overlapSeconds);
   const client = await db.connect();
   try {
     await client.query('BEGIN');
-    const { rows } = await client.query<{ callback_url: string | null; callback_secret: string | null }>(
-      'SELECT callback_url, callback_secret FROM partners WHERE id = $1 FOR UPDATE',
+    const { rows } = await client.query<{
+      callback_url: string | null;
+      callback_secret: string | null;
+      overlap_until: Date | null;
+    }>(
+      `SELECT callback_url, callback_secret,
+              CASE WHEN callback_previous_secret_until > now() THEN callback_previous_secret_until END
+                AS overlap_until
+         FROM partners WHERE id = $1 FOR UPDATE`,
       [partnerId],
     );
     const partner = rows[0];
@@ -100,6 +120,10 @@ export async function rotateCallbackSecret(
       throw new NoCallbackConfigured('the partner has no callback to rotate the secret of');
     }
     const overlapping = overlapSeconds > 0;
+    if (overlapping && partner.overlap_until) {
+      await client.query('ROLLBACK');
+      throw new CallbackOverlapActive(partner.overlap_until.toISOString());
+    }
     const updated = await client.query<{ until: Date | null }>(
       `UPDATE partners
           SET callback_secret = $2,
@@ -112,7 +136,11 @@ export async function rotateCallbackSecret(
     );
     await client.query('COMMIT');
     const until = updated.rows[0]?.until;
-    return { issued: secret, previousValidUntil: until ? until.toISOString() : null };
+    return {
+      issued: secret,
+      previousValidUntil: until ? until.toISOString() : null,
+      url: partner.callback_url,
+    };
   } catch (err) {
     await client.query('ROLLBACK').catch(() => {});
     throw err;

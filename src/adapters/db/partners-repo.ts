@@ -57,21 +57,32 @@ export async function findPartnerByKeyHash(
 }
 
 /**
- * The same lookup, taking up to `bucket.wanted` tokens of the key's rate-limit bucket in the same
- * statement: the token function is evaluated only for a row the WHERE clause kept, so an unknown or
- * revoked key spends nothing and creates no bucket. One round trip for what a partner request checks
- * first. `granted` is how many tokens it took (0: the bucket is empty).
+/**
+ * The same lookup, taking up to `bucket.wanted` tokens of a rate-limit bucket in the same statement:
+ * the token function is evaluated only for a row the WHERE clause kept, so an unknown or revoked key
+ * spends nothing and creates no bucket. One round trip for what a partner request checks first.
+ * `granted` is how many tokens it took (0: the bucket is empty). The bucket is `bucket.name` as
+ * given, or, with `perPartner`, `bucket.name` followed by the id of the key's partner (only known
+ * here): one bucket for all the partner's keys.
  */
 export async function findPartnerByKeyHashTakingTokens(
   db: Db,
   keyHash: Buffer,
-  bucket: { name: string; perMinute: number; wanted: number },
+  bucket: { name: string; perMinute: number; wanted: number; perPartner?: boolean },
 ): Promise<{ partnerId: string; keyHash: Buffer; granted: number } | null> {
   const { rows } = await db.query<{ partner_id: string; key_hash: Buffer; granted: number }>(
-    `SELECT k.partner_id, k.key_hash, take_rate_limit_tokens($2, $3, $4, $5) AS granted
+    `SELECT k.partner_id, k.key_hash,
+            take_rate_limit_tokens(CASE WHEN $6 THEN $2 || k.partner_id::text ELSE $2 END, $3, $4, $5) AS granted
        FROM api_keys k JOIN partners p ON p.id = k.partner_id
       WHERE k.key_hash = $1 AND ${KEY_VALID} AND p.status = 'active'`,
-    [keyHash, bucket.name, bucket.perMinute, bucket.perMinute / 60, bucket.wanted],
+    [
+      keyHash,
+      bucket.name,
+      bucket.perMinute,
+      bucket.perMinute / 60,
+      bucket.wanted,
+      bucket.perPartner === true,
+    ],
   );
   const row = rows[0];
   return row ? { partnerId: row.partner_id, keyHash: row.key_hash, granted: row.granted } : null;
@@ -201,6 +212,26 @@ export async function setPartnerCallbackUrl(
     [partnerId, url, sealed],
   );
   return rows[0] ? { issued: rows[0].issued } : null;
+}
+
+/**
+ * Removes the partner's callback URL and its secrets (a rotation's overlap too), answering the URL
+ * it removed (null when none was set). Null when the partner does not exist.
+ */
+export async function clearPartnerCallback(
+  db: Db,
+  partnerId: string,
+): Promise<{ previousUrl: string | null } | null> {
+  const { rows } = await db.query<{ previous_url: string | null }>(
+    `UPDATE partners p
+        SET callback_url = NULL, callback_secret = NULL, callback_previous_secret = NULL,
+            callback_previous_secret_until = NULL, updated_at = now()
+       FROM (SELECT id, callback_url FROM partners WHERE id = $1 FOR UPDATE) old
+      WHERE p.id = old.id
+      RETURNING old.callback_url AS previous_url`,
+    [partnerId],
+  );
+  return rows[0] ? { previousUrl: rows[0].previous_url } : null;
 }
 
 /** What a partner may read of its callback setup: never a secret. Null when the partner does not exist. */

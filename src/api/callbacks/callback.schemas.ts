@@ -30,6 +30,10 @@ export const setCallbackBodySchema = z.strictObject(
   },
 );
 
+/**
+ * The body of POST /v1/callback/rotate-secret. It may be left out altogether (no content-type,
+ * nothing sent): the route reads that as `{}`, the default overlap.
+ */
 export const rotateSecretBodySchema = z.strictObject(
   {
     overlap_seconds: z
@@ -85,12 +89,27 @@ export const testEventResultSchema = z.object({
 });
 
 const LIMIT_PATTERN = new RegExp(`^(?:[1-9][0-9]?|${EVENTS_LIMIT_MAX})$`);
+/** An event id as the api answers it: evt_<payout id>_completed or evt_<payout id>_failed. */
+const EVENT_ID_PATTERN =
+  '^evt_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}_(?:completed|failed)$';
+export const EVENTS_STARTING_AFTER_UNKNOWN = 'starting_after must be the id of one of your callback events';
+
+/** Query of GET /v1/callback/events: pages as GET /v1/payouts does (`limit`, `starting_after`, `has_more`). */
 export const listEventsQuerySchema = z.strictObject(
   {
     limit: z
       .string({ error: 'limit must be given once' })
       .regex(LIMIT_PATTERN, `limit must be a whole number from 1 to ${EVENTS_LIMIT_MAX}`)
       .transform(Number)
+      .meta({ description: `Events per page, 1-${EVENTS_LIMIT_MAX} (default ${EVENTS_LIMIT_DEFAULT})` })
+      .optional(),
+    starting_after: z
+      .string({ error: 'starting_after must be given once' })
+      .regex(new RegExp(EVENT_ID_PATTERN), EVENTS_STARTING_AFTER_UNKNOWN)
+      .meta({
+        description: 'The `event_id` of the last event of the previous page: this page starts after it',
+        examples: ['evt_3f9c1e7a-8b2d-4c5e-9f0a-1b2c3d4e5f6a_completed'],
+      })
       .optional(),
   },
   {
@@ -125,4 +144,7 @@ export const callbackEventListSchema = z.object({
       attempts: z.array(attemptSchema),
     }),
   ),
+  has_more: z.boolean().meta({
+    description: 'More (older) events follow: pass the last `event_id` as `starting_after` for them',
+  }),
 });

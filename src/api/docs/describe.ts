@@ -63,6 +63,13 @@ const RETRY_AFTER_503 = {
     schema: { type: 'integer', examples: [5, 60] },
   },
 };
+/** The 503 of PUT /v1/callback: the host's DNS did not answer in time. */
+const RETRY_AFTER_CALLBACK_DNS = {
+  'Retry-After': {
+    description: 'Seconds to wait before retrying (5)',
+    schema: { type: 'integer', examples: [5] },
+  },
+};
 const REQUEST_ID = {
   'X-Request-Id': {
     description: 'Id of this request in our logs: yours when you sent a usable one, else generated',
@@ -151,6 +158,8 @@ interface OperationDoc {
   example?: unknown;
   /** Media type of a 200 that is an image rather than JSON. */
   image?: string;
+  /** The JSON body may be left out altogether (no content-type, nothing sent). */
+  optionalBody?: boolean;
 }
 
 const OPERATIONS: Record<string, OperationDoc> = {
@@ -299,6 +308,8 @@ export function describeOperations<D>(generated: D): D {
       const body = (operation.requestBody as { content?: Record<string, { example?: unknown }> } | undefined)
         ?.content?.['application/json'];
       if (body && known?.example) body.example ??= known.example;
+      if (operation.requestBody && known?.optionalBody)
+        (operation.requestBody as { required?: boolean }).required = false;
       if (path.startsWith('/v1/')) operation.security = [{ ApiKeyAuth: [] }];
       else operation.security = [];
 
@@ -377,6 +388,8 @@ export function describeOperations<D>(generated: D): D {
         if (status === '429') response.headers = { ...response.headers, ...RETRY_AFTER };
         if (status === '503' && (path === '/v1/quotes' || (path === '/v1/payouts' && method === 'post')))
           response.headers = { ...response.headers, ...RETRY_AFTER_503 };
+        if (status === '503' && path === '/v1/callback' && method === 'put')
+          response.headers = { ...response.headers, ...RETRY_AFTER_CALLBACK_DNS };
         if (status === '201' && path === '/v1/payouts') {
           response.headers = {
             ...response.headers,

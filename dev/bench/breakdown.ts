@@ -95,14 +95,21 @@ export async function timelineOf(client: Client, db: Db, payout: PaidPayout): Pr
   return { payoutId: payout.payoutId, steps };
 }
 
-/** The median of each step across payouts whose timelines have the same shape as the first one. */
-export function medianTimeline(timelines: Timeline[]): { step: string; ms: number }[] {
-  if (timelines.length === 0) return [];
+/** The median of each step across the payouts whose timelines have the most common shape. */
+export function medianTimeline(timelines: Timeline[]): {
+  payouts: number;
+  steps: { step: string; ms: number }[];
+} {
+  if (timelines.length === 0) return { payouts: 0, steps: [] };
   const shape = (t: Timeline) => t.steps.map((s) => s.step).join('|');
-  const first = shape(timelines[0]!);
-  const alike = timelines.filter((t) => shape(t) === first);
-  return timelines[0]!.steps.map((s, i) => {
-    const values = alike.map((t) => t.steps[i]!.ms).sort((a, b) => a - b);
-    return { step: s.step, ms: values[Math.floor(values.length / 2)]! };
-  });
+  const counts = new Map<string, Timeline[]>();
+  for (const t of timelines) counts.set(shape(t), [...(counts.get(shape(t)) ?? []), t]);
+  const alike = [...counts.values()].reduce((a, b) => (b.length > a.length ? b : a));
+  return {
+    payouts: alike.length,
+    steps: alike[0]!.steps.map((s, i) => {
+      const values = alike.map((t) => t.steps[i]!.ms).sort((a, b) => a - b);
+      return { step: s.step, ms: values[Math.floor(values.length / 2)]! };
+    }),
+  };
 }

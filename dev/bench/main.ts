@@ -312,7 +312,7 @@ async function main(): Promise<void> {
           log(`payment->COMPLETED C=${c}: ${fmt(s)}${s.firstError ? ` first error: ${s.firstError}` : ''}`);
           result.payment.push({ concurrency: c, summary: s });
           const timelines = await Promise.all(paid.map((p) => timelineOf(floor.client, screeningDb, p)));
-          const breakdown = { concurrency: c, payouts: timelines.length, steps: medianTimeline(timelines) };
+          const breakdown = { concurrency: c, ...medianTimeline(timelines) };
           (result.paymentBreakdowns ??= []).push(breakdown);
           if (c === 1) result.paymentBreakdown = breakdown;
           for (const step of breakdown.steps) log(`  ${step.ms.toFixed(0).padStart(5)} ms  ${step.step}`);
@@ -419,7 +419,8 @@ function measurePaymentToCompleted(service: Service, concurrency: number, paid: 
   return closedLoop(
     { concurrency, durationMs: SECONDS * 4000, maxOperations: concurrency * PAYMENTS_PER_CLIENT },
     async () => {
-      const payout = service.pending.shift() ?? (await service.post());
+      // The newest: an old one may have left the worker's cache, and its payment would include a replay.
+      const payout = service.pending.pop() ?? (await service.post());
       const paidAt = Date.now();
       const began = performance.now();
       await service.pay(payout.pixCopyPaste);
@@ -456,7 +457,11 @@ async function databaseCounters(
  */
 async function measureCost(service: Service, client: Client, db: Db, temporal?: BenchTemporalServer) {
   const payouts = num('BENCH_COST_PAYOUTS', 20);
-  await sleep(2_000);
+  // PostgreSQL (15 and later) reports a backend's counters within a second while it works, but only
+  // after 10 s once it is idle: the readings wait that out, so the previous phase's tail and this
+  // one's last payout land where they belong.
+  const STATS_SETTLE_MS = 11_000;
+  await sleep(STATS_SETTLE_MS);
   const before = await databaseCounters(db);
   const temporalBefore = await temporal?.persistenceCounters();
   const since = new Date();
@@ -479,9 +484,8 @@ async function measureCost(service: Service, client: Client, db: Db, temporal?: 
       await sleep(100);
     }
   }
-  // The callbacks go out after COMPLETED, and the statistics reach pg_stat_database within a second.
-  await sleep(3_000);
-  ownReads += 1;
+  // The callbacks go out after COMPLETED; then the statistics settle as before the first reading.
+  await sleep(STATS_SETTLE_MS);
   const after = await databaseCounters(db);
   const temporalAfter = await temporal?.persistenceCounters();
   const n = ids.length;

@@ -354,7 +354,7 @@ export function capacityLines(result: BenchResult): string[] {
         `Temporal Cloud: ${aps.toFixed(0)} actions/s (${actions} per payout, before partners' live GETs, one each), ` +
           (aps <= CLOUD_DEFAULT_APS
             ? `within a namespace's default ${CLOUD_DEFAULT_APS} APS`
-            : `${Math.ceil(aps / CLOUD_DEFAULT_APS)}× a namespace's default ${CLOUD_DEFAULT_APS} APS (provisioned capacity, ${Math.ceil(aps / CLOUD_DEFAULT_APS)} TRUs)`),
+            : `${(aps / CLOUD_DEFAULT_APS).toFixed(1)}× a namespace's default ${CLOUD_DEFAULT_APS} APS (provisioned capacity: ${Math.ceil(aps / CLOUD_DEFAULT_APS)} TRUs of 500)`),
       );
     }
     if (best) {
@@ -364,14 +364,17 @@ export function capacityLines(result: BenchResult): string[] {
         parts.push(
           `workers: ${Math.ceil(perSecond / perCore)} cores at the measured ${perCore.toFixed(1)} payouts/s per worker core`,
         );
-      const serverCores = best.cores['temporal server'] ?? best.cores['temporal dev server'];
+      // The server's own PostgreSQL is part of what Temporal costs (the dev server keeps SQLite inside).
+      const serverCores =
+        (best.cores['temporal server'] ?? 0) + (best.cores['temporal server postgres'] ?? 0) ||
+        best.cores['temporal dev server'];
       if (serverCores)
         parts.push(
-          `Temporal: ${Math.ceil((perSecond / best.summary.throughput) * serverCores)} server cores at the measured ${(best.summary.throughput / serverCores).toFixed(1)} payouts/s per server core`,
+          `Temporal: ${Math.ceil((perSecond / best.summary.throughput) * serverCores)} cores (server and its database) at the measured ${(best.summary.throughput / serverCores).toFixed(1)} payouts/s per core`,
         );
       if (Number.isFinite(shards) && shards > 0)
         parts.push(
-          `history shards: the run did ${(best.summary.throughput / shards).toFixed(1)} payouts/s per shard without the shards being its limit`,
+          `history shards: this run did ${(best.summary.throughput / shards).toFixed(1)} payouts/s per shard`,
         );
     }
     if (parts.length) lines.push(`${label}: ${parts.join('; ')}.`);
@@ -398,7 +401,7 @@ function runSection(title: string, result: BenchResult): string[] {
     '',
     ...(result.paymentBreakdown
       ? [
-          `### Payment to COMPLETED, step by step (C=1, median of ${result.paymentBreakdown.payouts} payouts)`,
+          `### Payment to COMPLETED, step by step (C=1, median of the ${result.paymentBreakdown.payouts} payouts whose histories have the most common shape)`,
           '',
           markdownTable([
             ['step (each ends with the event named)', 'ms'],
@@ -423,7 +426,7 @@ function runSection(title: string, result: BenchResult): string[] {
               'floor p50 / p95 / p99',
               'POST throughput',
               'POST p50 / p95 / p99',
-              'POST / floor throughput',
+              'POST / workflow + activity floor throughput',
             ],
             ...result.saturation.map((s) => [
               String(s.concurrency),

@@ -1,4 +1,4 @@
-import { existsSync, readdirSync, readFileSync, readlinkSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, readlinkSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { anvilAccount } from '../local/infra/anvil';
 import { spawnManaged, type ManagedProcess } from '../local/infra/processes';
@@ -15,7 +15,8 @@ import type { Teardown } from './teardown';
 
 export const ROOT = repoRoot();
 const SETTINGS = stackSettings(ROOT);
-const DATA = SETTINGS.dataDir;
+/** The stack's data: the running stack's (.data), or the bench's own when it starts the stack itself. */
+let DATA = SETTINGS.dataDir;
 
 export interface Stack {
   apiUrl: string;
@@ -79,13 +80,21 @@ export async function ensureStack(
   const workerMetricsUrl = process.env.BENCH_WORKER_METRICS_URL ?? 'http://127.0.0.1:9465/metrics';
   let launcher: ManagedProcess | undefined;
   if (!(await isReady(`${apiUrl}/readyz`))) {
-    log('no stack on the api port: starting `npm start` (dev/local/start.ts) with the bench settings');
+    // A data folder of its own, fresh each run: the thousands of payouts a run leaves PENDING must not
+    // expire (FAILED, with callbacks) in the stack a developer starts next with `npm start`.
+    if (!process.env.LOCAL_DATA_DIR) {
+      DATA = path.join(SETTINGS.dataDir, 'bench-stack');
+      rmSync(DATA, { recursive: true, force: true });
+    }
+    log(
+      `no stack on the api port: starting \`npm start\` (dev/local/start.ts) with the bench settings, data in ${path.relative(ROOT, DATA)}`,
+    );
     launcher = spawnManaged({
       name: 'stack',
       command: process.execPath,
       args: fromSource('dev/local/start.ts'),
       cwd: ROOT,
-      env: benchServiceEnv(),
+      env: { ...benchServiceEnv(), LOCAL_DATA_DIR: DATA },
       log: process.env.BENCH_VERBOSE ? log : undefined,
       quietStop: true,
     });

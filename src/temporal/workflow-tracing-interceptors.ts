@@ -5,16 +5,28 @@
  * The api puts that context in a start's headers when tracing is on (tracing.ts); without it there is
  * nothing to continue, and the interceptors would still cost every workflow: their context manager is
  * an AsyncLocalStorage every promise of the sandbox propagates, and every activation of every workflow
- * (a live GET's query included) would make a span for a sink that drops it. So they are made on the
- * first traced workflow an isolate runs, and an untraced workflow never reaches them. Interceptors
- * change no command: replay is the same either way.
+ * (a live GET's query included) would make a span for a sink that drops it. So they are loaded and
+ * made for a traced workflow only, and an untraced workflow never reaches them. A traced workflow's
+ * commands carry the trace in their headers; replay compares commands, not headers, and `traced` is
+ * read from the start in history, so a replay takes the same branch.
  */
 import type {
   WorkflowInboundCallsInterceptor,
   WorkflowInterceptors,
   WorkflowOutboundCallsInterceptor,
 } from '@temporalio/workflow';
-import { interceptors as openTelemetryInterceptors } from '@temporalio/interceptors-opentelemetry/lib/workflow-interceptors';
+import type * as OpenTelemetryWorkflowInterceptors from '@temporalio/interceptors-opentelemetry/lib/workflow-interceptors';
+
+/**
+ * Loaded on the first traced call only: each workflow has its own module cache in the sandbox, so an
+ * untraced workflow never evaluates OpenTelemetry (nor the globals its runtime patch sets).
+ */
+function openTelemetryInterceptors(): WorkflowInterceptors {
+  const otel =
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    require('@temporalio/interceptors-opentelemetry/lib/workflow-interceptors') as typeof OpenTelemetryWorkflowInterceptors;
+  return otel.interceptors();
+}
 
 /** Where @temporalio/interceptors-opentelemetry carries the trace context in headers. */
 export const TRACE_HEADER = '_tracer-data';
@@ -74,6 +86,13 @@ export const interceptors = (): WorkflowInterceptors => {
     ],
     internals: [
       {
+        // The start's headers, before any job of the first activation: a signal or update delivered
+        // with the start is handled before the workflow function (and `execute`) runs.
+        activate: (input, next) => {
+          const start = input.activation.jobs?.[0]?.initializeWorkflow;
+          if (start) traced = hasTrace(start.headers ?? {});
+          return next(input);
+        },
         dispose: (input, next) => {
           const internals = made?.internals?.[0];
           if (internals?.dispose) internals.dispose(input, next);

@@ -57,7 +57,6 @@ export async function findPartnerByKeyHash(
 }
 
 /**
-/**
  * The same lookup, taking up to `bucket.wanted` tokens of a rate-limit bucket in the same statement:
  * the token function is evaluated only for a row the WHERE clause kept, so an unknown or revoked key
  * spends nothing and creates no bucket. One round trip for what a partner request checks first.

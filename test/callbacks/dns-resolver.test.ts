@@ -46,7 +46,7 @@ describe('callback host resolution', () => {
           [1, 2, 3, 4, 5, 6].map((n) => [`delayed${n}.partner.test`, { a: ['93.184.215.14'], delayMs: 150 }]),
         ),
       },
-      hang: ['slow.partner.test'],
+      hang: ['slow.partner.test', 'a.silent.test', 'b.silent.test', 'c.silent.test', 'd.silent.test'],
       servfail: ['broken.partner.test'],
     });
   });
@@ -139,6 +139,31 @@ describe('callback host resolution', () => {
     expect(answers.every((a) => a[0]?.address === '93.184.215.14')).toBe(true);
     // Two resolutions at a time, each an A and an AAAA query on the wire.
     expect(dns.maxPending).toBe(4);
+  });
+
+  it('one silent domain holds at most two turns; other names are answered meanwhile, late turns are never used', async () => {
+    const resolve = resolverOf({ timeoutMs: 1_500, concurrency: 4 });
+    const asked = dns.questions.length;
+    const order: string[] = [];
+    const silent = ['a', 'b', 'c', 'd'].map((n) =>
+      resolve(`${n}.silent.test`).then(
+        () => order.push(`${n} answered`),
+        () => order.push(`${n} refused`),
+      ),
+    );
+    const other = resolve('hooks.partner.test').then((a) => order.push(`other ${a[0]?.address}`));
+    await Promise.all([...silent, other]);
+    // The other domain's name did not wait for the silent domain's deadline.
+    expect(order[0]).toBe('other 93.184.215.14');
+    expect(order.slice(1).sort()).toEqual(['a refused', 'b refused', 'c refused', 'd refused']);
+    // Two of the silent names were asked; the two whose turn came after their deadline never were.
+    const silentAsked = new Set(
+      dns.questions
+        .slice(asked)
+        .filter((q) => q.includes('silent.test'))
+        .map((q) => q.split(' ')[0]),
+    );
+    expect(silentAsked.size).toBe(2);
   });
 
   it('answers while every threadpool thread is held, when dns.lookup waits for one', async () => {

@@ -6,11 +6,13 @@ import {
   createPayoutsClient,
   NotFoundError,
   RateLimitError,
+  RequestFailedError,
   RequestTimeoutError,
   ServiceUnavailableError,
   verifyCallback,
   type PayoutsClientOptions,
 } from '../../clients/typescript/src';
+import { freePort } from '../../dev/local/infra/ports';
 import { startReceiver, type Receiver } from '../callbacks/receiver';
 import { useStack, VALID_PAYOUT } from '../support/stack';
 
@@ -248,6 +250,28 @@ describe('TypeScript client', () => {
       await expect(client.getPayout(randomUUID(), { signal: controller.signal })).rejects.toThrow(
         'caller gave up',
       );
+    });
+
+    it('a create with no answer at all (aborted, or the network failed) carries its key and the cause', async () => {
+      const client = createPayoutsClient({ baseUrl: silent.url, apiKey: 'pk_test', timeoutMs: 600_000 });
+      const controller = new AbortController();
+      controller.abort(new Error('caller gave up'));
+      const aborted = await client
+        .createPayout(VALID_PAYOUT, { idempotencyKey: 'order-7', signal: controller.signal })
+        .catch((e: unknown) => e);
+      expect(aborted).toBeInstanceOf(RequestFailedError);
+      expect(aborted).toMatchObject({ idempotencyKey: 'order-7', cause: { message: 'caller gave up' } });
+
+      // Nothing listens on this port: every attempt fails before any answer.
+      const unreachable = createPayoutsClient({
+        baseUrl: `http://127.0.0.1:${await freePort()}`,
+        apiKey: 'pk_test',
+        maxRetries: 1,
+        initialDelayMs: 1,
+      });
+      const failed = await unreachable.createPayout(VALID_PAYOUT).catch((e: unknown) => e);
+      expect(failed).toBeInstanceOf(RequestFailedError);
+      expect((failed as RequestFailedError).idempotencyKey).toMatch(/^[0-9a-f-]{36}$/);
     });
   });
 

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import createClient from 'openapi-fetch';
-import { errorOf, RequestTimeoutError } from './errors';
+import { errorOf, RequestFailedError, RequestTimeoutError } from './errors';
 import { retryingFetch, type CallOptions, type RetryOptions } from './retry';
 import type { operations, paths } from './schema';
 import type { Payout } from './verify-callback';
@@ -45,7 +45,8 @@ export interface IdempotentCall extends CallOptions {
 /**
  * The partner API, typed from its OpenAPI document (schema.ts). Every method resolves to the
  * answer's body or throws a PayoutsApiError (errors.ts), a RequestTimeoutError, or the reason of
- * the call's aborted signal; retries follow retry.ts. Every method takes CallOptions last.
+ * the call's aborted signal (for createPayout and cancelPayout, a RequestFailedError carrying the
+ * key, with that reason or network failure as its cause); retries follow retry.ts. Every method takes CallOptions last.
  */
 export function createPayoutsClient(options: PayoutsClientOptions) {
   const base = options.fetch ?? ((request: Request) => fetch(request));
@@ -69,9 +70,10 @@ export function createPayoutsClient(options: PayoutsClientOptions) {
     try {
       answer = await call;
     } catch (err) {
-      if (err instanceof RequestTimeoutError && idempotencyKey !== undefined)
-        throw new RequestTimeoutError(err.timeoutMs, idempotencyKey);
-      throw err;
+      if (idempotencyKey === undefined) throw err;
+      if (err instanceof RequestTimeoutError) throw new RequestTimeoutError(err.timeoutMs, idempotencyKey);
+      // No answer, and the server may have acted: whatever failed, the key to retry with goes along.
+      throw new RequestFailedError(idempotencyKey, { cause: err });
     }
     const { data, error, response } = answer;
     if (!response.ok) throw errorOf(response, error, idempotencyKey);

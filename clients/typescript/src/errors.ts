@@ -37,6 +37,26 @@ export class RequestTimeoutError extends Error {
   }
 }
 
+/**
+ * A createPayout or cancelPayout that got no answer at all: the network failed on its last allowed
+ * attempt, or the caller's signal aborted it (`cause` is that failure or the signal's reason). The
+ * server may have acted on it: retry with `{ idempotencyKey }` set to this key, never with a new one.
+ */
+export class RequestFailedError extends Error {
+  override name = 'RequestFailedError';
+  constructor(
+    readonly idempotencyKey: string,
+    options: { cause: unknown },
+  ) {
+    super(
+      `no answer to the request with Idempotency-Key ${idempotencyKey}: ${
+        options.cause instanceof Error ? options.cause.message : String(options.cause)
+      }`,
+      options,
+    );
+  }
+}
+
 /** 400: the request is invalid; the message names the field. */
 export class InvalidRequestError extends PayoutsApiError {
   override name = 'InvalidRequestError';

@@ -74,32 +74,73 @@ const LOOPBACK: ResolvedAddress[] = [
   { address: '::1', family: 6 },
 ];
 
+/** At most this many lookups at once for names under one domain: one slow domain cannot hold every turn. */
+const PER_DOMAIN = 2;
+
+/**
+ * The domain a name's lookups are counted against: its last two labels. Random names under one
+ * domain (whose server never answers) share its turns; an approximation of the registrable domain
+ * that never lets one domain hold more than PER_DOMAIN of the process's turns.
+ */
+function domainOf(hostname: string): string {
+  return hostname.toLowerCase().replace(/\.$/, '').split('.').slice(-2).join('.');
+}
+
 export function createDnsResolver(options: DnsResolverOptions = DEFAULT_DNS_OPTIONS): Resolver {
   // Each try gets its share of the deadline; the deadline below holds whatever c-ares does.
-  const dns = new DnsResolver({
-    timeout: Math.max(1, Math.floor(options.timeoutMs / (options.tries + 1))),
-    tries: options.tries,
-  });
-  if (options.servers) dns.setServers(options.servers);
+  const tryMs = Math.max(1, Math.floor(options.timeoutMs / (options.tries + 1)));
   const slots = semaphore(options.concurrency);
+  const domains = new Map<string, { slots: ReturnType<typeof semaphore>; users: number }>();
 
   return async (hostname) => {
     if (isLocalhost(hostname)) return LOOPBACK;
     const deadline = Date.now() + options.timeoutMs;
-    const release = await slots.acquire(options.timeoutMs).catch(() => {
-      throw new ResolutionUnavailable(hostname, 'too many resolutions in progress');
+    const domain = domainOf(hostname);
+    const entry = domains.get(domain) ?? {
+      slots: semaphore(Math.min(PER_DOMAIN, options.concurrency)),
+      users: 0,
+    };
+    domains.set(domain, entry);
+    entry.users += 1;
+    const leaveDomain = once(() => {
+      entry.users -= 1;
+      if (entry.users === 0) domains.delete(domain);
     });
-    // The turn is given back when the queries end, not at the deadline: the limit counts queries
-    // on the wire. c-ares ends them itself after its tries.
+    let releaseDomain: () => void = () => {};
+    let release: () => void = () => {};
+    try {
+      releaseDomain = await entry.slots.acquire(options.timeoutMs);
+      release = await slots.acquire(Math.max(0, deadline - Date.now()));
+    } catch {
+      releaseDomain();
+      leaveDomain();
+      throw new ResolutionUnavailable(hostname, 'too many resolutions in progress');
+    }
+    const giveBack = once(() => {
+      release();
+      releaseDomain();
+      leaveDomain();
+    });
+    // A turn that comes too late for even one try is given back unused.
+    if (deadline - Date.now() < tryMs) {
+      giveBack();
+      throw new ResolutionUnavailable(hostname, `no turn within ${options.timeoutMs} ms`);
+    }
+    // A resolver of its own, cancelled at the deadline: the turn is held as long as the deadline says,
+    // not as long as c-ares would try every server in resolv.conf.
+    const dns = new DnsResolver({ timeout: tryMs, tries: options.tries });
+    if (options.servers) dns.setServers(options.servers);
     const queries = Promise.allSettled([dns.resolve4(hostname), dns.resolve6(hostname)]);
-    void queries.finally(release);
+    void queries.finally(giveBack);
     let timer: NodeJS.Timeout | undefined;
     const expired = new Promise<'expired'>((resolve) => {
       timer = setTimeout(() => resolve('expired'), Math.max(0, deadline - Date.now()));
     });
     const settled = await Promise.race([queries, expired]).finally(() => clearTimeout(timer));
-    if (settled === 'expired')
+    if (settled === 'expired') {
+      dns.cancel();
       throw new ResolutionUnavailable(hostname, `no answer within ${options.timeoutMs} ms`);
+    }
 
     const [v4, v6] = settled;
     const addresses: ResolvedAddress[] = [

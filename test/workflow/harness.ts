@@ -355,6 +355,11 @@ export async function skipUntil(
   step = '1 minute',
   max = 180,
 ): Promise<void> {
-  for (let i = 0; i < max && !done(); i++) await env.sleep(step);
+  for (let i = 0; i < max && !done(); i++) {
+    await env.sleep(step);
+    // What the step started runs in real time: on a loaded machine the worker may not have taken it
+    // yet, and 180 skipped minutes can pass in a few real seconds. A little real time per step lets it.
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
   if (!done()) throw new Error(`still not done after ${max} steps of ${step}`);
 }

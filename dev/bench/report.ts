@@ -67,92 +67,85 @@ const ms = (v: number) => (Number.isFinite(v) ? `${v.toFixed(0)} ms` : '—');
 const rate = (v: number) => `${v.toFixed(1)}/s`;
 const ratio = (a: number, b: number) => (b > 0 && Number.isFinite(a) ? `${(a / b).toFixed(2)}×` : '—');
 const lat = (s: Summary) => `${ms(s.p50)} / ${ms(s.p95)} / ${ms(s.p99)}`;
+/** One figure's row of the main table. */
+const figure = (label: string, concurrency: number, s: Summary, note = ''): string[] => [
+  label,
+  String(concurrency),
+  lat(s),
+  rate(s.throughput),
+  String(s.errors),
+  note,
+];
 
 function rows(result: BenchResult): string[][] {
   const out: string[][] = [['figure', 'C', 'p50 / p95 / p99', 'throughput', 'errors', 'service / floor']];
   for (const c of result.compare) {
-    out.push([
-      'floor: bare client, workflow + no-op activity',
-      String(c.concurrency),
-      lat(c.floor),
-      rate(c.floor.throughput),
-      String(c.floor.errors),
-      '',
-    ]);
+    out.push(figure('floor: bare client, workflow + no-op activity', c.concurrency, c.floor));
     if (c.updateFloor) {
-      out.push([
-        'floor: bare update-with-start of an open workflow, update answers at once',
-        String(c.concurrency),
-        lat(c.updateFloor),
-        rate(c.updateFloor.throughput),
-        String(c.updateFloor.errors),
-        '',
-      ]);
+      out.push(
+        figure(
+          'floor: bare update-with-start of an open workflow, update answers at once',
+          c.concurrency,
+          c.updateFloor,
+        ),
+      );
     }
     const ref = c.updateFloor ?? c.floor;
-    out.push([
-      'POST /v1/payouts (201 with pix_copy_paste)',
-      String(c.concurrency),
-      lat(c.post),
-      rate(c.post.throughput),
-      String(c.post.errors),
-      `p50 ${ratio(c.post.p50, ref.p50)}, throughput ${ratio(c.post.throughput, ref.throughput)} of ${c.updateFloor ? 'update-with-start' : 'workflow + activity'}`,
-    ]);
+    out.push(
+      figure(
+        'POST /v1/payouts (201 with pix_copy_paste)',
+        c.concurrency,
+        c.post,
+        `p50 ${ratio(c.post.p50, ref.p50)}, throughput ${ratio(c.post.throughput, ref.throughput)} of ${c.updateFloor ? 'update-with-start' : 'workflow + activity'}`,
+      ),
+    );
     if (c.screening) {
-      out.push([
-        'screening a fresh wallet (token blocklist + sanctions oracle + denylist, uncached): what it adds to POST',
-        String(c.concurrency),
-        lat(c.screening),
-        rate(c.screening.throughput),
-        String(c.screening.errors),
-        `p50 ${ratio(c.screening.p50, c.post.p50)} of POST`,
-      ]);
+      out.push(
+        figure(
+          'screening a fresh wallet (token blocklist + sanctions oracle + denylist, uncached): what it adds to POST',
+          c.concurrency,
+          c.screening,
+          `p50 ${ratio(c.screening.p50, c.post.p50)} of POST`,
+        ),
+      );
     }
   }
   for (const g of result.get) {
     if (g.floor) {
-      out.push([
-        'floor: bare query of an open workflow',
-        String(g.concurrency),
-        lat(g.floor),
-        rate(g.floor.throughput),
-        String(g.floor.errors),
-        '',
-      ]);
+      out.push(figure('floor: bare query of an open workflow', g.concurrency, g.floor));
     }
-    out.push([
-      `GET /v1/payouts/{id}, ${g.kind === 'live' ? 'live (PENDING)' : 'closed (COMPLETED)'}`,
-      String(g.concurrency),
-      lat(g.summary),
-      rate(g.summary.throughput),
-      String(g.summary.errors),
-      g.floor ? `p99 ${ratio(g.summary.p99, g.floor.p99)} of query` : '',
-    ]);
+    out.push(
+      figure(
+        `GET /v1/payouts/{id}, ${g.kind === 'live' ? 'live (PENDING)' : 'closed (COMPLETED)'}`,
+        g.concurrency,
+        g.summary,
+        g.floor ? `p99 ${ratio(g.summary.p99, g.floor.p99)} of query` : '',
+      ),
+    );
   }
   const floors =
     result.providerFloors ??
     (result.providerFloor ? [{ concurrency: 1, summary: result.providerFloor }] : []);
   for (const f of floors) {
-    out.push([
-      'provider floor: payment to settlement.completed webhook (notification latency + 1 confirmation)',
-      String(f.concurrency),
-      lat(f.summary),
-      rate(f.summary.throughput),
-      String(f.summary.errors),
-      '',
-    ]);
+    out.push(
+      figure(
+        'provider floor: payment to settlement.completed webhook (notification latency + 1 confirmation)',
+        f.concurrency,
+        f.summary,
+      ),
+    );
   }
   for (const p of result.payment) {
     // Against the floor at the same concurrency when it was measured, else the C=1 floor.
     const floor = floors.find((f) => f.concurrency === p.concurrency)?.summary ?? result.providerFloor;
-    out.push([
-      'payment to COMPLETED seen by GET',
-      String(p.concurrency),
-      lat(p.summary),
-      rate(p.summary.throughput),
-      String(p.summary.errors),
-      floor ? `p50 ${ratio(p.summary.p50, floor.p50)} of provider floor` : '',
-    ]);
+    out.push(
+      figure(
+        'payment to COMPLETED seen by GET',
+        p.concurrency,
+        p.summary,
+        floor ? `p50 ${ratio(p.summary.p50, floor.p50)} of provider floor` : '',
+      ),
+    );
   }
   return out;
 }

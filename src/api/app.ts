@@ -23,6 +23,7 @@ import { payoutRoutes } from './payouts/payout.routes';
 import { quoteRoutes } from './quotes/quote.routes';
 import type { RateQuote } from './quotes/min-amount';
 import { webhookRoutes } from './webhooks/webhook.routes';
+import type { ProviderEventReader } from './webhooks/direct-delivery';
 import { callbackRoutes, type PartnerCallbacks } from './callbacks/callback.routes';
 import { authenticatePartner } from './auth';
 import type { ReceiverScreening } from '../domain/screening';
@@ -43,6 +44,11 @@ export interface ApiDeps {
   callbacks: PartnerCallbacks;
   /** OpenTelemetry: a server span per request, parent of what the request starts in Temporal. */
   tracing?: Tracing;
+  /**
+   * The provider API's events, read back by the api to signal payouts itself (D77). Used only with
+   * PIX_PROVIDER=provider-api; without it every webhook goes through a provider-event workflow.
+   */
+  readProviderEvent?: ProviderEventReader;
 }
 
 const BODY_LIMIT_BYTES = 16 * 1024;
@@ -187,6 +193,8 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
     pixProvider: config.PIX_PROVIDER,
     newTokensPerMinute: config.WEBHOOK_RATE_LIMIT_PER_MINUTE,
     metrics: deps.metrics,
+    ...(deps.readProviderEvent &&
+      config.PIX_PROVIDER === 'provider-api' && { readEvent: deps.readProviderEvent }),
   });
   return app;
 }

@@ -21,6 +21,7 @@ import {
   measuredProvider,
   partnerCallbacksOf,
   payloadKeysOf,
+  providerEventReaderOf,
   quoteSourceOf,
   runProcess,
   screeningOf,
@@ -79,6 +80,9 @@ async function main(): Promise<void> {
     metrics,
     screening,
     callbacks: partnerCallbacksOf(config),
+    ...(config.PIX_PROVIDER === 'provider-api' && {
+      readProviderEvent: providerEventReaderOf(config, metrics),
+    }),
     ...(treasuryHealth ? { treasuryHealth } : {}),
     ...(tracing ? { tracing } : {}),
   });

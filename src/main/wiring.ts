@@ -7,6 +7,7 @@ import type {
   PixCollection,
   SettlementProvider,
 } from '../adapters/provider/types';
+import { ProviderError } from '../adapters/provider/types';
 import { readFileSync } from 'node:fs';
 import { createApiPixProvider, type PixWebhookAdmin } from '../adapters/provider/api-pix/api-pix-provider';
 import { createMtlsTransport } from '../adapters/provider/api-pix/mtls-transport';
@@ -14,6 +15,7 @@ import { createTokenSource } from '../adapters/provider/api-pix/oauth-token';
 import { payloadKeys, type PayloadKeys } from '../adapters/secrets/payload-keys';
 import { createSecretBox } from '../adapters/secrets/secret-box';
 import type { PartnerCallbacks } from '../api/callbacks/callback.routes';
+import type { ProviderEventReader } from '../api/webhooks/direct-delivery';
 import type { ApiConfig, WorkerConfig } from '../config';
 import type { SettlementNetwork } from '../domain/payout';
 import type { Metrics } from '../observability/metrics';
@@ -42,6 +44,31 @@ export function measuredProvider(
         m.durationMs / 1000,
       ),
   });
+}
+
+/**
+ * How long the api waits for the provider when it reads a webhook's event back itself (D77): past it
+ * the event goes to its provider-event workflow, which retries, and the webhook is answered at once.
+ */
+const DIRECT_READ_DEADLINE_MS = 2_000;
+
+/** The provider API's events as the api reads them back to signal payouts itself (D77). */
+export function providerEventReaderOf(
+  config: Pick<ApiConfig, 'PROVIDER_API_URL' | 'PROVIDER_API_KEY' | 'PROVIDER_TIMEOUT_MS'>,
+  metrics: Pick<Metrics, 'providerCallDuration'>,
+): ProviderEventReader {
+  const provider = measuredProvider(
+    { ...config, PROVIDER_TIMEOUT_MS: Math.min(config.PROVIDER_TIMEOUT_MS, DIRECT_READ_DEADLINE_MS) },
+    metrics,
+  );
+  return async (token) => {
+    try {
+      return await provider.fetchNotification(token);
+    } catch (err) {
+      if (err instanceof ProviderError && err.code === 'unknown_notification') return null;
+      throw err;
+    }
+  };
 }
 
 type ApiPixSettings = Pick<

@@ -30,6 +30,12 @@ export function createMetrics() {
       labelNames: ['provider', 'outcome'],
       registers: [registry],
     }),
+    webhookEventPaths: new Counter({
+      name: 'webhook_event_paths_total',
+      help: 'New provider events by the way they reached their payout: signal (the api signalled it, D77) or workflow (a provider-event workflow took it)',
+      labelNames: ['provider', 'path'],
+      registers: [registry],
+    }),
     providerCallDuration: new Histogram({
       name: 'provider_call_duration_seconds',
       help: 'Payment provider API latency by operation and outcome',

@@ -152,9 +152,10 @@ describe('concurrency invariants (2 api replicas, 2 workers, treasury mode)', ()
       expect(ranks).toEqual([...ranks].sort((a, b) => a - b));
     }
 
-    // One applied event per token: one provider-event workflow, one signal; and one de-dup row per
-    // token the provider sent, whatever the number of deliveries (the stack's database is its own:
-    // every row there is this test's).
+    // One applied event per token, and one de-dup row per token the provider sent, whatever the number
+    // of deliveries (the stack's database is its own: every row there is this test's). Copies that
+    // arrive together cost each api replica one read and one signal (D77); a provider-event workflow
+    // only when the api could not deliver itself, never two; the payout counts the event once.
     const hash = (t: string) => createHash('sha256').update(t).digest('hex');
     const tokenHash = hash(token);
     const sent = stack.webhookTokens.map(hash).sort();
@@ -171,15 +172,15 @@ describe('concurrency invariants (2 api replicas, 2 workers, treasury mode)', ()
     })) {
       eventWorkflows.push(wf.runId);
     }
-    expect(eventWorkflows).toHaveLength(1);
+    expect(eventWorkflows.length).toBeLessThanOrEqual(1);
     const { rows: located } = await stack.db.query<{ workflow_id: string }>(
       'SELECT workflow_id FROM payouts WHERE id = $1',
       [first.id],
     );
     const firstHistory = await stack.temporal.workflow.getHandle(located[0]!.workflow_id).fetchHistory();
-    expect(
-      (firstHistory.events ?? []).filter((e) => e.workflowExecutionSignaledEventAttributes),
-    ).toHaveLength(1);
+    const signals = (firstHistory.events ?? []).filter((e) => e.workflowExecutionSignaledEventAttributes);
+    expect(signals.length).toBeGreaterThanOrEqual(1);
+    expect(signals.length).toBeLessThanOrEqual(apis.length + eventWorkflows.length);
 
     // Every payout: right state, one charge, one transfer, read model equal to the workflow.
     for (const p of payouts) {

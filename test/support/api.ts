@@ -1,4 +1,4 @@
-import { partnerCallbacksOf, quoteSourceOf, screeningOf } from '../../src/main/wiring';
+import { partnerCallbacksOf, providerEventReaderOf, quoteSourceOf, screeningOf } from '../../src/main/wiring';
 import { Client } from '@temporalio/client';
 import type { FastifyInstance } from 'fastify';
 import { createPool } from '../../src/adapters/db/pool';
@@ -31,7 +31,7 @@ function configuredQuote(config: ApiConfig, providerUrl: string): ApiDeps['quote
 /**
  * The api in this process on a loopback port (a free one unless `port` is given). Anything not given is what a test that does not
  * look at it needs: quotes from `config.PROVIDER_API_URL` (or FIXED_QUOTE when `providerUrl` is
- * null), a pool and a Temporal client that connect only when used, a silent logger, fresh metrics,
+ * null), webhook events read back from the same provider, a pool and a Temporal client that connect only when used, a silent logger, fresh metrics,
  * screening by the config's sources.
  */
 export async function startApi(
@@ -41,6 +41,13 @@ export async function startApi(
   const providerUrl = deps.providerUrl === undefined ? config.PROVIDER_API_URL : deps.providerUrl;
   const ownDb = deps.db === undefined ? createPool(config.DATABASE_URL, 1) : undefined;
   const db = deps.db ?? ownDb!;
+  const metrics = deps.metrics ?? createMetrics();
+  // Webhooks as the api process takes them: read back from the provider and signalled (D77).
+  const readProviderEvent =
+    deps.readProviderEvent ??
+    (providerUrl !== null && config.PIX_PROVIDER === 'provider-api'
+      ? providerEventReaderOf({ ...config, PROVIDER_API_URL: providerUrl }, metrics)
+      : undefined);
   const app = await buildApp({
     config,
     db,
@@ -50,7 +57,8 @@ export async function startApi(
     quote: deps.quote ?? (providerUrl === null ? FIXED_QUOTE : configuredQuote(config, providerUrl)),
     callbacks: deps.callbacks ?? partnerCallbacksOf(config),
     logger: deps.logger ?? createLogger({ level: 'silent', name: 'test' }),
-    metrics: deps.metrics ?? createMetrics(),
+    metrics,
+    ...(readProviderEvent ? { readProviderEvent } : {}),
     ...(deps.treasuryHealth ? { treasuryHealth: deps.treasuryHealth } : {}),
     ...(deps.tracing ? { tracing: deps.tracing } : {}),
   });

@@ -12,6 +12,7 @@ import { errorBodySchema } from '../payouts/payout.schemas';
 import { API_ERRORS } from '../errors';
 import { spendRateLimitToken } from '../throttle';
 import type { PixProvider } from '../../config';
+import { deliverDirectly, type ProviderEventReader } from './direct-delivery';
 
 export interface WebhookRoutesOptions {
   db: Db;
@@ -23,6 +24,11 @@ export interface WebhookRoutesOptions {
   /** New tokens a client address may deliver per minute. */
   newTokensPerMinute: number;
   metrics: Metrics;
+  /**
+   * Reads an event back from the provider so the api can signal its payout itself (D77). Without it
+   * every event goes through its provider-event workflow (API Pix: the api holds no mTLS client).
+   */
+  readEvent?: ProviderEventReader;
 }
 
 /**
@@ -81,16 +87,17 @@ export const webhookAckSchema = z.object({
 
 /**
  * POST /webhooks/{provider}, or POST /webhooks/{provider}/pix for API Pix (docs/decisions.md D20-D21,
- * D46). The answer is 200 once the token is durably
- * recorded: a provider-event workflow exists for it (its id is made of provider and token, so a
- * repeat cannot start a second one) and the de-dup row is written. All processing happens in that
- * workflow, with retries, so a provider outage loses nothing.
+ * D46, D77). The answer is 200 once the event is in Temporal's hands and the de-dup row is written.
+ * The api first tries to read the event back and signal its payout itself (D77); whatever that cannot
+ * settle at once goes to a provider-event workflow (its id is made of provider and token, so a repeat
+ * cannot start a second one), which retries, so a provider outage loses nothing.
  *
- * The workflow is started before the de-dup row is written, never after: a row therefore always
- * means a workflow was started, so a crash between the two steps can only cause a redundant start
- * attempt (rejected by Temporal), never a token marked as seen whose event nobody processes. The row,
- * kept at least 90 days, outlives Temporal's retention of closed workflows: it is what keeps a very
- * late redelivery from starting a second workflow once the first one has been purged.
+ * The signal is sent, or the workflow started, before the de-dup row is written, never after: a row
+ * therefore always means the event reached Temporal, so a crash between the two steps can only cause
+ * a redundant delivery (counted once by the payout, or rejected by Temporal), never a token marked as
+ * seen whose event nobody processes. The row, kept at least 90 days, outlives Temporal's retention of
+ * closed workflows: it is what keeps a very late redelivery from starting a second workflow once the
+ * first one has been purged.
  */
 export const webhookRoutes: FastifyPluginAsyncZod<WebhookRoutesOptions> = async (app, opts) => {
   // Every outcome's series exists from the start at 0: Prometheus' increase() (the webhook alerts)
@@ -168,17 +175,34 @@ export const webhookRoutes: FastifyPluginAsyncZod<WebhookRoutesOptions> = async 
 };
 
 /**
- * Records one event token (the provider API's notification token, or an API Pix endToEndId) and
- * starts its provider-event workflow, exactly once however often it is delivered.
+ * Deliveries of one token already being handled by this process, by token hash: a provider that
+ * sends a token several times at once costs one read and one signal per replica, not one per copy.
  */
-async function acceptEventToken(
+const inFlight = new Map<string, Promise<void>>();
+
+/**
+ * Records one event token (the provider API's notification token, or an API Pix endToEndId) once its
+ * event reached its payout, by the api's own signal or by the provider-event workflow it starts,
+ * exactly once however often it is delivered.
+ */
+function acceptEventToken(opts: WebhookRoutesOptions, request: FastifyRequest, token: string): Promise<void> {
+  // Only a hash of the token is kept anywhere outside the workflow's input (see provider-event.contract.ts).
+  const tokenHash = createHash('sha256').update(token).digest('hex');
+  const key = `${opts.providerName}:${tokenHash}`;
+  const running = inFlight.get(key);
+  if (running) return running;
+  const accepting = acceptOnce(opts, request, token, tokenHash).finally(() => inFlight.delete(key));
+  inFlight.set(key, accepting);
+  return accepting;
+}
+
+async function acceptOnce(
   opts: WebhookRoutesOptions,
   request: FastifyRequest,
   token: string,
+  tokenHash: string,
 ): Promise<void> {
   const provider = opts.providerName;
-  // Only a hash of the token is kept anywhere outside the workflow's input (see provider-event.contract.ts).
-  const tokenHash = createHash('sha256').update(token).digest('hex');
   if (await isWebhookTokenRecorded(opts.db, provider, tokenHash)) {
     opts.metrics.webhooks.inc({ provider, outcome: 'duplicate' });
     return;
@@ -192,22 +216,38 @@ async function acceptEventToken(
     opts.metrics.webhooks.inc({ provider, outcome: 'throttled' });
     throw err;
   }
+  const direct = opts.readEvent
+    ? await deliverDirectly(
+        { db: opts.db, temporal: opts.temporal, readEvent: opts.readEvent, log: request.log },
+        token,
+      )
+    : 'not_configured';
   let duplicate = false;
-  try {
-    await opts.temporal.workflow.start(providerEventWorkflow, {
-      workflowId: providerEventWorkflowId(provider, tokenHash),
-      taskQueue: opts.taskQueue,
-      args: [{ provider, token }],
-      workflowIdReusePolicy: 'REJECT_DUPLICATE',
-    });
-  } catch (err) {
-    if (!(err instanceof WorkflowExecutionAlreadyStartedError)) {
-      opts.metrics.webhooks.inc({ provider, outcome: 'failed' });
-      throw err;
+  if (direct !== true) {
+    try {
+      await opts.temporal.workflow.start(providerEventWorkflow, {
+        workflowId: providerEventWorkflowId(provider, tokenHash),
+        taskQueue: opts.taskQueue,
+        args: [{ provider, token }],
+        workflowIdReusePolicy: 'REJECT_DUPLICATE',
+      });
+    } catch (err) {
+      if (!(err instanceof WorkflowExecutionAlreadyStartedError)) {
+        opts.metrics.webhooks.inc({ provider, outcome: 'failed' });
+        throw err;
+      }
+      duplicate = true;
     }
-    duplicate = true;
   }
+  // Written only once the event is in Temporal's hands (signalled, or its workflow started): a crash
+  // before this line costs a redundant delivery, which the payout and the workflow id both absorb,
+  // never a token marked as seen whose event nobody processes.
   duplicate = !(await recordWebhookToken(opts.db, provider, tokenHash)) || duplicate;
   opts.metrics.webhooks.inc({ provider, outcome: duplicate ? 'duplicate' : 'received' });
-  request.log.info({ provider, duplicate }, 'provider webhook accepted');
+  const path = direct === true ? 'signal' : 'workflow';
+  if (!duplicate) opts.metrics.webhookEventPaths.inc({ provider, path });
+  request.log.info(
+    { provider, duplicate, path, ...(direct !== true && { why: direct }) },
+    'provider webhook accepted',
+  );
 }

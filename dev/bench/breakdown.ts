@@ -63,7 +63,7 @@ export async function timelineOf(client: Client, db: Db, payout: PaidPayout): Pr
       signals += 1;
       push(
         signals === 1
-          ? 'payment webhook: sandbox notifies, api starts the event workflow, it reads the event and signals'
+          ? 'payment webhook: sandbox notifies, the api reads the event back and signals the payout'
           : signals === 2
             ? 'provider settles: request answered to settlement.completed webhook, read back and signalled'
             : `signal ${signals}`,

@@ -17,7 +17,7 @@ import type { ManagedProcess } from '../local/infra/processes';
 import { closedLoop, sleep, type Summary } from './stats';
 import { renderMarkdown, renderTable, type BenchResult } from './report';
 import {
-  cpuDuring,
+  cpuMeter,
   ensureStack,
   ROOT,
   replicaEnv,
@@ -601,12 +601,15 @@ async function measureScaling(
     for (const apis of [1, 2]) {
       while (extraApis.length < apis - 1) {
         const api = startReplica('api', extraApis.length + 1);
+        // A Ctrl-C during the phase stops the replicas too, not only the stack.
+        teardown.add(api.name, () => api.stop());
         extraApis.push(api);
         await waitReady(`http://127.0.0.1:${3001 + extraApis.length - 1}/readyz`, api);
       }
       for (const workers of [1, 2, 4]) {
         while (extraWorkers.length < workers - 1) {
           const worker = startReplica('worker', extraWorkers.length + 1);
+          teardown.add(worker.name, () => worker.stop());
           extraWorkers.push(worker);
           await waitReady(`http://127.0.0.1:${9481 + extraWorkers.length - 1}/metrics`, worker);
         }
@@ -614,15 +617,34 @@ async function measureScaling(
         await sleep(3_000);
         const urls = [service.stack.apiUrl, ...extraApis.map((_, k) => `http://127.0.0.1:${3001 + k}`)];
         const target = service.withApis(urls);
-        const before = await persistence?.();
-        const began = performance.now();
-        const { result, cores } = await cpuDuring(() =>
-          closedLoop({ concurrency, durationMs: SECONDS * 2000, warmupMs: WARMUP_MS }, () =>
-            endToEnd(target),
-          ),
+        // CPU and Temporal's database transactions over the measured window only, warm-up excluded.
+        const cpu = cpuMeter();
+        let window: { began: number; seconds: number } | undefined;
+        let before: Promise<{ transactions: number } | undefined> = Promise.resolve(undefined);
+        let after: Promise<{ transactions: number } | undefined> = Promise.resolve(undefined);
+        let cores: Record<string, number> = {};
+        const result = await closedLoop(
+          {
+            concurrency,
+            durationMs: SECONDS * 2000,
+            warmupMs: WARMUP_MS,
+            window: {
+              opened: () => {
+                cpu.start();
+                before = persistence ? persistence() : before;
+                window = { began: performance.now(), seconds: 0 };
+              },
+              closed: () => {
+                cores = cpu.stop();
+                after = persistence ? persistence() : after;
+                if (window) window.seconds = (performance.now() - window.began) / 1000;
+              },
+            },
+          },
+          () => endToEnd(target),
         );
-        const seconds = (performance.now() - began) / 1000;
-        const after = await persistence?.();
+        const [sampledBefore, sampledAfter] = await Promise.all([before, after]);
+        const seconds = window?.seconds ?? 0;
         const row = {
           workers,
           apis,
@@ -630,8 +652,8 @@ async function measureScaling(
           summary: result,
           cores: roundCores(cores),
           persistenceTransactionsPerSecond:
-            before && after
-              ? Number(((after.transactions - before.transactions) / seconds).toFixed(0))
+            sampledBefore && sampledAfter && seconds > 0
+              ? Number(((sampledAfter.transactions - sampledBefore.transactions) / seconds).toFixed(0))
               : undefined,
         };
         rows.push(row);

@@ -304,21 +304,27 @@ export function rssBytes(pid: number): number | undefined {
   }
 }
 
-/** CPU used by each role of the stack (and the bench itself) while `work` runs, in cores. */
-export async function cpuDuring<T>(
-  work: () => Promise<T>,
-): Promise<{ result: T; cores: Record<string, number> }> {
-  const procs = [...stackProcesses(), { role: 'bench (load + floor worker)', pid: process.pid }];
-  const before = new Map(procs.map((p) => [p.pid, cpuTicks(p.pid)]));
-  const began = performance.now();
-  const result = await work();
-  const seconds = (performance.now() - began) / 1000;
-  const cores: Record<string, number> = {};
-  for (const p of procs) {
-    const a = before.get(p.pid);
-    const b = cpuTicks(p.pid);
-    if (a === undefined || b === undefined) continue;
-    cores[p.role] = (cores[p.role] ?? 0) + (b - a) / CLOCK_TICKS / seconds;
-  }
-  return { result, cores };
+/** CPU used by each role of the stack (and the bench itself) from `start` to `stop`, in cores. */
+export function cpuMeter(): { start(): void; stop(): Record<string, number> } {
+  let procs: { role: string; pid: number }[] = [];
+  let before = new Map<number, number | undefined>();
+  let began = 0;
+  return {
+    start() {
+      procs = [...stackProcesses(), { role: 'bench (load + floor worker)', pid: process.pid }];
+      before = new Map(procs.map((p) => [p.pid, cpuTicks(p.pid)]));
+      began = performance.now();
+    },
+    stop() {
+      const seconds = (performance.now() - began) / 1000;
+      const cores: Record<string, number> = {};
+      for (const p of procs) {
+        const a = before.get(p.pid);
+        const b = cpuTicks(p.pid);
+        if (a === undefined || b === undefined) continue;
+        cores[p.role] = (cores[p.role] ?? 0) + (b - a) / CLOCK_TICKS / seconds;
+      }
+      return cores;
+    },
+  };
 }

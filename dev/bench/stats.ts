@@ -37,6 +37,11 @@ export interface ClosedLoopOptions {
   warmupMs?: number;
   /** Stop early once this many operations were measured (e.g. a bounded set of ids). */
   maxOperations?: number;
+  /**
+   * Called when the measured window opens (the warm-up is over) and when it closes (the last client
+   * stopped starting operations, or the run ended early): counters sampled there cover the window alone.
+   */
+  window?: { opened(): void; closed(): void };
 }
 
 /**
@@ -57,6 +62,15 @@ export async function closedLoop(
   let firstError: string | undefined;
   let seq = 0;
   let lastEnd = measureFrom;
+  let windowOpen = false;
+  const openWindow = setTimeout(() => {
+    windowOpen = true;
+    opts.window?.opened();
+  }, warmupMs);
+  const closeWindow = setTimeout(() => {
+    if (windowOpen) opts.window?.closed();
+    windowOpen = false;
+  }, warmupMs + opts.durationMs);
   const client = async (index: number) => {
     while (performance.now() < stopAt) {
       if (opts.maxOperations !== undefined && latencies.length + errors >= opts.maxOperations) return;
@@ -75,6 +89,9 @@ export async function closedLoop(
     }
   };
   await Promise.all(Array.from({ length: opts.concurrency }, (_, i) => client(i)));
+  clearTimeout(openWindow);
+  clearTimeout(closeWindow);
+  if (windowOpen) opts.window?.closed();
   // Throughput over the window in which measured operations ran (a bounded run may end early).
   const windowMs = Math.max(1, Math.min(stopAt, lastEnd) - measureFrom);
   return { ...summarize(latencies, errors, windowMs), ...(firstError ? { firstError } : {}) };

@@ -52,6 +52,12 @@ export function measuredProvider(
  */
 const DIRECT_READ_DEADLINE_MS = 2_000;
 
+/**
+ * After a read that failed (a timeout, a 5xx), the api leaves every event to its workflow for this
+ * long: during a provider outage each webhook is then answered at once instead of after the deadline.
+ */
+const DIRECT_READ_PAUSE_AFTER_FAILURE_MS = 10_000;
+
 /** The provider API's events as the api reads them back to signal payouts itself (D77). */
 export function providerEventReaderOf(
   config: Pick<ApiConfig, 'PROVIDER_API_URL' | 'PROVIDER_API_KEY' | 'PROVIDER_TIMEOUT_MS'>,
@@ -61,11 +67,14 @@ export function providerEventReaderOf(
     { ...config, PROVIDER_TIMEOUT_MS: Math.min(config.PROVIDER_TIMEOUT_MS, DIRECT_READ_DEADLINE_MS) },
     metrics,
   );
+  let pausedUntil = 0;
   return async (token) => {
+    if (Date.now() < pausedUntil) throw new Error('provider reads paused after a failed read');
     try {
       return await provider.fetchNotification(token);
     } catch (err) {
       if (err instanceof ProviderError && err.code === 'unknown_notification') return null;
+      pausedUntil = Date.now() + DIRECT_READ_PAUSE_AFTER_FAILURE_MS;
       throw err;
     }
   };

@@ -39,16 +39,15 @@ describe('workflow tracing only for traced starts', () => {
       connection: env.connection,
       interceptors: { workflow: [new OpenTelemetryWorkflowClientInterceptor({ tracer: tracing.tracer })] },
     });
+    const tracedId = `traced-${randomUUID()}`;
+    const untracedId = `untraced-${randomUUID()}`;
     await worker.runUntil(async () => {
       const root = tracing.tracer.startSpan('partner call');
       await context.with(trace.setSpan(context.active(), root), () =>
-        traced.workflow.execute('tracedWorkflow', { taskQueue, workflowId: `traced-${randomUUID()}` }),
+        traced.workflow.execute('tracedWorkflow', { taskQueue, workflowId: tracedId }),
       );
       root.end();
-      await env.client.workflow.execute('tracedWorkflow', {
-        taskQueue,
-        workflowId: `untraced-${randomUUID()}`,
-      });
+      await env.client.workflow.execute('tracedWorkflow', { taskQueue, workflowId: untracedId });
     });
     await tracing.spanProcessor.forceFlush();
     const runs = exporter.getFinishedSpans().filter((s) => s.name === 'RunWorkflow:tracedWorkflow');
@@ -56,6 +55,25 @@ describe('workflow tracing only for traced starts', () => {
     expect(runs).toHaveLength(1);
     expect(runs[0]!.spanContext().traceId).toBe(root(exporter)?.spanContext().traceId);
     expect(exporter.getFinishedSpans().filter((s) => s.name === 'StartActivity:step')).toHaveLength(1);
+
+    // The gate reads the start's headers, which history keeps: a worker replaying either history (a
+    // cache eviction, a restart) takes the same side of it, and commands match (no nondeterminism).
+    const spansBefore = exporter.getFinishedSpans().length;
+    for (const id of [tracedId, untracedId]) {
+      const history = await env.client.workflow.getHandle(id).fetchHistory();
+      await Worker.runReplayHistory(
+        {
+          workflowsPath: require.resolve('./fixtures/traced.workflow'),
+          interceptors: { workflowModules: [TRACING_WORKFLOW_INTERCEPTORS] },
+          sinks: tracingSinks(tracing),
+        },
+        history,
+        id,
+      );
+    }
+    await tracing.spanProcessor.forceFlush();
+    // A replay exports nothing a second time.
+    expect(exporter.getFinishedSpans()).toHaveLength(spansBefore);
   });
 });
 

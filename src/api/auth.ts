@@ -1,10 +1,8 @@
 import { timingSafeEqual } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
-import {
-  findPartnerByKeyHash,
-  findPartnerByKeyHashTakingTokens,
-  hashApiKey,
-} from '../adapters/db/partners-repo';
+import { findPartnerRequest, type RecordedKey } from '../adapters/db/partner-request-repo';
+import { hashApiKey } from '../adapters/db/partners-repo';
+import type { StoredPayout } from '../adapters/db/payouts-repo';
 import type { Db } from '../adapters/db/pool';
 import { API_ERRORS, type HttpError } from './errors';
 import { rateLimitExceeded, spendRateLimitToken } from './throttle';
@@ -16,9 +14,27 @@ export interface AuthenticatedPartner {
   keyId: string;
 }
 
+/**
+ * What the key's lookup read besides the key, for the route (`reads` of `spending`): a property is
+ * present only when it was read, `null` meaning "none".
+ */
+export interface PrefetchedReads {
+  /** The payout the path names, of the key's partner (undefined: not read; null: none). */
+  payout?: StoredPayout | null;
+  /** The recorded answer of the request's Idempotency-Key (undefined: not read; null: none). */
+  recordedKey?: RecordedKey | null;
+}
+
+/** What a route asks the key's lookup to read too: a payout id (a UUID, lower case), a key. */
+export interface RouteReads {
+  payoutId?: string;
+  idempotencyKey?: string;
+}
+
 declare module 'fastify' {
   interface FastifyRequest {
     partner?: AuthenticatedPartner;
+    prefetched?: PrefetchedReads;
   }
 }
 
@@ -49,13 +65,16 @@ export interface AuthOptions {
  * the route's onRequest hook. The key is looked up and a token of its bucket taken in one database
  * round trip (or, under a high limit, spent from a batch this replica holds: token-leases.ts); a
  * valid key past its limit answers 429 (docs/decisions.md D15, D76). A bucket is per key, or per
- * partner (all its keys together) when `per` says so (docs/decisions.md D68).
+ * partner (all its keys together) when `per` says so (docs/decisions.md D68). `reads` names what the
+ * route reads first (its payout, its Idempotency-Key's answer): read in the same round trip, for the
+ * key's partner only, and left on `request.prefetched` (docs/decisions.md D78).
  */
 export interface Authenticate {
   spending(
     bucket: string,
     perMinute: number,
     per?: 'key' | 'partner',
+    reads?: (request: FastifyRequest) => RouteReads,
   ): (request: FastifyRequest) => Promise<void>;
 }
 
@@ -72,7 +91,7 @@ export function authenticatePartner(db: Db, opts: AuthOptions): Authenticate {
   };
   return {
     spending:
-      (bucket, perMinute, per = 'key') =>
+      (bucket, perMinute, per = 'key', reads) =>
       async (request) => {
         const raw = request.headers['x-api-key'];
         const key = Array.isArray(raw) ? raw[0] : raw;
@@ -84,26 +103,33 @@ export function authenticatePartner(db: Db, opts: AuthOptions): Authenticate {
         const name = per === 'key' ? `${bucket}:${keyId}` : `${bucket}:partner:`;
         // The key is looked up on every request, so a revoked key or a suspended partner is refused
         // at once; a token this replica already holds (per-key buckets) spares the bucket a write.
-        let found: { partnerId: string; keyHash: Buffer } | null;
-        let withinRateLimit: boolean;
-        if (per === 'key' && leases.take(name)) {
-          found = await findPartnerByKeyHash(db, presented);
-          withinRateLimit = true;
-        } else {
-          const taken = await findPartnerByKeyHashTakingTokens(db, presented, {
-            name,
-            perMinute,
-            wanted: per === 'key' ? batchSize(perMinute) : 1,
-            perPartner: per === 'partner',
-          });
-          found = taken;
-          withinRateLimit = (taken?.granted ?? 0) >= 1;
-          if (taken && per === 'key') leases.keep(name, taken.granted - 1);
-        }
+        const also = reads?.(request) ?? {};
+        const held = per === 'key' && leases.take(name);
+        const found = await findPartnerRequest(db, presented, {
+          ...also,
+          ...(held
+            ? {}
+            : {
+                bucket: {
+                  name,
+                  perMinute,
+                  wanted: per === 'key' ? batchSize(perMinute) : 1,
+                  perPartner: per === 'partner',
+                },
+              }),
+        });
+        const withinRateLimit = held || (found?.granted ?? 0) >= 1;
+        if (found && !held && per === 'key') leases.keep(name, found.granted - 1);
         if (!found || !timingSafeEqual(found.keyHash, presented))
           return refuse(request, API_ERRORS.invalidApiKey());
         request.partner = { id: found.partnerId, keyId };
         if (!withinRateLimit) throw rateLimitExceeded();
+        if (reads) {
+          const prefetched: PrefetchedReads = {};
+          if ('payout' in found) prefetched.payout = found.payout;
+          if ('recordedKey' in found) prefetched.recordedKey = found.recordedKey;
+          request.prefetched = prefetched;
+        }
       },
   };
 }

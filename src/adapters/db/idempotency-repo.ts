@@ -1,4 +1,6 @@
 import { randomUUID } from 'node:crypto';
+import type { PayoutRecord } from '../../domain/payout';
+import { catchUpPayoutStatement } from './payouts-repo';
 import type { Db } from './pool';
 
 export type IdempotencyClaim =
@@ -70,22 +72,24 @@ export async function claimIdempotencyKey(db: Db, req: ClaimRequest): Promise<Id
 /** One claim attempt; undefined when the key vanished between the conflict and the re-read. */
 async function tryClaim(db: Db, req: ClaimRequest): Promise<IdempotencyClaim | undefined> {
   const token = randomUUID();
+  // A new key, the common case, is one autocommit statement: what BEGIN, this INSERT and COMMIT did
+  // in three round trips (docs/decisions.md D79). A concurrent insert of the same key makes it wait
+  // for that transaction, then do nothing.
+  const inserted = await db.query(
+    `INSERT INTO idempotency_keys (partner_id, key, payout_id, workflow_id, state, claimed_at, expires_at,
+                                   claim_token, lease_until)
+     VALUES ($1, $2, $3, $4, 'claimed', now(), now() + make_interval(secs => $5),
+             $6, now() + make_interval(secs => $7))
+     ON CONFLICT (partner_id, key) DO NOTHING`,
+    [req.partnerId, req.key, req.newPayoutId, req.newWorkflowId, req.ttlSeconds, token, req.leaseSeconds],
+  );
+  if (inserted.rowCount === 1)
+    return { kind: 'claimed', payoutId: req.newPayoutId, workflowId: req.newWorkflowId, token };
+  // The key exists: read it under its row lock and decide in one transaction. Freed since (a released
+  // claim), it is not there to read, and the next round inserts it again.
   const client = await db.connect();
   try {
     await client.query('BEGIN');
-    // A concurrent insert of the same key makes this wait for that transaction, then do nothing.
-    const inserted = await client.query(
-      `INSERT INTO idempotency_keys (partner_id, key, payout_id, workflow_id, state, claimed_at, expires_at,
-                                     claim_token, lease_until)
-       VALUES ($1, $2, $3, $4, 'claimed', now(), now() + make_interval(secs => $5),
-               $6, now() + make_interval(secs => $7))
-       ON CONFLICT (partner_id, key) DO NOTHING`,
-      [req.partnerId, req.key, req.newPayoutId, req.newWorkflowId, req.ttlSeconds, token, req.leaseSeconds],
-    );
-    if (inserted.rowCount === 1) {
-      await client.query('COMMIT');
-      return { kind: 'claimed', payoutId: req.newPayoutId, workflowId: req.newWorkflowId, token };
-    }
     // FOR UPDATE waits for a transaction holding the row; if that one deletes it (a released
     // claim), the row is gone by the time this read returns.
     const { rows } = await client.query<KeyRow>(
@@ -172,14 +176,31 @@ export async function endIdempotencyLease(db: Db, claim: ClaimRef): Promise<bool
 /**
  * The payout exists and is recorded: from now on the key replays it. A no-op (false) once the claim
  * was taken over: the new holder records the same payout, or answers for the key otherwise.
+ *
+ * With `catchUp`, the payout's read-model row is brought up to that state in the same statement
+ * (catchUpPayoutStatement), whether or not the claim is still this request's, as it was before the
+ * record when they were two round trips (docs/decisions.md D79): both are written or neither.
  */
-export async function markIdempotencyKeyRecorded(db: Db, claim: ClaimRef): Promise<boolean> {
-  const { rowCount } = await db.query(
-    `UPDATE idempotency_keys SET state = 'recorded'
-      WHERE partner_id = $1 AND key = $2 AND claim_token = $3 AND state = 'claimed'`,
-    [claim.partnerId, claim.key, claim.token],
+export async function markIdempotencyKeyRecorded(
+  db: Db,
+  claim: ClaimRef,
+  catchUp?: PayoutRecord,
+): Promise<boolean> {
+  const record = `UPDATE idempotency_keys SET state = 'recorded'
+      WHERE partner_id = $1 AND key = $2 AND claim_token = $3 AND state = 'claimed'`;
+  const keyValues = [claim.partnerId, claim.key, claim.token];
+  if (!catchUp) {
+    const { rowCount } = await db.query(record, keyValues);
+    return rowCount === 1;
+  }
+  const payout = catchUpPayoutStatement(catchUp, keyValues.length + 1);
+  // A data-modifying WITH runs once whatever the outer statement reads of it.
+  const { rows } = await db.query<{ recorded: number }>(
+    `WITH caught_up AS (${payout.text}), recorded AS (${record} RETURNING 1)
+     SELECT count(*)::int AS recorded FROM recorded`,
+    [...keyValues, ...payout.values],
   );
-  return rowCount === 1;
+  return rows[0]!.recorded === 1;
 }
 
 /**

@@ -56,37 +56,6 @@ export async function findPartnerByKeyHash(
   return row ? { partnerId: row.partner_id, keyHash: row.key_hash } : null;
 }
 
-/**
- * The same lookup, taking up to `bucket.wanted` tokens of a rate-limit bucket in the same statement:
- * the token function is evaluated only for a row the WHERE clause kept, so an unknown or revoked key
- * spends nothing and creates no bucket. One round trip for what a partner request checks first.
- * `granted` is how many tokens it took (0: the bucket is empty). The bucket is `bucket.name` as
- * given, or, with `perPartner`, `bucket.name` followed by the id of the key's partner (only known
- * here): one bucket for all the partner's keys.
- */
-export async function findPartnerByKeyHashTakingTokens(
-  db: Db,
-  keyHash: Buffer,
-  bucket: { name: string; perMinute: number; wanted: number; perPartner?: boolean },
-): Promise<{ partnerId: string; keyHash: Buffer; granted: number } | null> {
-  const { rows } = await db.query<{ partner_id: string; key_hash: Buffer; granted: number }>(
-    `SELECT k.partner_id, k.key_hash,
-            take_rate_limit_tokens(CASE WHEN $6 THEN $2 || k.partner_id::text ELSE $2 END, $3, $4, $5) AS granted
-       FROM api_keys k JOIN partners p ON p.id = k.partner_id
-      WHERE k.key_hash = $1 AND ${KEY_VALID} AND p.status = 'active'`,
-    [
-      keyHash,
-      bucket.name,
-      bucket.perMinute,
-      bucket.perMinute / 60,
-      bucket.wanted,
-      bucket.perPartner === true,
-    ],
-  );
-  const row = rows[0];
-  return row ? { partnerId: row.partner_id, keyHash: row.key_hash, granted: row.granted } : null;
-}
-
 export async function createPartner(db: Db, name: string): Promise<{ partner: Partner; apiKey: string }> {
   const id = randomUUID();
   const apiKey = newApiKey();

@@ -1,7 +1,7 @@
 import type { PayoutRecord } from '../../domain/payout';
 import type { Db } from './pool';
 
-interface PayoutRow {
+export interface PayoutRow {
   id: string;
   partner_id: string;
   workflow_id: string;
@@ -119,17 +119,100 @@ export async function upsertPayout(
   );
 }
 
+/**
+ * Every column PayoutRow maps, by name: what a prepared statement reads of a payout. Never `*` in
+ * one: a column a migration adds would change its result type, which PostgreSQL refuses to run
+ * under a plan cached on the connection ("cached plan must not change result type") until the
+ * connection ends.
+ */
+export const PAYOUT_COLUMNS = [
+  'id',
+  'partner_id',
+  'workflow_id',
+  'run_id',
+  'version',
+  'status',
+  'amount_centavos',
+  'min_amount_usdt_units',
+  'settled_amount_usdt_units',
+  'pix_key',
+  'pix_key_type',
+  'receiver_wallet',
+  'pix_copy_paste',
+  'provider_charge_id',
+  'blockchain_tx_id',
+  'paid_at',
+  'payment_event_id',
+  'confirmed_at',
+  'failure_reason',
+  'created_at',
+  'updated_at',
+] as const satisfies readonly (keyof PayoutRow)[];
+
+/** A payout as the read model holds it, with the workflow that writes it. */
+export type StoredPayout = PayoutRecord & { workflowId: string; runId: string };
+
+export function toStoredPayout(row: PayoutRow): StoredPayout {
+  return { ...toRecord(row), workflowId: row.workflow_id, runId: row.run_id };
+}
+
 export async function findPartnerPayout(
   db: Db,
   partnerId: string,
   payoutId: string,
-): Promise<(PayoutRecord & { workflowId: string; runId: string }) | null> {
+): Promise<StoredPayout | null> {
   const { rows } = await db.query<PayoutRow>('SELECT * FROM payouts WHERE id = $1 AND partner_id = $2', [
     payoutId,
     partnerId,
   ]);
   const row = rows[0];
-  return row ? { ...toRecord(row), workflowId: row.workflow_id, runId: row.run_id } : null;
+  return row ? toStoredPayout(row) : null;
+}
+
+/**
+ * The statement that brings a payout's row up to `p`, a state its workflow answered (POST's catch-up,
+ * create-payout.ts), as a fragment to run alone or inside another statement's WITH: `$<first>`
+ * onwards are its parameters. It updates the row the workflow's own write created, in its own run,
+ * only to a newer version, and never a terminal state back to a live one: upsertPayout's rule for
+ * the same run, decided against the row as it is when the statement runs. No row, no write: the
+ * workflow's write, which the version guard makes one with this one, is still to come.
+ */
+export function catchUpPayoutStatement(p: PayoutRecord, first: number): { text: string; values: unknown[] } {
+  const $ = (i: number) => `$${first + i}`;
+  return {
+    text: `UPDATE payouts SET version = ${$(2)}, status = ${$(3)}, settled_amount_usdt_units = ${$(4)},
+             pix_copy_paste = ${$(5)}, provider_charge_id = ${$(6)}, blockchain_tx_id = ${$(7)}, paid_at = ${$(8)},
+             payment_event_id = ${$(9)}, confirmed_at = ${$(10)}, failure_reason = ${$(11)}, updated_at = ${$(12)}
+            WHERE id = ${$(0)} AND partner_id = ${$(1)} AND version < ${$(2)}
+              AND (${$(3)}::text IN ('COMPLETED', 'FAILED') OR status NOT IN ('COMPLETED', 'FAILED'))`,
+    values: [
+      p.id,
+      p.partnerId,
+      p.version,
+      p.status,
+      p.settledAmountUsdtUnits,
+      p.pixCopyPaste,
+      p.providerChargeId ?? null,
+      p.blockchainTxId,
+      p.paidAt ?? null,
+      p.paymentEventId ?? null,
+      p.confirmedAt ?? null,
+      p.failureReason ?? null,
+      p.updatedAt,
+    ],
+  };
+}
+
+/**
+ * POST's catch-up: the update-with-start answers as soon as the workflow holds the charge, which can
+ * be before its activity has written that to the read model. A GET that falls back to the read model
+ * (worker down, workflow deleted) must still show the pix_copy_paste POST hands out, so the api writes
+ * the same version itself; the version guard makes the two writes one. With an Idempotency-Key it is
+ * part of the key's record (markIdempotencyKeyRecorded).
+ */
+export async function catchUpPayout(db: Db, p: PayoutRecord): Promise<void> {
+  const { text, values } = catchUpPayoutStatement(p, 1);
+  await db.query(text, values);
 }
 
 export async function findPayoutLocation(db: Db, payoutId: string): Promise<PayoutLocation | null> {

@@ -8,6 +8,7 @@ import {
   type ClaimRef,
 } from '../../adapters/db/idempotency-repo';
 import type { Db } from '../../adapters/db/pool';
+import type { PayoutRecord } from '../../domain/payout';
 import {
   IdempotencyClaimLostError,
   IdempotencyClaimUnconfirmedError,
@@ -49,8 +50,11 @@ export interface HeldClaim {
    * IdempotencyClaimUnconfirmedError (503) when renewals keep taking longer than the margin.
    */
   confirm(): Promise<void>;
-  /** The payout is recorded: the key replays it. */
-  record(): Promise<boolean>;
+  /**
+   * The payout is recorded: the key replays it. With `catchUp`, the payout's read-model row is brought
+   * up to that state in the same statement, whoever holds the claim (markIdempotencyKeyRecorded).
+   */
+  record(catchUp?: PayoutRecord): Promise<boolean>;
   /** Screening refused the request: the key replays the refusal. */
   refuse(refusal: string): Promise<boolean>;
   /** Deletes the claim: the key is free for a new attempt under a new payout and workflow id. */
@@ -168,7 +172,7 @@ export function holdClaim(
         'could not confirm the Idempotency-Key claim: the database answers too slowly',
       );
     },
-    record: () => settle('record', () => markIdempotencyKeyRecorded(db, claim)),
+    record: (catchUp) => settle('record', () => markIdempotencyKeyRecorded(db, claim, catchUp)),
     refuse: (refusal) => settle('refuse', () => markIdempotencyKeyRefused(db, claim, refusal)),
     release: () => settle('release', () => releaseIdempotencyKey(db, claim)),
     async end() {

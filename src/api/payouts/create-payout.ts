@@ -7,7 +7,7 @@ import {
 } from '@temporalio/client';
 import { performance } from 'node:perf_hooks';
 import { claimIdempotencyKey } from '../../adapters/db/idempotency-repo';
-import { findPartnerPayout, upsertPayout } from '../../adapters/db/payouts-repo';
+import { catchUpPayout } from '../../adapters/db/payouts-repo';
 import type { Db } from '../../adapters/db/pool';
 import { formatCentavos, maxExpectedUsdtUnits } from '../../domain/money';
 import type { PayoutRecord } from '../../domain/payout';
@@ -152,8 +152,7 @@ async function createWithKey(
       const started = await resumeStartedPayout(deps, workflowId);
       // One whose charge was refused was never shown to the partner: it is refused again below.
       if (started && started.failureReason !== 'charge_creation_failed') {
-        await catchUpReadModel(deps.db, started);
-        await held.record();
+        await held.record(started);
         return { kind: 'created', payout: started };
       }
       // Its workflow has ended with the charge refused: no request can start a payout under it now.
@@ -271,9 +270,10 @@ async function screenQuoteAndStart(
     await releaseClaim();
     throw new ChargeRefusedError(`payout ${payout.id}: the provider refused its PIX charge`);
   }
-  await catchUpReadModel(deps.db, payout);
+  // The read model's catch-up (see catchUpPayout) and the key's record are one statement with a key.
   // Overtaken, this is still the key's payout (the same workflow id): the new holder records it.
-  await claim?.held.record();
+  if (claim) await claim.held.record(payout);
+  else await catchUpPayout(deps.db, payout);
   return { kind: 'created', payout };
 }
 
@@ -350,18 +350,6 @@ async function resumeStartedPayout(deps: CreatePayoutDeps, workflowId: string): 
   // Closed already (its charge refused, or ended since): its final state is the answer.
   if (!running) return handle.query(getPayoutQuery);
   return withChargeDeadline(handle.executeUpdate(awaitChargeUpdate), deps.chargeWaitMs, workflowId);
-}
-
-/**
- * The update answers as soon as the workflow holds the charge, which can be before its activity has
- * written that to the read model. A GET that falls back to the read model (worker down, workflow
- * deleted) must still show the pix_copy_paste this response hands out, so the api writes the same
- * version itself; the version guard makes the two writes one.
- */
-async function catchUpReadModel(db: Db, payout: PayoutRecord): Promise<void> {
-  const stored = await findPartnerPayout(db, payout.partnerId, payout.id);
-  if (stored && stored.version < payout.version)
-    await upsertPayout(db, payout, stored.workflowId, stored.runId);
 }
 
 function shortWallet(wallet: string): string {

@@ -1,5 +1,5 @@
 import type { Client } from '@temporalio/client';
-import { findPartnerPayout } from '../../adapters/db/payouts-repo';
+import { findPartnerPayout, type StoredPayout } from '../../adapters/db/payouts-repo';
 import type { Db } from '../../adapters/db/pool';
 import { isTerminal, type PayoutRecord } from '../../domain/payout';
 import { getPayoutQuery } from '../../workflows/payout.contract';
@@ -17,14 +17,21 @@ const QUERY_DEADLINE_MS = 2_000;
  *
  * A live payout is answered by its workflow (the read model may lag a transition by the time its
  * write takes); when the workflow is gone (past retention) or slow, the read model answers instead.
+ *
+ * `prefetched`: the read model's row as the API key's lookup already read it for this request
+ * (auth.ts `reads`, docs/decisions.md D78), null when there was none; undefined reads it here.
  */
 export async function loadPartnerPayout(
   deps: { db: Db; temporal: Client },
   partnerId: string,
   payoutId: string,
+  prefetched?: StoredPayout | null,
 ): Promise<PayoutRecord | null> {
   if (!isUuid(payoutId)) return null;
-  const stored = await findPartnerPayout(deps.db, partnerId, payoutId.toLowerCase());
+  const stored =
+    prefetched !== undefined
+      ? prefetched
+      : await findPartnerPayout(deps.db, partnerId, payoutId.toLowerCase());
   if (!stored) return null;
   const { workflowId, runId: _storedRun, ...readModel } = stored;
   if (isTerminal(readModel.status)) return readModel;
@@ -37,4 +44,9 @@ export async function loadPartnerPayout(
   } catch {
     return readModel;
   }
+}
+
+/** What a route reading the payout of its path asks the API key's lookup to read too (auth.ts). */
+export function payoutOfPath(id: unknown): { payoutId?: string } {
+  return typeof id === 'string' && isUuid(id) ? { payoutId: id.toLowerCase() } : {};
 }

@@ -7,8 +7,8 @@ import { API_ERRORS } from '../errors';
 import { CREATE_BUCKET, READ_BUCKET } from '../rate-limit';
 import { createPayout, replayedRefusal, type CreatePayoutDeps } from './create-payout';
 import { parseJsonWithExactAmount } from './exact-json-body';
-import { idempotencyKeyOf } from './idempotency-key';
-import { loadPartnerPayout } from './load-payout';
+import { idempotencyKeyOf, validIdempotencyKeyOf } from './idempotency-key';
+import { loadPartnerPayout, payoutOfPath } from './load-payout';
 import {
   createPayoutBodySchema,
   errorBodySchema,
@@ -52,14 +52,23 @@ export const payoutRoutes: FastifyPluginAsyncZod<PayoutRoutesOptions> = async (a
   app.post(
     '/v1/payouts',
     {
-      onRequest: opts.authenticate.spending(CREATE_BUCKET, opts.postRateLimitPerMinute),
+      // The key's recorded answer is read with the API key, in one round trip (docs/decisions.md D78).
+      onRequest: opts.authenticate.spending(CREATE_BUCKET, opts.postRateLimitPerMinute, 'key', (request) => {
+        const key = validIdempotencyKeyOf(request);
+        return key === undefined ? {} : { idempotencyKey: key };
+      }),
       // A replayed key returns the original payout whatever the new body says (docs/api.md "Idempotency"
       // rule 2): answered before the body is even parsed, so malformed JSON, a wrong content-type or
       // an oversized body do not turn a replay into an error.
       preParsing: async (request, reply, payload) => {
         const key = idempotencyKeyOf(request);
+        const prefetched = request.prefetched?.recordedKey;
         const recorded =
-          key === undefined ? null : await findRecordedKey(opts.db, partnerOf(request).id, key);
+          key === undefined
+            ? null
+            : prefetched !== undefined
+              ? prefetched
+              : await findRecordedKey(opts.db, partnerOf(request).id, key);
         if (!recorded) return payload;
         if (recorded.refusal !== null) throw replayedRefusal(recorded.refusal);
         const payout = await replay(partnerOf(request).id, recorded.payoutId);
@@ -93,7 +102,10 @@ export const payoutRoutes: FastifyPluginAsyncZod<PayoutRoutesOptions> = async (a
   app.get(
     '/v1/payouts/:id',
     {
-      onRequest: opts.authenticate.spending(READ_BUCKET, opts.readRateLimitPerMinute),
+      // The payout's row is read with the API key, in one round trip (docs/decisions.md D78).
+      onRequest: opts.authenticate.spending(READ_BUCKET, opts.readRateLimitPerMinute, 'key', (request) =>
+        payoutOfPath((request.params as { id?: unknown }).id),
+      ),
       schema: {
         summary: 'Read a payout',
         params: payoutIdParamsSchema,
@@ -106,7 +118,12 @@ export const payoutRoutes: FastifyPluginAsyncZod<PayoutRoutesOptions> = async (a
       },
     },
     async (request) => {
-      const payout = await loadPartnerPayout(loadDeps, partnerOf(request).id, request.params.id);
+      const payout = await loadPartnerPayout(
+        loadDeps,
+        partnerOf(request).id,
+        request.params.id,
+        request.prefetched?.payout,
+      );
       if (!payout) throw API_ERRORS.payoutNotFound();
       return toPayoutResponse(payout, opts.network);
     },

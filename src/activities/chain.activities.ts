@@ -1,12 +1,8 @@
 import { ApplicationFailure } from '@temporalio/activity';
 import type { Address } from 'viem';
-import {
-  ChainError,
-  maxGasCostOf,
-  SENDER_PROBLEMS,
-  type SenderProblem,
-  type UsdtLedger,
-} from '../adapters/chain/usdt-ledger';
+import { ChainError } from '../adapters/chain/chain-error';
+import { SENDER_PROBLEMS, type SenderProblem, type UsdtLedger } from '../adapters/chain/ledger-types';
+import { maxGasCostOf } from '../adapters/chain/treasury-signing';
 import type { Db } from '../adapters/db/pool';
 import { claimOneOf, recordTransferMismatch, type MismatchReason } from '../adapters/db/transfer-claims-repo';
 import {

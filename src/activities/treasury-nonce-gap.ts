@@ -1,6 +1,6 @@
 import { ApplicationFailure } from '@temporalio/activity';
 import type { Address } from 'viem';
-import type { UsdtLedger } from '../adapters/chain/usdt-ledger';
+import type { UsdtLedger } from '../adapters/chain/ledger-types';
 import type { Db } from '../adapters/db/pool';
 import { findOpenTreasuryTransfersAt, type TreasuryTransfer } from '../adapters/db/treasury-transfers-repo';
 import type { Logger } from '../observability/logger';

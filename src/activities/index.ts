@@ -1,4 +1,4 @@
-import type { UsdtLedger } from '../adapters/chain/usdt-ledger';
+import type { UsdtLedger } from '../adapters/chain/ledger-types';
 import type { Db } from '../adapters/db/pool';
 import type { PaymentReturns, PixCollection, SettlementProvider } from '../adapters/provider/types';
 import type { Logger } from '../observability/logger';

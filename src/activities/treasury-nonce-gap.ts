@@ -1,15 +1,14 @@
 import { ApplicationFailure } from '@temporalio/activity';
 import type { Address } from 'viem';
-import type { UsdtLedger } from '../adapters/chain/usdt-ledger';
+import type { UsdtLedger } from '../adapters/chain/ledger-types';
 import type { Db } from '../adapters/db/pool';
 import { findOpenTreasuryTransfersAt, type TreasuryTransfer } from '../adapters/db/treasury-transfers-repo';
 import type { Logger } from '../observability/logger';
 import type { Metrics } from '../observability/metrics';
+import { latestAttempt } from './treasury-broadcast';
 
 /** How many nonces below a waiting transfer are looked at for a gap: enough to name it, bounded work. */
 const GAP_SCAN_LIMIT = 20;
-
-const latestAttempt = (transfer: TreasuryTransfer) => transfer.attempts.at(-1)!;
 
 /**
  * The check of a treasury transfer waiting unmined in the pool for a nonce gap below it, used by

@@ -2,7 +2,8 @@ import { Connection } from '@temporalio/client';
 import { runMigrations } from '../adapters/db/migrate';
 import { createPool } from '../adapters/db/pool';
 import { createSecretBox } from '../adapters/secrets/secret-box';
-import { runAdmin, UsageError, type AdminResources } from '../cli/admin';
+import { runAdmin } from '../cli/admin';
+import { UsageError, type AdminResources } from '../cli/command';
 import {
   loadAdminCallbacksConfig,
   loadAdminDatabaseConfig,

@@ -1,5 +1,5 @@
 import { Gauge, type Registry } from 'prom-client';
-import type { UsdtLedger } from '../adapters/chain/usdt-ledger';
+import type { UsdtLedger } from '../adapters/chain/ledger-types';
 import { countOpenAttention } from '../adapters/db/attention-repo';
 import type { Db } from '../adapters/db/pool';
 import { REFUND_CASE_STATUSES, refundCaseAges } from '../adapters/db/refund-cases-repo';

@@ -10,7 +10,7 @@ import { getOrCreateTreasuryTransfer } from '../../src/adapters/db/treasury-tran
 import { createHttpProvider } from '../../src/adapters/provider/http-provider';
 import { createLogger } from '../../src/observability/logger';
 import { createMetrics, type Metrics } from '../../src/observability/metrics';
-import { maxGasCostOf } from '../../src/adapters/chain/usdt-ledger';
+import { maxGasCostOf } from '../../src/adapters/chain/treasury-signing';
 import { deployBatchSender } from './batch-sender';
 import { anvilAccount } from '../../dev/local/infra/anvil';
 import { startTestChain, type TestChain, sentHash } from '../support/chain';

@@ -15,7 +15,8 @@ import { generatePrivateKey, privateKeyToAccount, privateKeyToAddress } from 'vi
 import { createActivities } from '../../src/activities';
 import { createTreasuryHealthProbe } from '../../src/adapters/chain/treasury-health';
 import { USDT_ABI } from '../../src/adapters/chain/usdt-abi';
-import { countTransfersTo, createUsdtLedger } from '../../src/adapters/chain/usdt-ledger';
+import { createUsdtLedger } from '../../src/adapters/chain/usdt-ledger';
+import { countTransfersTo } from '../../src/adapters/chain/usdt-reads';
 import { createPool, type Db } from '../../src/adapters/db/pool';
 import { getOrCreateTreasuryTransfer } from '../../src/adapters/db/treasury-transfers-repo';
 import { createHttpProvider } from '../../src/adapters/provider/http-provider';

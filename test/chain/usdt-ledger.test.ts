@@ -15,7 +15,9 @@ import {
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { compileContract, compileFresh, sourceKey } from '../../dev/local/compile-contracts';
 import { USDT_ABI } from '../../src/adapters/chain/usdt-abi';
-import { ChainError, createUsdtLedger, type UsdtLedger } from '../../src/adapters/chain/usdt-ledger';
+import { ChainError } from '../../src/adapters/chain/chain-error';
+import type { UsdtLedger } from '../../src/adapters/chain/ledger-types';
+import { createUsdtLedger } from '../../src/adapters/chain/usdt-ledger';
 import { deployBatchSender } from './batch-sender';
 import { ANVIL_DEV_ACCOUNTS, anvilAccount, startAnvil } from '../../dev/local/infra/anvil';
 import { freePort } from '../../dev/local/infra/ports';

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { partnerCallbacksOf } from '../../src/main/wiring';
 import { generatePrivateKey, privateKeyToAddress } from 'viem/accounts';
-import { countTransfersTo } from '../../src/adapters/chain/usdt-ledger';
+import { countTransfersTo } from '../../src/adapters/chain/usdt-reads';
 import { findPayoutLocation } from '../../src/adapters/db/payouts-repo';
 import { denyWallet } from '../../src/adapters/db/screening-denylist-repo';
 import { createChainAndDenylistScreening } from '../../src/adapters/screening/receiver-screening';

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import type { UsdtLedger } from '../../src/adapters/chain/usdt-ledger';
+import type { UsdtLedger } from '../../src/adapters/chain/ledger-types';
 import type { Db } from '../../src/adapters/db/pool';
 import { createLogger } from '../../src/observability/logger';
 import { createMetrics } from '../../src/observability/metrics';

@@ -3,15 +3,15 @@ import path from 'node:path';
 import { parse } from 'yaml';
 import { API_ERRORS, type HttpError } from '../../src/api/errors';
 import {
-  CONFIG_KEYS,
   loadAdminCallbacksConfig,
   loadAdminDatabaseConfig,
   loadAdminTemporalConfig,
   loadApiConfig,
   loadMigrateConfig,
   loadWorkerConfig,
-  PROCESS_VARIABLES,
 } from '../../src/config';
+import { PROCESS_VARIABLES } from '../../src/config/processes';
+import { CONFIG_KEYS } from '../../src/config/variables';
 import { SANDBOX_ENV_KEYS } from '../../dev/sandbox/config';
 import { LAUNCHER_DEFAULTS } from '../../dev/local/stack-settings';
 

@@ -1,7 +1,7 @@
 import { createPublicClient, createWalletClient, http, type Address, type Hash, type Hex } from 'viem';
 import { generatePrivateKey, privateKeyToAccount, privateKeyToAddress } from 'viem/accounts';
 import { USDT_ABI } from '../../src/adapters/chain/usdt-abi';
-import { countTransfersTo } from '../../src/adapters/chain/usdt-ledger';
+import { countTransfersTo } from '../../src/adapters/chain/usdt-reads';
 import { ensureLocalContracts } from '../../dev/local/local-contracts';
 import { startAnvil } from '../../dev/local/infra/anvil';
 import { freePort } from '../../dev/local/infra/ports';

@@ -1,5 +1,5 @@
 import type { Address } from 'viem';
-import { countTransfersTo } from '../../src/adapters/chain/usdt-ledger';
+import { countTransfersTo } from '../../src/adapters/chain/usdt-reads';
 import type { Db } from '../../src/adapters/db/pool';
 import { findPartnerPayout } from '../../src/adapters/db/payouts-repo';
 import type { PayoutRecord, PayoutStatus } from '../../src/domain/payout';

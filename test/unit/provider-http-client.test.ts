@@ -5,7 +5,8 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 
-import { createHttpProvider, type ProviderCallMetric } from '../../src/adapters/provider/http-provider';
+import { createHttpProvider } from '../../src/adapters/provider/http-provider';
+import type { ProviderCallMetric } from '../../src/adapters/provider/http-call';
 import { classifyStatus } from '../../src/adapters/provider/http-answers';
 import { ProviderError } from '../../src/adapters/provider/types';
 import { freePort } from '../sandbox/support';

@@ -1,5 +1,6 @@
 import type { Address } from 'viem';
-import { createUsdtLedger, type SenderHealth, type UsdtLedger } from './usdt-ledger';
+import type { SenderHealth, UsdtLedger } from './ledger-types';
+import { createUsdtLedger } from './usdt-ledger';
 
 /** Whether the treasury can send USDT now, and if not, why (see SenderHealth). */
 export type TreasuryHealth = SenderHealth;

@@ -1,224 +1,28 @@
-import { z } from 'zod';
+import type { z } from 'zod';
 
 import { sameExternalId } from '../../domain/ids';
 import { formatCentavos, parseDecimal } from '../../domain/money';
 import type { ProviderEvent } from '../../domain/provider-event';
-import { describeIssues, invalid, parseJson, readText, statusError, transportError } from './http-answers';
+import {
+  chargeBody,
+  chargeRemovalBody,
+  chargeStatusBody,
+  notificationBody,
+  quoteBody,
+  returnBody,
+  settlementBody,
+  settlementStatusBody,
+} from './http-bodies';
+import { createHttpCall, type HttpProviderOptions } from './http-call';
+import { invalid } from './http-answers';
 import { ProviderError, type PaymentProvider, type PaymentReturn } from './types';
 
-export interface ProviderCallMetric {
-  operation: string;
-  durationMs: number;
-  outcome: 'ok' | 'error';
-  status?: number;
-}
-
-export interface HttpProviderOptions {
-  /** e.g. http://127.0.0.1:4000 (a path prefix is kept: https://host/provider/v1 works too). */
-  baseUrl: string;
-  /** Sent as `Authorization: Bearer <apiKey>`; never logged nor echoed in errors. */
-  apiKey?: string;
-  /** Per call, covering connect + response body. Default 10 s. */
-  timeoutMs?: number;
-  onCall?: (m: ProviderCallMetric) => void;
-}
-
-const DEFAULT_TIMEOUT_MS = 10_000;
-
-const isoDateTime = z.iso.datetime({ offset: true });
-const nonEmpty = z.string().min(1).max(512);
-const brlAmount = z.string().regex(/^\d{1,15}\.\d{2}$/, 'a BRL amount with 2 decimals');
-const usdtAmount = z.string().regex(/^\d{1,15}(\.\d{1,6})?$/, 'a USDT amount with at most 6 decimals');
-
-const quoteBody = z.object({
-  pair: z.literal('USDT-BRL'),
-  rate: z
-    .string()
-    .regex(/^\d{1,9}(\.\d{1,12})?$/, 'a decimal rate')
-    .refine((r) => /[1-9]/.test(r), 'a positive rate'),
-  quoted_at: isoDateTime,
-});
-
-const chargeBody = z.object({
-  charge_id: nonEmpty,
-  external_id: nonEmpty,
-  amount_brl: brlAmount,
-  // An EMV BR Code is at most 512 characters.
-  pix_copy_paste: z.string().min(20).max(512),
-  expires_at: isoDateTime,
-});
-
-const chargeStatusBody = z
-  .object({
-    charge_id: nonEmpty,
-    external_id: nonEmpty,
-    amount_brl: brlAmount,
-    status: z.enum(['active', 'paid', 'expired', 'removed']),
-    expires_at: isoDateTime,
-    paid_at: isoDateTime.optional(),
-    paid_amount_brl: brlAmount.optional(),
-    payments: z
-      .array(z.object({ event_id: nonEmpty, amount_brl: brlAmount, paid_at: isoDateTime }))
-      .max(1000),
-  })
-  .refine((b) => (b.status === 'paid') === b.payments.length > 0, 'status paid exactly when payments exist');
-
-const txHash = z.string().regex(/^0x[0-9a-fA-F]{64}$/, 'a 32-byte transaction hash');
-const settlementState = z.enum(['pending', 'broadcast', 'completed', 'failed']);
-
-/** POST /settlements, first or repeated: a convenience view; GET /settlements/{id} is the full one. */
-const settlementBody = z
-  .object({
-    settlement_id: nonEmpty,
-    status: settlementState,
-    tx_hash: txHash.nullish(),
-    amount_usdt: usdtAmount.nullish(),
-  })
-  .refine((b) => b.status !== 'pending' || b.tx_hash == null, 'a pending settlement has sent nothing');
-
 /**
- * GET /settlements/{settlement_id}. Every field must be present, null when it does not apply: a
- * failed settlement whose `tx_hash` is null is read as "nothing was ever sent", so a body that merely
- * leaves the field out must not pass for that.
+ * HTTP client of the payment provider: each operation's request and the mapping of its answer.
+ * Every answer is validated (http-call.ts, against http-bodies.ts); nothing unvalidated leaves here.
  */
-const settlementStatusBody = z
-  .object({
-    settlement_id: nonEmpty,
-    external_id: nonEmpty,
-    charge_id: nonEmpty,
-    receiver_wallet: z.string().regex(/^0x[0-9a-fA-F]{40}$/, 'an EVM address'),
-    chain_id: z.number().int().positive(),
-    status: settlementState,
-    tx_hash: txHash.nullable(),
-    amount_usdt: usdtAmount.nullable(),
-    failure_reason: z.string().max(2000).nullable(),
-    updated_at: isoDateTime,
-  })
-  .refine((b) => b.status !== 'pending' || b.tx_hash === null, 'a pending settlement has sent nothing')
-  .refine(
-    (b) => (b.status !== 'broadcast' && b.status !== 'completed') || b.tx_hash !== null,
-    'tx_hash is set once a transaction was sent',
-  )
-  .refine(
-    (b) => b.status !== 'completed' || b.amount_usdt !== null,
-    'a completed settlement has amount_usdt',
-  );
-
-/**
- * POST /pix/returns and GET /pix/returns/{return_id}. A refused return carries its reason; any other
- * carries none, so a body that says `refused` without one is not taken for a refusal.
- */
-const returnBody = z
-  .object({
-    return_id: nonEmpty,
-    refund_id: nonEmpty,
-    event_id: nonEmpty,
-    amount_brl: brlAmount,
-    status: z.enum(['returning', 'returned', 'refused']),
-    refusal_reason: z.string().min(1).max(2000).nullable(),
-    requested_at: isoDateTime,
-    updated_at: isoDateTime,
-  })
-  .refine(
-    (b) => (b.status === 'refused') === (b.refusal_reason !== null),
-    'a refusal reason exactly when refused',
-  );
-
-const notificationCommon = {
-  token: z.string().optional(),
-  event_id: nonEmpty,
-  charge_id: nonEmpty,
-  external_id: nonEmpty,
-  occurred_at: isoDateTime,
-};
-
-const notificationBody = z.discriminatedUnion('type', [
-  z.object({
-    ...notificationCommon,
-    type: z.literal('pix.received'),
-    paid_at: isoDateTime,
-    amount_brl: brlAmount,
-  }),
-  z.object({
-    ...notificationCommon,
-    type: z.literal('settlement.completed'),
-    tx_hash: z.string().regex(/^0x[0-9a-fA-F]{64}$/, 'a 32-byte transaction hash'),
-    amount_usdt: usdtAmount,
-    chain_id: z.number().int().positive(),
-    confirmed_at: isoDateTime,
-  }),
-  z.object({
-    ...notificationCommon,
-    type: z.literal('settlement.failed'),
-    failure_reason: z.string().max(2000),
-  }),
-]);
-
-/** HTTP client of the payment provider. Every answer is validated; nothing unvalidated leaves this module. */
 export function createHttpProvider(opts: HttpProviderOptions): PaymentProvider {
-  const baseUrl = opts.baseUrl.replace(/\/+$/, '');
-  const timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
-  const secrets = opts.apiKey ? [opts.apiKey] : [];
-
-  interface CallSpec<T extends z.ZodType> {
-    operation: string;
-    method: 'GET' | 'POST' | 'PATCH';
-    path: string;
-    body?: unknown;
-    schema: T;
-    /** Secrets besides the API key that must not reach an error message (a notification token). */
-    redact?: string[];
-    /** Maps a 404 to a code of its own. */
-    notFoundCode?: string;
-    /** Machine-readable `code`s of a 409 body that become the error's code (the rest are `conflict`). */
-    conflictCodes?: readonly string[];
-  }
-
-  async function call<T extends z.ZodType>(spec: CallSpec<T>): Promise<z.infer<T>> {
-    const started = performance.now();
-    let status: number | undefined;
-    try {
-      const res = await send(spec);
-      status = res.status;
-      const text = await readText(res, spec.operation);
-      if (!res.ok) throw statusError(spec, res.status, text, [...secrets, ...(spec.redact ?? [])]);
-      const parsed = spec.schema.safeParse(parseJson(text, spec.operation));
-      if (!parsed.success) throw invalid(spec.operation, describeIssues(parsed.error));
-      opts.onCall?.({
-        operation: spec.operation,
-        durationMs: performance.now() - started,
-        outcome: 'ok',
-        status,
-      });
-      return parsed.data;
-    } catch (err) {
-      opts.onCall?.({
-        operation: spec.operation,
-        durationMs: performance.now() - started,
-        outcome: 'error',
-        status,
-      });
-      throw err;
-    }
-  }
-
-  async function send(spec: CallSpec<z.ZodType>): Promise<Response> {
-    const headers: Record<string, string> = { accept: 'application/json' };
-    if (opts.apiKey) headers.authorization = `Bearer ${opts.apiKey}`;
-    if (spec.body !== undefined) headers['content-type'] = 'application/json';
-    try {
-      return await fetch(`${baseUrl}${spec.path}`, {
-        method: spec.method,
-        headers,
-        body: spec.body === undefined ? undefined : JSON.stringify(spec.body),
-        // A redirect would send us (and our key) somewhere we did not configure.
-        redirect: 'manual',
-        signal: AbortSignal.timeout(timeoutMs),
-      });
-    } catch (err) {
-      throw transportError(spec.operation, err, timeoutMs);
-    }
-  }
+  const call = createHttpCall(opts);
 
   return {
     async getQuote() {
@@ -429,10 +233,3 @@ function toNotification(body: z.infer<typeof notificationBody>): ProviderEvent {
       return { type: body.type, ...common, failureReason: body.failure_reason };
   }
 }
-
-/** The answer to PATCH /pix/charges/{charge_id} `{"status": "removed"}`. */
-const chargeRemovalBody = z.object({
-  charge_id: nonEmpty,
-  status: z.literal('removed'),
-  removed_at: isoDateTime,
-});

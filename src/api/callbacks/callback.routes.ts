@@ -68,8 +68,8 @@ function audit(request: FastifyRequest, action: CallbackChange, url: string | nu
 
 /**
  * /v1/callback: a partner's own callback endpoint, managed with its API key (docs/callbacks.md,
- * docs/decisions.md D65), by the rules the operator's CLI applies (src/cli/admin.ts): the same URL
- * guard, the same rotation with overlap, the same delivery log. Everything is keyed by the
+ * docs/decisions.md D65), by the rules the operator's CLI applies (src/cli/partner-commands.ts): the
+ * same URL guard, the same rotation with overlap, the same delivery log. Everything is keyed by the
  * authenticated partner: no route takes a partner id, so none can reach another's.
  */
 export const callbackRoutes: FastifyPluginAsyncZod<CallbackRoutesOptions> = async (app, opts) => {

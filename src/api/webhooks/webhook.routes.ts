@@ -11,7 +11,7 @@ import { providerEventWorkflow } from '../../workflows/provider-event.workflow';
 import { errorBodySchema } from '../payouts/payout.schemas';
 import { API_ERRORS } from '../errors';
 import { spendRateLimitToken } from '../throttle';
-import type { PixProvider } from '../../config';
+import type { PixProvider } from '../../config/api-pix';
 import { deliverDirectly, type ProviderEventReader } from './direct-delivery';
 
 export interface WebhookRoutesOptions {

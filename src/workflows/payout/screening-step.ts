@@ -16,7 +16,7 @@ type Flag = Extract<ScreeningVerdict, { kind: 'flagged' }>;
  * (docs/decisions.md D45): a wallet listed since POST is not paid. A source that cannot be read keeps
  * the payout retrying, with an attention item raised, never taken as clear; an operator may refund
  * the payer meanwhile (nothing was sent), never release it unscreened. The treasury screens once
- * more right before it signs (chain.activities.ts), however long the payout waited for it.
+ * more right before it signs (treasury-send.activities.ts), however long the payout waited for it.
  */
 export async function screenBeforeSending(
   payout: PayoutRecord,

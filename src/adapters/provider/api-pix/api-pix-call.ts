@@ -1,6 +1,6 @@
 import type { z } from 'zod';
 
-import type { ProviderCallMetric } from '../http-provider';
+import type { ProviderCallMetric } from '../http-call';
 import { describeIssues, invalid, parseJson, statusError, transportError } from '../http-answers';
 import { ProviderError } from '../types';
 import type { HttpsTransport } from './mtls-transport';

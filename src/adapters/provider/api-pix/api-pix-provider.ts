@@ -3,7 +3,7 @@ import type { z } from 'zod';
 import { BrCodeError, parseBrCode } from '../../../domain/brcode';
 import { formatCentavos, parseDecimal } from '../../../domain/money';
 import type { ProviderEvent } from '../../../domain/provider-event';
-import type { ProviderCallMetric } from '../http-provider';
+import type { ProviderCallMetric } from '../http-call';
 import { invalid } from '../http-answers';
 import { ProviderError, type ChargeStatus, type PaymentReturns, type PixCollection } from '../types';
 import { createApiPixCall } from './api-pix-call';

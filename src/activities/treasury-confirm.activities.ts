@@ -1,0 +1,231 @@
+import { ApplicationFailure } from '@temporalio/activity';
+import type { Address } from 'viem';
+import type { SenderProblem, UsdtLedger } from '../adapters/chain/ledger-types';
+import type { Db } from '../adapters/db/pool';
+import {
+  addTreasuryTransferAttempt,
+  closeTreasuryRound,
+  findTreasuryTransfer,
+  recordMinedTreasuryTransfer,
+  type TreasuryTransfer,
+} from '../adapters/db/treasury-transfers-repo';
+import type { Logger } from '../observability/logger';
+import type { Metrics } from '../observability/metrics';
+import { latestAttempt, type TreasuryBroadcast } from './treasury-broadcast';
+import { createNonceGapCheck } from './treasury-nonce-gap';
+import { notYetConfirmed, type TransferProof } from './transfer-proof';
+
+/**
+ * Treasury mode, the confirming side: the payout's stored transfer followed until one of its
+ * transactions is mined deep enough, re-priced or broadcast again while none is.
+ */
+export function createTreasuryConfirmActivities({
+  db,
+  ledger,
+  logger,
+  metrics,
+  treasuryRepriceAfterSeconds,
+  proof: { claimedFor, transferMismatch },
+  broadcast: { broadcastTreasuryTransfer },
+}: {
+  db: Db;
+  ledger: UsdtLedger;
+  logger: Logger;
+  metrics: Metrics;
+  /** See ChainActivityDeps.treasuryRepriceAfterSeconds. */
+  treasuryRepriceAfterSeconds: number;
+  proof: TransferProof;
+  broadcast: TreasuryBroadcast;
+}) {
+  const reportNonceGap = createNonceGapCheck({ db, ledger, logger, metrics });
+
+  /**
+   * Whether `from`, and not the transfer's receiver or amount, is why a transfer of `amountUnits`
+   * reverts: the issuer blocked it, every transfer from it reverts, or it now holds less than the
+   * amount (an empty treasury). Undefined when it could send that transfer now.
+   */
+  const senderProblem = async (
+    from: Address,
+    amountUnits: bigint,
+  ): Promise<{ reason: SenderProblem | 'insufficient_funds'; detail: string } | undefined> => {
+    const health = await ledger.senderHealth(from);
+    if (!health.ok) return health;
+    const balance = await ledger.balanceOf(from);
+    if (balance < amountUnits) {
+      return {
+        reason: 'insufficient_funds',
+        detail: `${from} holds ${balance} USDT units, less than the ${amountUnits} sent`,
+      };
+    }
+    return undefined;
+  };
+
+  /**
+   * The round's transaction was mined and reverted, and the treasury is why: no USDT moved and the
+   * nonce is used up, so nothing of this round can land any more. Once the revert is as deep as a
+   * success would have to be, the round is closed: the payout sends again, at a new nonce, when the
+   * treasury can (until then its send waits, alerted).
+   */
+  const revertedBySender = async (
+    transfer: TreasuryTransfer,
+    txHash: `0x${string}`,
+    confirmations: number,
+    minConfirmations: number,
+    problem: { reason: SenderProblem | 'insufficient_funds'; detail: string },
+  ): Promise<{ status: 'reverted_by_sender'; txHash: `0x${string}` }> => {
+    if (confirmations < minConfirmations) throw notYetConfirmed(confirmations);
+    // Closing the round lets a new one be signed at the next nonce. A revert that a reorg undid could
+    // then run again, after the block is lifted, and succeed beside the new round: paid twice. So the
+    // round closes only once the revert is final (the account's finalized nonce is past it).
+    if ((await ledger.finalizedNonce(transfer.fromAddress as Address)) <= transfer.nonce) {
+      throw ApplicationFailure.retryable(
+        `treasury transfer ${txHash} reverted; its round closes once the revert is finalized`,
+        'NotYetConfirmed',
+      );
+    }
+    if (await closeTreasuryRound(db, transfer.payoutId, transfer.round, txHash)) {
+      if (problem.reason === 'insufficient_funds') metrics.treasuryInsufficientFunds.inc();
+      else metrics.treasuryCannotSend.inc({ reason: problem.reason });
+      logger.error(
+        {
+          event: 'treasury_transfer_reverted_by_sender',
+          payoutId: transfer.payoutId,
+          txHash,
+          nonce: transfer.nonce,
+          round: transfer.round,
+          reason: problem.reason,
+          detail: problem.detail,
+        },
+        'treasury transfer mined and reverted, the treasury unable to send: the payout sends again once it can',
+      );
+    }
+    return { status: 'reverted_by_sender', txHash };
+  };
+
+  return {
+    /**
+     * Confirmed or reverted for the payout's stored treasury transfer, whichever of its transactions
+     * (the first or a re-priced replacement, same nonce) was mined. A revert the treasury caused (see
+     * senderProblem) is no end: once as deep as a success must be, the round is closed and the answer
+     * is reverted_by_sender, for the payout to send again. Not mined yet: once the latest has
+     * waited TREASURY_REPRICE_AFTER_SECONDS and the network asks more than it offers, a replacement is
+     * signed, stored, then broadcast; a transaction the node no longer knows (dropped from the pool, a
+     * node restart) is broadcast again; one waiting behind a nonce gap throws TreasuryNonceGap
+     * (alerted, naming the nonces); either way it throws, so Temporal retries until one lands. A
+     * mined transaction that does not pay the payout throws TransferMismatch (retryable, alerted).
+     */
+    async confirmTreasuryTransfer(req: {
+      payoutId: string;
+      to: string;
+      amountUnits: string;
+      minConfirmations: number;
+    }): Promise<{ status: 'confirmed' | 'reverted' | 'reverted_by_sender'; txHash: `0x${string}` }> {
+      const transfer = await findTreasuryTransfer(db, req.payoutId);
+      if (transfer === null) {
+        // sendTreasuryTransfer returned its hash, so the row existed: a database that lost it (a
+        // failover) is a fault to fix, not proof that nothing was sent. Retried, loudly.
+        logger.error({ payoutId: req.payoutId }, 'treasury transfer row missing after it was sent');
+        throw ApplicationFailure.retryable(
+          `no treasury transfer stored for payout ${req.payoutId}`,
+          'TreasuryTransferMissing',
+        );
+      }
+      if (transfer.revertedAt !== null) {
+        // Closed by an earlier attempt whose answer was lost: the same answer.
+        return { status: 'reverted_by_sender', txHash: transfer.minedTxHash! };
+      }
+      let latestKnown = false;
+      // Newest first: a replacement is the likelier one to be mined. At most one of them can be.
+      for (const attempt of [...transfer.attempts].reverse()) {
+        const check = await ledger.verifyTransfer({
+          txHash: attempt.txHash,
+          to: req.to as `0x${string}`,
+          amountUnits: BigInt(req.amountUnits),
+          minConfirmations: req.minConfirmations,
+        });
+        if (check.status === 'not_found') continue;
+        if (check.status === 'pending' && !check.mined) {
+          if (attempt === latestAttempt(transfer)) latestKnown = true;
+          continue;
+        }
+        await recordMinedTreasuryTransfer(db, req.payoutId, transfer.round, attempt.txHash);
+        switch (check.status) {
+          // The hash that was mined, which after a re-price is not the one first signed.
+          case 'confirmed':
+            return {
+              status: await claimedFor(req.payoutId, 'treasury', attempt.txHash, check.logIndexes),
+              txHash: attempt.txHash,
+            };
+          case 'reverted': {
+            const amountUnits = BigInt(req.amountUnits);
+            const problem = await senderProblem(transfer.fromAddress as Address, amountUnits);
+            // Not the treasury's doing: proof that no USDT moved, and none will (FAILED).
+            if (!problem) return { status: 'reverted', txHash: attempt.txHash };
+            return revertedBySender(
+              transfer,
+              attempt.txHash,
+              check.confirmations,
+              req.minConfirmations,
+              problem,
+            );
+          }
+          case 'mismatch':
+            return transferMismatch({
+              payoutId: req.payoutId,
+              kind: 'treasury',
+              txHash: attempt.txHash,
+              reason: 'no_matching_transfer',
+              detail: check.reason,
+            });
+          case 'pending':
+            throw notYetConfirmed(check.confirmations);
+        }
+      }
+
+      // None mined. A nonce the chain is already past (with none of our receipts) was taken by another
+      // transaction or the node lags: a replacement cannot land either, so only the broadcast below
+      // runs, which proves the conflict or retries. A transfer signed by a treasury key rotated out
+      // since is never re-priced: only that key could sign its replacement.
+      const minedNonce = await ledger.minedNonce(transfer.fromAddress as Address);
+      const repriced =
+        minedNonce > transfer.nonce || transfer.fromAddress !== ledger.treasuryAddress()?.toLowerCase()
+          ? null
+          : await addTreasuryTransferAttempt(
+              db,
+              req.payoutId,
+              treasuryRepriceAfterSeconds,
+              async (latest) => {
+                const replacement = await ledger.signReplacement(latest.rawTransaction);
+                if (replacement) {
+                  logger.warn(
+                    {
+                      event: 'treasury_transfer_repriced',
+                      payoutId: req.payoutId,
+                      nonce: transfer.nonce,
+                      replaces: latest.txHash,
+                      txHash: replacement.txHash,
+                      fees: {
+                        old: String(replacement.fees.old.maxFeePerGas),
+                        new: String(replacement.fees.new.maxFeePerGas),
+                      },
+                    },
+                    'treasury transfer unmined: signed again at the same nonce with higher fees',
+                  );
+                }
+                return replacement;
+              },
+            );
+      if (repriced) {
+        metrics.treasuryTransfersRepriced.inc();
+        await broadcastTreasuryTransfer(repriced);
+        throw ApplicationFailure.retryable('treasury transfer re-priced and broadcast', 'NotYetConfirmed');
+      }
+      if (!latestKnown) {
+        await broadcastTreasuryTransfer(transfer);
+        throw ApplicationFailure.retryable('treasury transfer broadcast again', 'NotYetConfirmed');
+      }
+      await reportNonceGap(transfer, minedNonce);
+      throw notYetConfirmed(0);
+    },
+  };
+}

@@ -1,0 +1,131 @@
+import { ApplicationFailure, WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';
+import {
+  findRefundCase,
+  listRefundCases,
+  resolveRefundCase,
+  type RefundCase,
+  type RefundCaseChange,
+} from '../adapters/db/refund-cases-repo';
+import { isUuid } from '../domain/ids';
+import {
+  approveRefundUpdate,
+  REFUND_NOT_AWAITING_APPROVAL,
+  refundWorkflowId,
+} from '../workflows/refund.contract';
+import { requireOption, str, UsageError, type Commands, type Values } from './command';
+
+/** `refunds …`: refund cases (PIX received and not settled), approved or resolved by an operator. */
+
+export const REFUND_COMMANDS: Commands = {
+  'refunds list': {
+    args: '[--all]',
+    summary: 'list unfinished refund cases (PIX received and not settled), oldest first',
+    details:
+      'Prints {"refund_cases": [{"id", "payout_id", "charge_id", "event_id", "amount_brl", "reason", "kind",\n' +
+      '"status", "return_id", "refusal_reason", "approved_by", "created_at", "status_changed_at", "resolved_at",\n' +
+      '"resolution_note", "changes": [{"status", "at", "detail"}]}]}. status: open, awaiting_approval, returning,\n' +
+      'returned, refused or resolved (by hand). Without --all: every case not returned nor resolved.\n' +
+      'docs/operations.md#refund-cases says what to do in each status.',
+    options: { all: { type: 'boolean' } },
+    plan: (values) => async (db) => ({
+      refund_cases: (await listRefundCases(db, { all: values.all === true })).map(refundCaseView),
+    }),
+  },
+  'refunds approve': {
+    uses: 'database+temporal',
+    args: '--id <refund_case_id> [--by <who>]',
+    summary: 'return the payment of a refund case that awaits approval',
+    details:
+      'Only a case in status awaiting_approval (its kind is not in REFUND_AUTO_RETURN_KINDS). Its refund\n' +
+      'workflow records who approved and asks the provider to return the payment; prints the case once it\n' +
+      'is returning. Approving again is harmless.',
+    options: { id: str, by: str },
+    plan(values) {
+      const id = requireRefundCaseId(values);
+      const by = typeof values.by === 'string' ? values.by : 'admin';
+      if (by.length > 200) throw new UsageError('--by must be at most 200 characters');
+      return async (db, temporal) => {
+        const caseId = id.toLowerCase();
+        const found = await findRefundCase(db, caseId);
+        if (found === null) throw new Error(`no refund case ${id}`);
+        if (found.status === 'open') {
+          throw new Error(
+            `refund case ${id} is open: its workflow has not applied the policy, or the PIX provider cannot return payments (resolve it by hand)`,
+          );
+        }
+        // Approved before (the workflow may have ended since): the same approval, nothing more to do.
+        if (found.approvedBy !== null) return refundCaseView(found);
+        if (found.status !== 'awaiting_approval') {
+          throw new Error(`refund case ${id} is ${found.status}: it does not await approval`);
+        }
+        try {
+          await temporal.workflow
+            .getHandle(refundWorkflowId(caseId))
+            .executeUpdate(approveRefundUpdate, { args: [{ by }], updateId: `approve-${caseId}` });
+        } catch (err) {
+          const cause = err instanceof WorkflowUpdateFailedError ? err.cause : undefined;
+          if (cause instanceof ApplicationFailure && cause.type === REFUND_NOT_AWAITING_APPROVAL) {
+            throw new Error(`refund case ${id} not approved: ${cause.message}`);
+          }
+          if (err instanceof WorkflowNotFoundError)
+            throw new Error(`refund case ${id} has no running workflow`);
+          throw err;
+        }
+        const after = await findRefundCase(db, caseId);
+        return refundCaseView(after ?? found);
+      };
+    },
+  },
+  'refunds resolve': {
+    args: '--id <refund_case_id> --note <text>',
+    summary: 'mark a refund case resolved by hand, with a note of what was done',
+    details:
+      'Prints the case. Only a case with no return on its way: open, awaiting_approval or refused (a\n' +
+      'returning case is followed by its workflow until the provider answers). A case already resolved keeps\n' +
+      'its first resolution and note.',
+    options: { id: str, note: str },
+    plan(values) {
+      const id = requireRefundCaseId(values);
+      const note = requireOption(values, 'note');
+      if (note.length > 2000) throw new UsageError('--note must be at most 2000 characters');
+      return async (db) => {
+        const resolved = await resolveRefundCase(db, id.toLowerCase(), note);
+        if (resolved === null) throw new Error(`no refund case ${id}`);
+        if (resolved.status !== 'resolved') {
+          throw new Error(
+            `refund case ${id} is ${resolved.status}: not resolved (no hand resolution once returning or returned)`,
+          );
+        }
+        return refundCaseView(resolved);
+      };
+    },
+  },
+};
+
+/** --id as given (messages name it so), checked to be a refund case id. */
+function requireRefundCaseId(values: Values): string {
+  const id = requireOption(values, 'id');
+  if (!isUuid(id)) throw new UsageError('--id must be a refund case id (a UUID)');
+  return id;
+}
+
+function refundCaseView(c: RefundCase & { changes?: RefundCaseChange[] }) {
+  return {
+    id: c.id,
+    payout_id: c.payoutId,
+    charge_id: c.chargeId,
+    event_id: c.eventId,
+    amount_brl: c.amountBrl,
+    reason: c.reason,
+    kind: c.kind,
+    status: c.status,
+    return_id: c.returnId,
+    refusal_reason: c.refusalReason,
+    approved_by: c.approvedBy,
+    created_at: c.createdAt,
+    status_changed_at: c.statusChangedAt,
+    resolved_at: c.resolvedAt,
+    resolution_note: c.resolutionNote,
+    ...(c.changes !== undefined && { changes: c.changes }),
+  };
+}

@@ -1,0 +1,53 @@
+import { randomUUID } from 'node:crypto';
+import { existsSync, rmSync } from 'node:fs';
+import { mkdir, readdir, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { transformFile } from '@swc/core';
+
+const ROOT = path.resolve(__dirname, '../..');
+
+let compiled: Promise<string> | undefined;
+
+/**
+ * The service's sources (src/) compiled to CommonJS once per jest worker process, with the swc
+ * settings jest's own transform uses (jest.config.js): for a command a test runs many times as a
+ * process of its own (the admin CLI), node then starts the compiled entry at once instead of
+ * compiling every module again through tsx in each process, as the image runs compiled output
+ * (`node dist/src/main/admin.js`). The same sources, nothing else: the directory sits under the
+ * repository's node_modules/.cache, so packages and the migrations/ directory are found as from src/;
+ * it is removed when the process exits.
+ */
+function compiledRoot(): Promise<string> {
+  compiled ??= (async () => {
+    const out = path.join(ROOT, 'node_modules/.cache/payouts-test-js', `${process.pid}-${randomUUID()}`);
+    process.once('exit', () => rmSync(out, { recursive: true, force: true }));
+    const files = (await readdir(path.join(ROOT, 'src'), { recursive: true }))
+      .filter((f) => f.endsWith('.ts') && !f.endsWith('.d.ts'))
+      .map((f) => path.join('src', f));
+    await Promise.all(
+      files.map(async (file) => {
+        const { code } = await transformFile(path.join(ROOT, file), {
+          swcrc: false,
+          configFile: false,
+          sourceMaps: false,
+          jsc: { target: 'es2022', parser: { syntax: 'typescript' } },
+          module: { type: 'commonjs', ignoreDynamic: true },
+        });
+        const dest = path.join(out, file.replace(/\.ts$/, '.js'));
+        await mkdir(path.dirname(dest), { recursive: true });
+        await writeFile(dest, code);
+      }),
+    );
+    return out;
+  })();
+  return compiled;
+}
+
+/** The compiled JavaScript of a TypeScript entry under src/ (`src/main/admin.ts`), to run with node. */
+export async function compiledEntry(entry: string): Promise<string> {
+  if (!entry.startsWith('src/') || !entry.endsWith('.ts'))
+    throw new Error(`not an entry under src/: ${entry}`);
+  const js = path.join(await compiledRoot(), entry.replace(/\.ts$/, '.js'));
+  if (!existsSync(js)) throw new Error(`${entry} was not compiled (no ${js})`);
+  return js;
+}

@@ -8,6 +8,7 @@ import { findPartnerCallback } from '../../src/adapters/db/partners-repo';
 import { createPool, type Db } from '../../src/adapters/db/pool';
 import { callbackEventId } from '../../src/domain/callback-event';
 import { testDatabaseUrl } from '../support/env';
+import { compiledEntry } from '../support/compiled';
 import { partnerWithCallback } from '../callbacks/fixtures';
 import { payloadKeysOf } from '../../src/main/wiring';
 
@@ -15,15 +16,16 @@ const ROOT = path.resolve(__dirname, '../..');
 const payloadKey = randomBytes(32).toString('base64');
 
 /** The admin CLI as the operator runs it, against the test database. */
-function admin(
+async function admin(
   args: string[],
   env: Record<string, string> = {},
   stdin = '',
 ): Promise<{ code: number; stdout: string; stderr: string }> {
+  const entry = await compiledEntry('src/main/admin.ts');
   return new Promise((resolve) => {
     const child = execFile(
       process.execPath,
-      ['--import', 'tsx', 'src/main/admin.ts', ...args],
+      [entry, ...args],
       {
         cwd: ROOT,
         env: { ...process.env, DATABASE_URL: testDatabaseUrl(), NODE_ENV: 'development', ...env },

@@ -4,6 +4,7 @@ import { promisify } from 'node:util';
 import { createPartner } from '../../src/adapters/db/partners-repo';
 import { createPool, type Db } from '../../src/adapters/db/pool';
 import { testDatabaseUrl } from '../support/env';
+import { compiledEntry } from '../support/compiled';
 import { removePayouts, seedPayouts } from '../support/payouts';
 
 // `admin payouts list`: a real CLI process against the test PostgreSQL, on read-model rows as the
@@ -14,8 +15,8 @@ const run = promisify(execFile);
 async function cli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
     const { stdout, stderr } = await run(
-      path.join(ROOT, 'node_modules/.bin/tsx'),
-      ['src/main/admin.ts', ...args],
+      process.execPath,
+      [await compiledEntry('src/main/admin.ts'), ...args],
       {
         cwd: ROOT,
         env: { PATH: process.env.PATH, HOME: process.env.HOME, DATABASE_URL: testDatabaseUrl() },

@@ -4,15 +4,17 @@ import path from 'node:path';
 import { createPool, type Db } from '../../src/adapters/db/pool';
 import { findDeniedWallet } from '../../src/adapters/db/screening-denylist-repo';
 import { testDatabaseUrl } from '../support/env';
+import { compiledEntry } from '../support/compiled';
 
 const ROOT = path.resolve(__dirname, '../..');
 
 /** The admin CLI as the operator runs it, against the test database. */
-function admin(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+async function admin(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  const entry = await compiledEntry('src/main/admin.ts');
   return new Promise((resolve) => {
     execFile(
       process.execPath,
-      ['--import', 'tsx', 'src/main/admin.ts', ...args],
+      [entry, ...args],
       { cwd: ROOT, env: { ...process.env, DATABASE_URL: testDatabaseUrl(), NODE_ENV: 'development' } },
       (err, stdout, stderr) =>
         resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),

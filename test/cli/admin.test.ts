@@ -6,6 +6,7 @@ import { promisify } from 'node:util';
 import { generateCallbackSecret } from '../../src/adapters/callbacks/signature';
 import { findPartnerCallback } from '../../src/adapters/db/partners-repo';
 import { createSecretBox } from '../../src/adapters/secrets/secret-box';
+import { compiledEntry } from '../support/compiled';
 import { useStack, VALID_PAYOUT } from '../support/stack';
 
 // The admin CLI as the account manager runs it: a real process against the test PostgreSQL, and the
@@ -19,17 +20,20 @@ interface CliResult {
   stderr: string;
 }
 
+/**
+ * One run of the CLI as its own process: `node` on its compiled entry (test/support/compiled.ts, as
+ * the image runs it), or `command` with `args` (npm, as the account manager types it).
+ */
 async function cli(
   args: string[],
-  {
-    command = path.join(ROOT, 'node_modules/.bin/tsx'),
-    env = {},
-    stdin = '',
-  }: { command?: string; env?: Record<string, string>; stdin?: string } = {},
+  { command, env = {}, stdin = '' }: { command?: string; env?: Record<string, string>; stdin?: string } = {},
 ): Promise<CliResult> {
-  const argv = command.endsWith('tsx') ? ['src/main/admin.ts', ...args] : args;
+  const [file, argv] =
+    command === undefined
+      ? [process.execPath, [await compiledEntry('src/main/admin.ts'), ...args]]
+      : [command, args];
   try {
-    const running = run(command, argv, {
+    const running = run(file, argv, {
       cwd: ROOT,
       env: {
         PATH: process.env.PATH,
@@ -348,21 +352,9 @@ describe('admin CLI', () => {
   }, 60_000);
 
   it('an unreachable database -> exit 1 with a hint', async () => {
-    const result = await run(
-      path.join(ROOT, 'node_modules/.bin/tsx'),
-      ['src/main/admin.ts', 'partner', 'list'],
-      {
-        cwd: ROOT,
-        env: {
-          PATH: process.env.PATH,
-          HOME: process.env.HOME,
-          DATABASE_URL: 'postgres://postgres:x@127.0.0.1:1/none',
-        },
-      },
-    ).then(
-      () => ({ code: 0, stderr: '' }),
-      (err: { code: number; stderr: string }) => err,
-    );
+    const result = await cli(['partner', 'list'], {
+      env: { DATABASE_URL: 'postgres://postgres:x@127.0.0.1:1/none' },
+    });
     expect(result.code).toBe(1);
     expect(result.stderr).toMatch(/ECONNREFUSED[\s\S]*is the database up\?/);
   });

@@ -45,29 +45,8 @@ describe('money safety (provider mode, real servers)', () => {
       { timeoutMs: 30_000, intervalMs: 200 },
     );
 
-  it('refunds a payment of another amount and keeps waiting; settles the exact one; refunds a repeat', async () => {
-    const payout = await create();
-    const wrong = await stack.payWith(payout.pix_copy_paste, { amountBrl: 1 });
-    const [refund] = await untilRefundCases(payout.id, 1);
-    // Returned by itself (test/e2e/refund-returns.test.ts follows it to the end).
-    expect(refund).toMatchObject({ event_id: wrong, amount_brl: '1.00' });
-    expect(refund!.reason).toMatch(/paid 1\.00 BRL on a charge of 100\.00 BRL/);
-    expect((await stack.waitForStatus(apiKey, payout.id, ['PENDING'])).status).toBe('PENDING');
-
-    const right = await stack.payWith(payout.pix_copy_paste, {});
-    const done = await stack.waitForStatus(apiKey, payout.id, ['COMPLETED', 'FAILED']);
-    expect(done.status).toBe('COMPLETED');
-
-    const again = await stack.payWith(payout.pix_copy_paste, {});
-    const rows = await untilRefundCases(payout.id, 2);
-    expect(rows.map((r) => r.event_id)).toEqual([wrong, again]);
-    expect(rows.map((r) => r.event_id)).not.toContain(right);
-    const { rows: settled } = await stack.db.query('SELECT payment_event_id FROM payouts WHERE id = $1', [
-      payout.id,
-    ]);
-    expect(settled).toEqual([{ payment_event_id: right }]);
-  }, 90_000);
-
+  // First, before the lost webhook's case is under way: its settlement sends a webhook of its own,
+  // which must not be taken for the redelivery's next token.
   it('a redelivered payment event (same event id, new token) is not taken for a second payment', async () => {
     const payout = await create();
     const paid = await stack.payWith(payout.pix_copy_paste, {});
@@ -88,74 +67,8 @@ describe('money safety (provider mode, real servers)', () => {
     expect(await refundCases(payout.id)).toEqual([]);
   }, 90_000);
 
-  it('a paid payout that ends FAILED opens a refund case for its payment', async () => {
-    const payout = await create();
-    const paid = await stack.payWith(payout.pix_copy_paste, { outcome: 'settlement_failed' });
-    const done = await stack.waitForStatus(apiKey, payout.id, ['COMPLETED', 'FAILED']);
-    expect(done).toMatchObject({ status: 'FAILED' });
-    const [refund] = await untilRefundCases(payout.id, 1);
-    expect(refund).toMatchObject({ event_id: paid, amount_brl: '100.00' });
-    expect(refund!.reason).toMatch(/payout failed \(provider_reported_failure\)/);
-    // Not a kind the default policy returns by itself: it waits for an operator's approval.
-    await until(
-      'the case to await approval',
-      async () => ((await refundCases(payout.id))[0]?.status === 'awaiting_approval' ? true : undefined),
-      { timeoutMs: 30_000, intervalMs: 200 },
-    );
-  }, 90_000);
-
-  /** An operator's `temporal workflow reset` to the payout's last completed workflow task: a new run. */
-  async function resetByOperator(payoutId: string): Promise<{ before: string; after: string }> {
-    const workflowId = payoutWorkflowId(payoutId);
-    const before = await stack.temporal.workflow.getHandle(workflowId).describe();
-    const history = await stack.temporal.workflow.getHandle(workflowId).fetchHistory();
-    const lastTaskCompleted = [...(history.events ?? [])]
-      .reverse()
-      .find((e) => e.workflowTaskCompletedEventAttributes)!;
-    const { runId } = await stack.temporal.workflowService.resetWorkflowExecution({
-      namespace: stack.testEnv.namespace ?? 'default',
-      workflowExecution: { workflowId, runId: before.runId },
-      reason: 'test: operator reset',
-      workflowTaskFinishEventId: lastTaskCompleted.eventId,
-      requestId: crypto.randomUUID(),
-    });
-    expect(runId).not.toBe(before.runId);
-    return { before: before.runId, after: runId! };
-  }
-  const storedRun = async (payoutId: string) =>
-    (await stack.db.query<{ run_id: string }>('SELECT run_id FROM payouts WHERE id = $1', [payoutId])).rows[0]
-      ?.run_id;
-
-  it('a payout reset by an operator still receives its payment, and the read model follows the new run', async () => {
-    const payout = await create();
-    const runs = await resetByOperator(payout.id);
-    // The read model still names the first run: the payment must reach the new one all the same.
-    expect(await storedRun(payout.id)).toBe(runs.before);
-
-    await stack.pay(payout.pix_copy_paste);
-    const done = await stack.waitForStatus(apiKey, payout.id, ['COMPLETED', 'FAILED']);
-    expect(done.status).toBe('COMPLETED');
-    expect(await refundCases(payout.id)).toEqual([]);
-    // The new run's writes were taken (docs/decisions.md D34), not ignored as another run's.
-    expect(await storedRun(payout.id)).toBe(runs.after);
-  }, 90_000);
-
-  it('a payout reset by an operator is cancelled through its current run', async () => {
-    const payout = await create();
-    const runs = await resetByOperator(payout.id);
-    const res = await fetch(`${stack.apiUrl}/v1/payouts/${payout.id}/cancel`, {
-      method: 'POST',
-      headers: { 'x-api-key': apiKey },
-    });
-    expect(res.status).toBe(200);
-    expect(await res.json()).toMatchObject({ id: payout.id, status: 'FAILED' });
-    const closed = await stack.temporal.workflow.getHandle(payoutWorkflowId(payout.id)).describe();
-    expect(closed.runId).toBe(runs.after);
-    expect(closed.status.name).toBe('COMPLETED');
-    expect(await storedRun(payout.id)).toBe(runs.after);
-  }, 90_000);
-
-  it('a payment whose webhook was lost is found at expiry and settled', async () => {
+  /** The lost webhook's case, started in the nested describe's beforeAll: its minute to expiry runs meanwhile. */
+  async function lostWebhook(): Promise<void> {
     const payout = await create();
     const paid = await stack.payWith(payout.pix_copy_paste, { notify: false });
     const status = await fetch(`${stack.sandboxUrl}/pix/charges/${await chargeIdOf(payout.id)}`);
@@ -168,7 +81,111 @@ describe('money safety (provider mode, real servers)', () => {
     const done = await stack.waitForStatus(apiKey, payout.id, ['COMPLETED', 'FAILED'], 150_000);
     expect(done.status).toBe('COMPLETED');
     expect(await refundCases(payout.id)).toEqual([]);
-  }, 180_000);
+  }
+
+  describe('while a payout whose webhook was lost waits for its charge to expire', () => {
+    /** Started here, awaited by its own test (the last): the other cases run during its minute. */
+    let lostWebhookCase: Promise<void>;
+    beforeAll(() => {
+      lostWebhookCase = lostWebhook();
+      // Awaited in its own test; until then a failure must not count as unhandled.
+      lostWebhookCase.catch(() => {});
+    });
+
+    it('refunds a payment of another amount and keeps waiting; settles the exact one; refunds a repeat', async () => {
+      const payout = await create();
+      const wrong = await stack.payWith(payout.pix_copy_paste, { amountBrl: 1 });
+      const [refund] = await untilRefundCases(payout.id, 1);
+      // Returned by itself (test/e2e/refund-returns.test.ts follows it to the end).
+      expect(refund).toMatchObject({ event_id: wrong, amount_brl: '1.00' });
+      expect(refund!.reason).toMatch(/paid 1\.00 BRL on a charge of 100\.00 BRL/);
+      expect((await stack.waitForStatus(apiKey, payout.id, ['PENDING'])).status).toBe('PENDING');
+
+      const right = await stack.payWith(payout.pix_copy_paste, {});
+      const done = await stack.waitForStatus(apiKey, payout.id, ['COMPLETED', 'FAILED']);
+      expect(done.status).toBe('COMPLETED');
+
+      const again = await stack.payWith(payout.pix_copy_paste, {});
+      const rows = await untilRefundCases(payout.id, 2);
+      expect(rows.map((r) => r.event_id)).toEqual([wrong, again]);
+      expect(rows.map((r) => r.event_id)).not.toContain(right);
+      const { rows: settled } = await stack.db.query('SELECT payment_event_id FROM payouts WHERE id = $1', [
+        payout.id,
+      ]);
+      expect(settled).toEqual([{ payment_event_id: right }]);
+    }, 90_000);
+
+    it('a paid payout that ends FAILED opens a refund case for its payment', async () => {
+      const payout = await create();
+      const paid = await stack.payWith(payout.pix_copy_paste, { outcome: 'settlement_failed' });
+      const done = await stack.waitForStatus(apiKey, payout.id, ['COMPLETED', 'FAILED']);
+      expect(done).toMatchObject({ status: 'FAILED' });
+      const [refund] = await untilRefundCases(payout.id, 1);
+      expect(refund).toMatchObject({ event_id: paid, amount_brl: '100.00' });
+      expect(refund!.reason).toMatch(/payout failed \(provider_reported_failure\)/);
+      // Not a kind the default policy returns by itself: it waits for an operator's approval.
+      await until(
+        'the case to await approval',
+        async () => ((await refundCases(payout.id))[0]?.status === 'awaiting_approval' ? true : undefined),
+        { timeoutMs: 30_000, intervalMs: 200 },
+      );
+    }, 90_000);
+
+    /** An operator's `temporal workflow reset` to the payout's last completed workflow task: a new run. */
+    async function resetByOperator(payoutId: string): Promise<{ before: string; after: string }> {
+      const workflowId = payoutWorkflowId(payoutId);
+      const before = await stack.temporal.workflow.getHandle(workflowId).describe();
+      const history = await stack.temporal.workflow.getHandle(workflowId).fetchHistory();
+      const lastTaskCompleted = [...(history.events ?? [])]
+        .reverse()
+        .find((e) => e.workflowTaskCompletedEventAttributes)!;
+      const { runId } = await stack.temporal.workflowService.resetWorkflowExecution({
+        namespace: stack.testEnv.namespace ?? 'default',
+        workflowExecution: { workflowId, runId: before.runId },
+        reason: 'test: operator reset',
+        workflowTaskFinishEventId: lastTaskCompleted.eventId,
+        requestId: crypto.randomUUID(),
+      });
+      expect(runId).not.toBe(before.runId);
+      return { before: before.runId, after: runId! };
+    }
+    const storedRun = async (payoutId: string) =>
+      (await stack.db.query<{ run_id: string }>('SELECT run_id FROM payouts WHERE id = $1', [payoutId]))
+        .rows[0]?.run_id;
+
+    it('a payout reset by an operator still receives its payment, and the read model follows the new run', async () => {
+      const payout = await create();
+      const runs = await resetByOperator(payout.id);
+      // The read model still names the first run: the payment must reach the new one all the same.
+      expect(await storedRun(payout.id)).toBe(runs.before);
+
+      await stack.pay(payout.pix_copy_paste);
+      const done = await stack.waitForStatus(apiKey, payout.id, ['COMPLETED', 'FAILED']);
+      expect(done.status).toBe('COMPLETED');
+      expect(await refundCases(payout.id)).toEqual([]);
+      // The new run's writes were taken (docs/decisions.md D34), not ignored as another run's.
+      expect(await storedRun(payout.id)).toBe(runs.after);
+    }, 90_000);
+
+    it('a payout reset by an operator is cancelled through its current run', async () => {
+      const payout = await create();
+      const runs = await resetByOperator(payout.id);
+      const res = await fetch(`${stack.apiUrl}/v1/payouts/${payout.id}/cancel`, {
+        method: 'POST',
+        headers: { 'x-api-key': apiKey },
+      });
+      expect(res.status).toBe(200);
+      expect(await res.json()).toMatchObject({ id: payout.id, status: 'FAILED' });
+      const closed = await stack.temporal.workflow.getHandle(payoutWorkflowId(payout.id)).describe();
+      expect(closed.runId).toBe(runs.after);
+      expect(closed.status.name).toBe('COMPLETED');
+      expect(await storedRun(payout.id)).toBe(runs.after);
+    }, 90_000);
+
+    it('a payment whose webhook was lost is found at expiry and settled', async () => {
+      await lostWebhookCase;
+    }, 180_000);
+  });
 
   async function chargeIdOf(payoutId: string): Promise<string> {
     const { rows } = await stack.db.query<{ provider_charge_id: string }>(

@@ -3,6 +3,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import type { PayoutResponse } from '../../src/domain/payout';
 import { useStack } from '../support/stack';
+import { compiledEntry } from '../support/compiled';
 import type { ServiceProcess } from '../support/service-process';
 import { until } from '../support/until';
 
@@ -21,7 +22,7 @@ describe('refunds returned by the provider (real servers)', () => {
   beforeAll(async () => {
     ({ apiKey } = await stack.createPartner());
     worker = await stack.startProcess('worker');
-    // Its charge expires while the first test runs. At expiry the service removes the charge; that
+    // Its charge expires while the first two tests run. At expiry the service removes the charge; that
     // removal is held, so the payer can still pay the expired charge, as a bank would before it.
     removal = stack.providerProxy!.hold('PATCH /pix/charges');
     expiring = (await stack.createPayout(apiKey)).payout;
@@ -94,24 +95,12 @@ describe('refunds returned by the provider (real servers)', () => {
     expect(await changesOf(wrongCase.id)).toEqual(['open', 'returning', 'returned']);
   }, 120_000);
 
-  it('a payment after the charge expired is returned to the payer, once', async () => {
-    await removal.arrived;
-    const late = await stack.payWith(expiring.pix_copy_paste, {});
-    removal.release();
-    expect((await stack.waitForStatus(apiKey, expiring.id, ['FAILED', 'COMPLETED'], 60_000)).status).toBe(
-      'FAILED',
-    );
-    const lateCase = await untilCase(late, 'returned');
-    expect(lateCase.kind).toBe('late_payment');
-    expect(await returnsOf(late)).toHaveLength(1);
-  }, 180_000);
-
   /** The admin CLI as an operator runs it, on this stack. */
   async function admin(...args: string[]): Promise<Record<string, unknown>> {
     const root = path.resolve(__dirname, '../..');
     const { stdout } = await promisify(execFile)(
-      path.join(root, 'node_modules/.bin/tsx'),
-      ['src/main/admin.ts', ...args],
+      process.execPath,
+      [await compiledEntry('src/main/admin.ts'), ...args],
       {
         cwd: root,
         env: { PATH: process.env.PATH, HOME: process.env.HOME, ...stack.serviceEnv },
@@ -156,6 +145,19 @@ describe('refunds returned by the provider (real servers)', () => {
     ]);
     expect(await returnsOf(paid)).toHaveLength(1);
   }, 120_000);
+
+  // After the approval's case, which runs while the charge of beforeAll waits for its expiry.
+  it('a payment after the charge expired is returned to the payer, once', async () => {
+    await removal.arrived;
+    const late = await stack.payWith(expiring.pix_copy_paste, {});
+    removal.release();
+    expect((await stack.waitForStatus(apiKey, expiring.id, ['FAILED', 'COMPLETED'], 60_000)).status).toBe(
+      'FAILED',
+    );
+    const lateCase = await untilCase(late, 'returned');
+    expect(lateCase.kind).toBe('late_payment');
+    expect(await returnsOf(late)).toHaveLength(1);
+  }, 180_000);
 
   it('a worker killed after the return was requested, before it was recorded, returns the money once', async () => {
     const { payout } = await stack.createPayout(apiKey);

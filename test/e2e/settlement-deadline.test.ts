@@ -8,6 +8,7 @@ import { getPayoutQuery, payoutWorkflowId } from '../../src/workflows/payout.con
 import { payoutWorkflow } from '../../src/workflows/payout.workflow';
 import { historyOf, isIdle, signalsIn, timerOf } from '../support/history';
 import { payoutInput } from '../support/payouts';
+import { compiledEntry } from '../support/compiled';
 import { useStack } from '../support/stack';
 import { until } from '../support/until';
 
@@ -104,8 +105,8 @@ describe('settlement deadline (real servers, chain mined by the test)', () => {
     const env = { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...stack.serviceEnv };
     try {
       const { stdout, stderr } = await runFile(
-        path.join(ROOT, 'node_modules/.bin/tsx'),
-        ['src/main/admin.ts', ...args],
+        process.execPath,
+        [await compiledEntry('src/main/admin.ts'), ...args],
         { cwd: ROOT, env, timeout: 60_000 },
       );
       return { code: 0, stdout, stderr };

@@ -10,6 +10,13 @@ import { until } from '../support/until';
 // chain proves it; a charge status unreadable at expiry leaves it PENDING until it can be read.
 // Both limits are the smallest config allows (60 s), so each case runs about a minute and a half in
 // real time. Every wait is on an observable event; nothing asserts a duration.
+//
+// The two cases wait out their minute at the same time: the second starts in beforeAll and runs
+// while the first does; its test awaits it. Each has a partner of its own (the unflagged check reads
+// only its own payouts). They share the chain, whose automine the first turns off: the second's
+// transfer is only sent once its charge status can be read again, and that waits until the first
+// has found its own transfer in the pool (the only one of the sandbox's wallet there then); once
+// sent, the second's transfer is mined when the first turns automine back on.
 
 const LIMITS = { chargeExpirySeconds: 60, settlementTimeoutSeconds: 60 };
 
@@ -21,17 +28,25 @@ describe('settlement unknowns (real servers, api and worker, 60 s limits)', () =
       PIX_CHARGE_EXPIRY_SECONDS: String(LIMITS.chargeExpirySeconds),
     },
   });
-  let apiKey: string;
-  let partnerId: string;
+  /** The partner of each case. */
+  let unmined: { apiKey: string; partnerId: string };
+  let unreadable: { apiKey: string; partnerId: string };
+  /** Opened by the first case once its transfer was found in the pool (or once it ended): the second may settle. */
+  let openPool!: () => void;
+  const poolSeen = new Promise<void>((resolve) => (openPool = resolve));
+  /** The second case, started in beforeAll. */
+  let unreadableCase: Promise<void>;
 
   beforeAll(async () => {
-    ({ apiKey, partnerId } = await stack.createPartner());
+    unmined = await stack.createPartner();
+    unreadable = await stack.createPartner();
+    unreadableCase = chargeStatusUnreadable();
+    // Awaited in its own test; until then a failure must not count as unhandled.
+    unreadableCase.catch(() => {});
   });
 
-  const create = () => stack.createPayout(apiKey);
-
   /** The partner's view; throws if the payout reached a status other than the one it must hold. */
-  async function holds(id: string, status: string): Promise<PayoutResponse> {
+  async function holds(apiKey: string, id: string, status: string): Promise<PayoutResponse> {
     const res = await fetch(`${stack.apiUrl}/v1/payouts/${id}`, { headers: { 'x-api-key': apiKey } });
     const body = (await res.json()) as PayoutResponse;
     if (res.status !== 200 || body.status !== status) {
@@ -49,6 +64,13 @@ describe('settlement unknowns (real servers, api and worker, 60 s limits)', () =
     ).rows[0];
   const refundCases = async (id: string) =>
     (await stack.db.query('SELECT 1 FROM refund_cases WHERE payout_id = $1', [id])).rowCount;
+  const chargeIdOf = async (id: string) =>
+    (
+      await stack.db.query<{ provider_charge_id: string }>(
+        'SELECT provider_charge_id FROM payouts WHERE id = $1',
+        [id],
+      )
+    ).rows[0]!.provider_charge_id;
 
   /** Attempts of the payout's activity `type` still pending (retrying) in Temporal, 0 when none. */
   async function pendingAttempts(id: string, type: string): Promise<number> {
@@ -58,80 +80,90 @@ describe('settlement unknowns (real servers, api and worker, 60 s limits)', () =
   }
 
   it('a transfer unmined past the deadline: PROCESSING with settlement_overdue, then COMPLETED once mined', async () => {
-    const { payout, receiver } = await create();
-    // The sandbox broadcasts the transfer right after the payment; with automine off it sits in the
-    // pool, so the provider can neither report it nor see it fail, and the chain proves nothing.
-    await stack.chain.setAutomine(false);
-    await stack.pay(payout.pix_copy_paste);
-    const txHash = await until(
-      'the sandbox transfer in the pool',
-      () => stack.chain.pendingFrom(stack.sandboxWallet),
-      {
-        timeoutMs: 30_000,
-      },
-    );
+    const { apiKey, partnerId } = unmined;
+    try {
+      const { payout, receiver } = await stack.createPayout(apiKey);
+      // The sandbox broadcasts the transfer right after the payment; with automine off it sits in the
+      // pool, so the provider can neither report it nor see it fail, and the chain proves nothing.
+      await stack.chain.setAutomine(false);
+      await stack.pay(payout.pix_copy_paste);
+      const txHash = await until(
+        'the sandbox transfer in the pool',
+        () => stack.chain.pendingFrom(stack.sandboxWallet),
+        {
+          timeoutMs: 30_000,
+        },
+      );
+      openPool();
 
-    // The deadline passes: an attention item names the payout, which stays PROCESSING.
-    const overdue = await until(
-      'settlement_overdue raised',
-      async () => {
-        await holds(payout.id, 'PROCESSING');
-        const { rows } = await stack.db.query<{ detail: string; raised_at: Date }>(
-          `SELECT detail, raised_at FROM payout_attention
-            WHERE payout_id = $1 AND kind = 'settlement_overdue' AND cleared_at IS NULL`,
-          [payout.id],
-        );
-        return rows[0];
-      },
-      { timeoutMs: LIMITS.settlementTimeoutSeconds * 1000 + 60_000, intervalMs: 250 },
-    );
-    expect(overdue.detail).toMatch(/still verifying/);
-    expect(await readModel(payout.id)).toEqual({ status: 'PROCESSING', failure_reason: null });
-    await expectNoneWaitingUnflagged(stack.db, LIMITS, undefined, partnerId);
+      // The deadline passes: an attention item names the payout, which stays PROCESSING.
+      const overdue = await until(
+        'settlement_overdue raised',
+        async () => {
+          await holds(apiKey, payout.id, 'PROCESSING');
+          const { rows } = await stack.db.query<{ detail: string; raised_at: Date }>(
+            `SELECT detail, raised_at FROM payout_attention
+              WHERE payout_id = $1 AND kind = 'settlement_overdue' AND cleared_at IS NULL`,
+            [payout.id],
+          );
+          return rows[0];
+        },
+        { timeoutMs: LIMITS.settlementTimeoutSeconds * 1000 + 60_000, intervalMs: 250 },
+      );
+      expect(overdue.detail).toMatch(/still verifying/);
+      expect(await readModel(payout.id)).toEqual({ status: 'PROCESSING', failure_reason: null });
+      await expectNoneWaitingUnflagged(stack.db, LIMITS, undefined, partnerId);
 
-    // Well past it: the worker checks the chain again after the item was raised, finds the transfer
-    // still unmined, and keeps the payout PROCESSING (no verdict at the deadline).
-    const attemptsAtDeadline = await pendingAttempts(payout.id, 'verifyUsdtTransfer');
-    await until(
-      'a verification after the deadline',
-      async () => {
-        await holds(payout.id, 'PROCESSING');
-        return (await pendingAttempts(payout.id, 'verifyUsdtTransfer')) > attemptsAtDeadline
-          ? true
-          : undefined;
-      },
-      { timeoutMs: 120_000, intervalMs: 250 },
-    );
-    expect(await stack.chain.rpc('eth_getTransactionReceipt', [txHash])).toBeNull();
-    expect(await readModel(payout.id)).toEqual({ status: 'PROCESSING', failure_reason: null });
+      // Well past it: the worker checks the chain again after the item was raised, finds the transfer
+      // still unmined, and keeps the payout PROCESSING (no verdict at the deadline).
+      const attemptsAtDeadline = await pendingAttempts(payout.id, 'verifyUsdtTransfer');
+      await until(
+        'a verification after the deadline',
+        async () => {
+          await holds(apiKey, payout.id, 'PROCESSING');
+          return (await pendingAttempts(payout.id, 'verifyUsdtTransfer')) > attemptsAtDeadline
+            ? true
+            : undefined;
+        },
+        { timeoutMs: 120_000, intervalMs: 250 },
+      );
+      expect(await stack.chain.rpc('eth_getTransactionReceipt', [txHash])).toBeNull();
+      expect(await readModel(payout.id)).toEqual({ status: 'PROCESSING', failure_reason: null });
 
-    // Mined at last: the next verification proves it.
-    await stack.chain.setAutomine(true);
-    await stack.chain.mine();
-    const done = await stack.waitForStatus(apiKey, payout.id, ['COMPLETED', 'FAILED'], 180_000);
-    expect(done).toMatchObject({ status: 'COMPLETED', blockchain_tx_id: txHash });
-    expect(await stack.chain.transfersTo(receiver)).toEqual({
-      count: 1,
-      total: 17_825_311n,
-      txHashes: [txHash],
-    });
-    expect(await refundCases(payout.id)).toBe(0);
-    // The item is answered by the proof: cleared by the workflow, nothing left open.
-    await until(
-      'the read model COMPLETED',
-      async () => ((await readModel(payout.id))?.status === 'COMPLETED' ? true : undefined),
-      { timeoutMs: 30_000, intervalMs: 250 },
-    );
-    const { rows: items } = await stack.db.query<{ kind: string; cleared_by: string | null }>(
-      'SELECT kind, cleared_by FROM payout_attention WHERE payout_id = $1',
-      [payout.id],
-    );
-    expect(items).toEqual([{ kind: 'settlement_overdue', cleared_by: 'payout COMPLETED' }]);
-    expect(await openWaitingAttention(stack.db, payout.id)).toEqual([]);
+      // Mined at last: the next verification proves it.
+      await stack.chain.setAutomine(true);
+      await stack.chain.mine();
+      const done = await stack.waitForStatus(apiKey, payout.id, ['COMPLETED', 'FAILED'], 180_000);
+      expect(done).toMatchObject({ status: 'COMPLETED', blockchain_tx_id: txHash });
+      expect(await stack.chain.transfersTo(receiver)).toEqual({
+        count: 1,
+        total: 17_825_311n,
+        txHashes: [txHash],
+      });
+      expect(await refundCases(payout.id)).toBe(0);
+      // The item is answered by the proof: cleared by the workflow, nothing left open.
+      await until(
+        'the read model COMPLETED',
+        async () => ((await readModel(payout.id))?.status === 'COMPLETED' ? true : undefined),
+        { timeoutMs: 30_000, intervalMs: 250 },
+      );
+      const { rows: items } = await stack.db.query<{ kind: string; cleared_by: string | null }>(
+        'SELECT kind, cleared_by FROM payout_attention WHERE payout_id = $1',
+        [payout.id],
+      );
+      expect(items).toEqual([{ kind: 'settlement_overdue', cleared_by: 'payout COMPLETED' }]);
+      expect(await openWaitingAttention(stack.db, payout.id)).toEqual([]);
+    } finally {
+      // Whatever happened, the other case's transfer is not held up (a no-op once done).
+      openPool();
+      await stack.chain.setAutomine(true);
+    }
   }, 360_000);
 
-  it('a charge status unreadable at expiry: PENDING past expiry (not FAILED), then COMPLETED once read', async () => {
-    const { payout, receiver } = await create();
+  /** The second case, started in beforeAll: its minute runs while the first case's does. */
+  async function chargeStatusUnreadable(): Promise<void> {
+    const { apiKey, partnerId } = unreadable;
+    const { payout, receiver } = await stack.createPayout(apiKey);
     // The status endpoint answers 503 for as long as the test wants; the payment's webhook is lost,
     // so only that status can tell the payout it was paid.
     const fault = await fetch(`${stack.sandboxUrl}/sandbox/faults`, {
@@ -144,23 +176,26 @@ describe('settlement unknowns (real servers, api and worker, 60 s limits)', () =
     const paidBy = Date.now();
 
     // Expiry: the charge is removed (refused: it was paid) and its status read, which fails, again.
-    const statusReads = () => stack.providerProxy!.requests().get('GET /pix/charges') ?? 0;
+    const statusPath = `GET /pix/charges/${await chargeIdOf(payout.id)}`;
+    const statusReads = () => stack.providerProxy!.pathRequests().get(statusPath) ?? 0;
     await until(
       'two failed status reads after expiry',
       async () => {
-        await holds(payout.id, 'PENDING');
+        await holds(apiKey, payout.id, 'PENDING');
         return statusReads() >= 2 ? true : undefined;
       },
       { timeoutMs: LIMITS.chargeExpirySeconds * 1000 + 60_000, intervalMs: 250 },
     );
-    const pending = await holds(payout.id, 'PENDING');
+    const pending = await holds(apiKey, payout.id, 'PENDING');
     expect(Date.now()).toBeGreaterThan(Date.parse(pending.created_at) + LIMITS.chargeExpirySeconds * 1000);
     expect(await readModel(payout.id)).toEqual({ status: 'PENDING', failure_reason: null });
     expect(await refundCases(payout.id)).toBe(0);
     // Within ATTENTION_AFTER_MS (5 minutes of real time here) no item is due yet; the condition holds.
     await expectNoneWaitingUnflagged(stack.db, LIMITS, undefined, partnerId);
 
-    // The provider answers again: the payment made before expiry is found and settled.
+    // The provider answers again: the payment made before expiry is found and settled (its transfer
+    // sent only once the first case has found its own in the pool).
+    await poolSeen;
     expect((await fetch(`${stack.sandboxUrl}/sandbox/faults`, { method: 'DELETE' })).status).toBe(200);
     const done = await stack.waitForStatus(apiKey, payout.id, ['COMPLETED', 'FAILED'], 180_000);
     expect(done.status).toBe('COMPLETED');
@@ -170,5 +205,11 @@ describe('settlement unknowns (real servers, api and worker, 60 s limits)', () =
     expect(await refundCases(payout.id)).toBe(0);
     expect(await openWaitingAttention(stack.db, payout.id)).toEqual([]);
     expect(stack.providerProxy!.chargesCreated().get(payout.id)).toBe(1);
+  }
+
+  it('a charge status unreadable at expiry: PENDING past expiry (not FAILED), then COMPLETED once read', async () => {
+    // The first case has ended (or was not run): nothing holds this one back.
+    openPool();
+    await unreadableCase;
   }, 360_000);
 });

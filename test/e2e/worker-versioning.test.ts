@@ -11,6 +11,7 @@ import type { PayoutResponse } from '../../src/domain/payout';
 import { createDataConverter } from '../../src/temporal/data-converter';
 import { payoutWorkflowId } from '../../src/workflows/payout.contract';
 import { startProcessStack, type ApiProcess, type ProcessStack } from '../support/process-stack';
+import { compiledEntry } from '../support/compiled';
 import { until } from '../support/until';
 import { workflowBundle } from '../support/stack';
 import { payloadKeysOf } from '../../src/main/wiring';
@@ -72,8 +73,8 @@ describe('worker versioning: two worker builds, one Temporal server, payouts in 
   ): Promise<{ code: number; out: Record<string, unknown>; stderr: string }> {
     try {
       const { stdout, stderr } = await run(
-        path.join(ROOT, 'node_modules/.bin/tsx'),
-        ['src/main/admin.ts', ...args],
+        process.execPath,
+        [await compiledEntry('src/main/admin.ts'), ...args],
         {
           cwd: ROOT,
           env: { PATH: process.env.PATH, HOME: process.env.HOME, ...stack.serviceEnv },

@@ -24,6 +24,8 @@ export interface ProviderProxy {
   settlementRequests(): Map<string, number>;
   /** Requests that reached the provider, by "METHOD /path-prefix". */
   requests(): Map<string, number>;
+  /** Requests that reached the provider, by "METHOD /whole/path" (no query): one charge's reads, say. */
+  pathRequests(): Map<string, number>;
   /**
    * Holds every request to `route` ("POST /settlements", as `requests()` names them) until
    * `release()`; `arrived` resolves when the first one is held. A held request is forwarded on
@@ -38,6 +40,7 @@ export async function startProviderProxy(targetUrl: string, port: number): Promi
   const chargeRequests = new Map<string, number>();
   const settlementRequests = new Map<string, number>();
   const requests = new Map<string, number>();
+  const pathRequests = new Map<string, number>();
   const bump = (counts: Map<string, number>, key: string) => counts.set(key, (counts.get(key) ?? 0) + 1);
   /** The request body's external_id; undefined for a body that has none (the provider refuses it). */
   const externalIdOf = (body: Buffer): string | undefined => {
@@ -58,6 +61,7 @@ export async function startProviderProxy(targetUrl: string, port: number): Promi
     const route = `${req.method} ${(req.url ?? '').split('/').slice(0, 3).join('/')}`;
     bump(requests, route);
     const path = (req.url ?? '').split('?')[0];
+    bump(pathRequests, `${req.method} ${path}`);
     const externalId = req.method === 'POST' ? externalIdOf(body) : undefined;
     // Counted as it arrives, before forwarding: a request whose answer is lost counts all the same.
     if (externalId !== undefined && path === '/pix/charges') bump(chargeRequests, externalId);
@@ -123,6 +127,7 @@ export async function startProviderProxy(targetUrl: string, port: number): Promi
     chargeRequests: () => new Map(chargeRequests),
     settlementRequests: () => new Map(settlementRequests),
     requests: () => new Map(requests),
+    pathRequests: () => new Map(pathRequests),
     hold(route) {
       let arrive!: () => void;
       let release!: () => void;

@@ -1,6 +1,6 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { transformFile } from '@swc/core';
 
@@ -30,6 +30,7 @@ function compiledRoot(): Promise<string> {
     const cache = path.join(ROOT, 'node_modules/.cache/payouts-test-js');
     const out = path.join(cache, hash.digest('hex').slice(0, 32));
     if (existsSync(out)) return out;
+    await pruneOlderCompilations(cache);
     const staging = path.join(cache, `staging-${process.pid}-${randomUUID()}`);
     try {
       await Promise.all(
@@ -56,6 +57,21 @@ function compiledRoot(): Promise<string> {
     return out;
   })();
   return compiled;
+}
+
+/**
+ * Compilations of earlier sources, left by earlier runs, are removed once a day old: a checkout that
+ * changes its sources all day keeps a day's worth at most. A younger one may be another run's, still
+ * in use.
+ */
+async function pruneOlderCompilations(cache: string): Promise<void> {
+  const entries = await readdir(cache).catch(() => [] as string[]);
+  const dayAgo = Date.now() - 24 * 3600 * 1000;
+  for (const entry of entries) {
+    const dir = path.join(cache, entry);
+    const info = await stat(dir).catch(() => undefined);
+    if (info !== undefined && info.mtimeMs < dayAgo) await rm(dir, { recursive: true, force: true });
+  }
 }
 
 /** The compiled JavaScript of a TypeScript entry under src/ (`src/main/admin.ts`), to run with node. */

@@ -29,6 +29,7 @@ import type { ScreeningVerdict } from '../domain/screening';
 import { type SettlementOutcome } from './payout/settlement-steps';
 import { settleFromTreasury } from './payout/treasury-settlement';
 import { upsertPayoutSearchAttributes } from './search-attributes';
+import { taskTime } from './task-clock';
 
 const bookkeeping =
   proxyActivities<
@@ -306,7 +307,10 @@ class PayoutProcess {
   }
 }
 
-/** Workflow time: deterministic on replay. */
+/**
+ * The time stamped on a transition: the start of the workflow task that decided it, the same in the
+ * run that wrote the read model and in every replay that answers a query (task-clock.ts, D80).
+ */
 function now(): string {
-  return new Date().toISOString();
+  return taskTime();
 }

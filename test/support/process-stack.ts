@@ -18,6 +18,7 @@ import {
 } from '../../dev/local/infra/temporal-dev-server';
 import { SERVICE_ENTRIES, serviceEnv as serviceEnvOf } from '../../dev/local/stack-env';
 import { startTestChain, type TestChain, type Wallet } from './chain';
+import { compiledEntry } from './compiled';
 import { startProviderProxy, type ProviderProxy } from './provider-proxy';
 import { startSandbox, startWebhookTap } from './sandbox';
 import { ServiceProcess } from './service-process';
@@ -194,7 +195,7 @@ export async function startProcessStack(opts: { env?: Record<string, string> } =
         return { partnerId: partner.id, apiKey };
       },
       async startApi({ port = apiPort, mode = 'provider' } = {}) {
-        const api = new ServiceProcess(`api:${port}`, SERVICE_ENTRIES.api, {
+        const api = new ServiceProcess(`api:${port}`, await compiledEntry(SERVICE_ENTRIES.api), {
           ...serviceEnv,
           SETTLEMENT_MODE: mode,
           PORT: String(port),
@@ -208,11 +209,15 @@ export async function startProcessStack(opts: { env?: Record<string, string> } =
       serviceEnv,
       async startWorker(env = {}) {
         const build = env.TEMPORAL_WORKER_BUILD_ID;
-        const worker = new ServiceProcess(build ? `worker:${build}` : 'worker', SERVICE_ENTRIES.worker, {
-          ...serviceEnv,
-          WORKER_METRICS_PORT: String(await freePort()),
-          ...env,
-        });
+        const worker = new ServiceProcess(
+          build ? `worker:${build}` : 'worker',
+          await compiledEntry(SERVICE_ENTRIES.worker),
+          {
+            ...serviceEnv,
+            WORKER_METRICS_PORT: String(await freePort()),
+            ...env,
+          },
+        );
         processes.push(worker);
         await worker.waitForLog('worker started');
         return worker;

@@ -7,8 +7,10 @@ const ROOT = path.resolve(__dirname, '../..');
 
 /**
  * A service entry point (`src/worker.ts`, `src/main/api.ts`) as its own OS process, started the
- * way it is deployed (node with tsx's loader, no wrapper process in between, so a SIGKILL hits the
- * service itself). Its JSON log lines are kept for waiting on events and for error messages.
+ * way it is deployed (node itself, no wrapper process in between, so a SIGKILL hits the service
+ * itself): on its compiled JavaScript when `entry` is a .js file (test/support/compiled.ts, as the
+ * image runs dist/), else on the TypeScript source with tsx's loader. Its JSON log lines are kept
+ * for waiting on events and for error messages.
  */
 export class ServiceProcess {
   readonly output: string[] = [];
@@ -21,7 +23,8 @@ export class ServiceProcess {
     env: Record<string, string>,
     args: readonly string[] = [],
   ) {
-    this.child = spawn(process.execPath, ['--import', 'tsx', entry, ...args], {
+    const argv = entry.endsWith('.js') ? [entry, ...args] : ['--import', 'tsx', entry, ...args];
+    this.child = spawn(process.execPath, argv, {
       cwd: ROOT,
       env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
       stdio: ['ignore', 'pipe', 'pipe'],

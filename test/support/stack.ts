@@ -29,6 +29,7 @@ import { settlementNetworkOf } from '../../src/main/wiring';
 import { createDataConverter } from '../../src/temporal/data-converter';
 import { PAYOUT_SEARCH_ATTRIBUTES } from '../../src/workflows/search-attributes';
 import { configuredScreening, startApi, type RunningApi } from './api';
+import { compiledEntry } from './compiled';
 import { startTestChain, type TestChain, type Wallet } from './chain';
 import { createOwnDatabase } from './database';
 import { testDatabaseUrl } from './env';
@@ -85,7 +86,7 @@ export interface TestStack {
     deps?: Partial<ApiDeps> & { providerUrl?: string | null; port?: number },
   ): Promise<RunningApi>;
   /**
-   * The api or the worker as an OS process of its own, as deployed (`node --import tsx src/...`), on
+   * The api or the worker as an OS process of its own, as deployed (`node` on the compiled src/...), on
    * this stack with `env` over its settings; resolves once it is ready. Killed with the stack.
    */
   startProcess(kind: 'api' | 'worker', env?: Record<string, string>): Promise<ServiceProcess>;
@@ -380,7 +381,7 @@ export async function startStack(opts: StackOptions = {}): Promise<TestStack> {
       startApi: startApiHere,
       async startProcess(kind, extra = {}) {
         const port = await freePort();
-        const child = new ServiceProcess(kind, SERVICE_ENTRIES[kind], {
+        const child = new ServiceProcess(kind, await compiledEntry(SERVICE_ENTRIES[kind]), {
           ...env,
           NODE_ENV: 'test',
           LOG_LEVEL: 'info',

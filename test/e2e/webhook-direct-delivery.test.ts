@@ -1,6 +1,8 @@
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { createPool } from '../../src/adapters/db/pool';
+import { ENCRYPTED_ENCODING } from '../../src/temporal/payload-codec';
 import { payoutWorkflowId } from '../../src/workflows/payout.contract';
 import { providerEventWorkflowId } from '../../src/workflows/provider-event.contract';
 import { useStack } from '../support/stack';
@@ -128,6 +130,12 @@ describe('webhook delivered by the api itself (D77), real servers', () => {
 
     // Two signals, one change: the payout counted the event once, by its event id.
     expect(await signalsTo(payout.id)).toBe(2);
+    // The api's signal carries the payer's payment: encrypted by the api's client as every payload is.
+    const { events } = await stack.temporal.workflow.getHandle(payoutWorkflowId(payout.id)).fetchHistory();
+    for (const e of (events ?? []).filter((ev) => ev.workflowExecutionSignaledEventAttributes)) {
+      const payload = e.workflowExecutionSignaledEventAttributes!.input!.payloads![0]!;
+      expect(Buffer.from(payload.metadata!.encoding!).toString()).toBe(ENCRYPTED_ENCODING);
+    }
     await stack.waitForStatus(apiKey, payout.id, ['PROCESSING', 'COMPLETED']);
     expect(await payoutRow(payout.id)).toEqual([{ status: 'PROCESSING', version: 3 }]);
     // One new event, one de-dup row, one "received" and one "duplicate"; no provider-event workflow.
@@ -205,6 +213,45 @@ describe('webhook delivered by the api itself (D77), real servers', () => {
     const done = await stack.waitForStatus(apiKey, payout.id, ['COMPLETED', 'FAILED']);
     expect(done.status).toBe('COMPLETED');
     expect(await stack.chain.transfersTo(receiver)).toMatchObject({ count: 1 });
+  });
+
+  it('hands the event to its workflow when the read model cannot be read, and the payout moves once', async () => {
+    // An api whose database role may record tokens and take throttle tokens but not read payouts:
+    // the read model's query fails as it would on a broken replica, everything else works.
+    const role = `r77_no_payouts_${randomBytes(4).toString('hex')}`;
+    const password = randomBytes(12).toString('hex');
+    await stack.db.query(`CREATE ROLE ${role} LOGIN PASSWORD '${password}'`);
+    let restricted: ReturnType<typeof createPool> | undefined;
+    try {
+      await stack.db.query(`GRANT USAGE ON SCHEMA public TO ${role}`);
+      await stack.db.query(`GRANT SELECT, INSERT ON webhook_tokens TO ${role}`);
+      await stack.db.query(`GRANT SELECT, INSERT, UPDATE ON rate_limit_buckets TO ${role}`);
+      const url = new URL(stack.config.DATABASE_URL);
+      url.username = role;
+      url.password = password;
+      restricted = createPool(url.toString(), 2);
+      const blind = await stack.startApi({}, { db: restricted });
+
+      const { payout } = await stack.createPayout(apiKey);
+      await stack.pay(payout.pix_copy_paste);
+      const token = await nextToken('pix.received', payout.id);
+      const before = await counts();
+      expect((await deliver(blind.url, token)).status).toBe(200);
+      expect(await counts()).toEqual({
+        ...before,
+        workflow: before.workflow + 1,
+        received: before.received + 1,
+      });
+      const handle = stack.temporal.workflow.getHandle(providerEventWorkflowId('sandbox', hash(token)));
+      await expect(handle.result()).resolves.toBe('delivered');
+      await stack.waitForStatus(apiKey, payout.id, ['PROCESSING', 'COMPLETED']);
+      expect(await signalsTo(payout.id)).toBe(1);
+      expect((await payoutRow(payout.id))[0]?.version).toBeGreaterThanOrEqual(3);
+    } finally {
+      await restricted?.end();
+      await stack.db.query(`DROP OWNED BY ${role}`);
+      await stack.db.query(`DROP ROLE ${role}`);
+    }
   });
 
   it('hands a payment for a payout whose read model says COMPLETED to its workflow: refunded once, the payout untouched', async () => {

@@ -75,18 +75,32 @@ describe('provider webhook (dev server, PostgreSQL, anvil, sandbox, worker, 2 ap
     return { signal: count('signal'), workflow: count('workflow') };
   }
 
+  /** Deliveries by outcome, over this stack's api and its replica. */
+  async function deliveries(): Promise<{ received: number; duplicate: number }> {
+    const { values } = await stack.metrics.webhooks.get();
+    const count = (outcome: string) =>
+      values.find((v) => v.labels.provider === 'sandbox' && v.labels.outcome === outcome)?.value ?? 0;
+    return { received: count('received'), duplicate: count('duplicate') };
+  }
+
   it('signals the payout itself and changes it once for 50 simultaneous deliveries on 2 replicas', async () => {
     const { payout, receiver } = await stack.createPayout(apiKey);
     const payoutId = payout.id;
     await stack.pay(payout.pix_copy_paste);
     const token = await nextToken('pix.received');
     const pathsBefore = await eventPaths();
+    const deliveriesBefore = await deliveries();
 
     const answers = await Promise.all(
       Array.from({ length: 50 }, (_, i) => deliver(i % 2 === 0 ? stack.apiUrl : replica.url, { token })),
     );
     expect(answers.map((r) => r.status)).toEqual(Array(50).fill(200));
     for (const r of answers) expect(await r.json()).toEqual({ received: true });
+    // Every delivery counted once, the copies that shared another's delivery included.
+    expect(await deliveries()).toEqual({
+      received: deliveriesBefore.received + 1,
+      duplicate: deliveriesBefore.duplicate + 49,
+    });
 
     const processing = await stack.waitForStatus(apiKey, payoutId, ['PROCESSING', 'COMPLETED', 'FAILED']);
     expect(processing.status).toBe('PROCESSING');
@@ -103,8 +117,9 @@ describe('provider webhook (dev server, PostgreSQL, anvil, sandbox, worker, 2 ap
     const leaked = await stack.db.query('SELECT 1 FROM webhook_tokens WHERE token = $1', [token]);
     expect(leaked.rowCount).toBe(0);
 
-    // Copies that arrive together share one read and one signal per replica; the payout counts the
-    // event once (by its event id) and moved once.
+    // Copies that arrive together share one read and one signal per replica (the replica here has
+    // routes of its own, as a replica's process would); the payout counts the event once (by its
+    // event id) and moved once.
     const history = await stack.temporal.workflow.getHandle(payoutWorkflowId(payoutId)).fetchHistory();
     const signals = history.events!.filter((e) => e.workflowExecutionSignaledEventAttributes);
     expect(signals.length).toBeGreaterThanOrEqual(1);

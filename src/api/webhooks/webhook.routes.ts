@@ -100,6 +100,7 @@ export const webhookAckSchema = z.object({
  * first one has been purged.
  */
 export const webhookRoutes: FastifyPluginAsyncZod<WebhookRoutesOptions> = async (app, opts) => {
+  const inFlight: InFlight = new Map();
   // Every outcome's series exists from the start at 0: Prometheus' increase() (the webhook alerts)
   // cannot see the first failure of a series that first appears already at 1.
   for (const outcome of ['received', 'duplicate', 'throttled', 'failed'] as const) {
@@ -135,7 +136,7 @@ export const webhookRoutes: FastifyPluginAsyncZod<WebhookRoutesOptions> = async 
         onRequest: knownProviderOnly,
       },
       async (request) => {
-        await acceptEventToken(opts, request, request.body.token);
+        await acceptEventToken(opts, inFlight, request, request.body.token);
         return { received: true as const };
       },
     );
@@ -165,7 +166,7 @@ export const webhookRoutes: FastifyPluginAsyncZod<WebhookRoutesOptions> = async 
         const ids = [...new Set(request.body.pix.map((p) => p.endToEndId))];
         for (let i = 0; i < ids.length; i += CALLBACK_CONCURRENCY) {
           await Promise.all(
-            ids.slice(i, i + CALLBACK_CONCURRENCY).map((id) => acceptEventToken(opts, request, id)),
+            ids.slice(i, i + CALLBACK_CONCURRENCY).map((id) => acceptEventToken(opts, inFlight, request, id)),
           );
         }
         return { received: true as const };
@@ -175,34 +176,33 @@ export const webhookRoutes: FastifyPluginAsyncZod<WebhookRoutesOptions> = async 
 };
 
 /**
- * Deliveries of one token already being handled by this process, by token hash: a provider that
- * sends a token several times at once costs one read and one signal per replica, not one per copy.
+ * Deliveries of one token this api is delivering now, by token hash: a provider that sends a token
+ * several times at once costs one read and one signal per replica, not one per copy. One map per
+ * registration of the routes (an api), never per process: two apps in one process (the tests' replicas)
+ * are two replicas, and neither ever answers with the other's database or Temporal client.
  */
-const inFlight = new Map<string, Promise<void>>();
+type InFlight = Map<string, Promise<void>>;
 
 /**
  * Records one event token (the provider API's notification token, or an API Pix endToEndId) once its
  * event reached its payout, by the api's own signal or by the provider-event workflow it starts,
  * exactly once however often it is delivered.
+ *
+ * Each delivery is checked, throttled, counted and logged as its own request, as before D77: only
+ * the work after the throttle (the read, the signal or the workflow's start, the de-dup row) is shared
+ * by the copies that reach this api while a first one is being delivered. A copy therefore never takes
+ * another client address's 429, and `webhook_deliveries_total` counts every delivery once (the shared
+ * copies as duplicates).
  */
-function acceptEventToken(opts: WebhookRoutesOptions, request: FastifyRequest, token: string): Promise<void> {
-  // Only a hash of the token is kept anywhere outside the workflow's input (see provider-event.contract.ts).
-  const tokenHash = createHash('sha256').update(token).digest('hex');
-  const key = `${opts.providerName}:${tokenHash}`;
-  const running = inFlight.get(key);
-  if (running) return running;
-  const accepting = acceptOnce(opts, request, token, tokenHash).finally(() => inFlight.delete(key));
-  inFlight.set(key, accepting);
-  return accepting;
-}
-
-async function acceptOnce(
+async function acceptEventToken(
   opts: WebhookRoutesOptions,
+  inFlight: InFlight,
   request: FastifyRequest,
   token: string,
-  tokenHash: string,
 ): Promise<void> {
   const provider = opts.providerName;
+  // Only a hash of the token is kept anywhere outside the workflow's input (see provider-event.contract.ts).
+  const tokenHash = createHash('sha256').update(token).digest('hex');
   if (await isWebhookTokenRecorded(opts.db, provider, tokenHash)) {
     opts.metrics.webhooks.inc({ provider, outcome: 'duplicate' });
     return;
@@ -215,6 +215,40 @@ async function acceptOnce(
   } catch (err) {
     opts.metrics.webhooks.inc({ provider, outcome: 'throttled' });
     throw err;
+  }
+  const running = inFlight.get(tokenHash);
+  if (running) {
+    // Another copy is being delivered by this api: its outcome is this copy's.
+    try {
+      await running;
+    } catch (err) {
+      opts.metrics.webhooks.inc({ provider, outcome: 'failed' });
+      throw err;
+    }
+    opts.metrics.webhooks.inc({ provider, outcome: 'duplicate' });
+    request.log.info({ provider, duplicate: true, shared: true }, 'provider webhook accepted');
+    return;
+  }
+  const delivering = deliverAndRecord(opts, request, token, tokenHash).finally(() =>
+    inFlight.delete(tokenHash),
+  );
+  inFlight.set(tokenHash, delivering);
+  await delivering;
+}
+
+/** The event to its payout (by the api's signal, or its workflow's start), then the de-dup row. */
+async function deliverAndRecord(
+  opts: WebhookRoutesOptions,
+  request: FastifyRequest,
+  token: string,
+  tokenHash: string,
+): Promise<void> {
+  const provider = opts.providerName;
+  // Asked again now that this copy holds the token's slot: a copy checked before the row was written
+  // may reach the slot just after the delivery that wrote it let it go, and must not deliver again.
+  if (await isWebhookTokenRecorded(opts.db, provider, tokenHash)) {
+    opts.metrics.webhooks.inc({ provider, outcome: 'duplicate' });
+    return;
   }
   const direct = opts.readEvent
     ? await deliverDirectly(

@@ -48,31 +48,4 @@ describe('provider outage while a webhook is processed (real servers)', () => {
     expect(transfers.count).toBe(1);
     expect(transfers.txHashes).toEqual([done.blockchain_tx_id]);
   }, 60_000);
-
-  it('answers a webhook whose event the provider is slow to give back; its workflow delivers it once', async () => {
-    const { payout, receiver } = await stack.createPayout(apiKey);
-    const paths = async () => {
-      const { values } = await stack.metrics.webhookEventPaths.get();
-      const count = (path: string) => values.find((v) => v.labels.path === path)?.value ?? 0;
-      return { signal: count('signal'), workflow: count('workflow') };
-    };
-    const before = await paths();
-    // Every read of an event waits until released: the api's own read (D77) gives up at its deadline
-    // and hands the event to a provider-event workflow, whose read waits too.
-    const held = stack.providerProxy!.hold('GET /pix/notification');
-    await stack.pay(payout.pix_copy_paste);
-    await held.arrived;
-    await until('the webhook answered, its event given to a workflow', async () => {
-      const now = await paths();
-      return now.workflow === before.workflow + 1 ? true : undefined;
-    });
-    expect((await paths()).signal).toBe(before.signal);
-    expect((await stack.waitForStatus(apiKey, payout.id, ['PENDING'])).status).toBe('PENDING');
-
-    held.release();
-    const done = await stack.waitForStatus(apiKey, payout.id, ['COMPLETED', 'FAILED'], 40_000);
-    expect(done.status).toBe('COMPLETED');
-    const transfers = await stack.chain.transfersTo(receiver);
-    expect(transfers).toMatchObject({ count: 1, txHashes: [done.blockchain_tx_id] });
-  }, 60_000);
 });

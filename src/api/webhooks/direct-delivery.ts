@@ -13,6 +13,9 @@ import { providerEventSignal } from '../../workflows/payout.contract';
  */
 export type ProviderEventReader = (token: string) => Promise<ProviderEvent | null>;
 
+/** How long the api's own signal may take; past it the event goes to its workflow, which signals again. */
+const SIGNAL_DEADLINE_MS = 2_000;
+
 /** Why an event went to its provider-event workflow instead of straight to its payout. */
 export type DirectDeliveryMiss =
   | 'event_unreadable_now'
@@ -36,7 +39,7 @@ export type DirectDeliveryMiss =
 export async function deliverDirectly(
   deps: { db: Db; temporal: Client; readEvent: ProviderEventReader; log: FastifyBaseLogger },
   token: string,
-): Promise<true | DirectDeliveryMiss> {
+): Promise<{ payoutId: string } | DirectDeliveryMiss> {
   let event: ProviderEvent | null;
   try {
     event = await deps.readEvent(token);
@@ -61,9 +64,13 @@ export async function deliverDirectly(
   // payment is refunded, a late settlement alerted), kept in one place.
   if (isTerminal(payout.status)) return 'payout_ended';
   try {
-    // By workflow id only, as the provider-event workflow signals: the current run gets it.
-    await deps.temporal.workflow.getHandle(payout.workflowId).signal(providerEventSignal, event);
-    return true;
+    // By workflow id only, as the provider-event workflow signals: the current run gets it. Bounded,
+    // so a struggling Temporal costs the webhook one deadline here before its workflow is started.
+    const handle = deps.temporal.workflow.getHandle(payout.workflowId);
+    await deps.temporal.connection.withDeadline(Date.now() + SIGNAL_DEADLINE_MS, () =>
+      handle.signal(providerEventSignal, event),
+    );
+    return { payoutId: payout.payoutId };
   } catch (err) {
     // Not found: the run closed after the read model was read. Anything else may or may not have
     // landed; the workflow signals again and the payout counts the event once.

@@ -256,8 +256,9 @@ async function deliverAndRecord(
         token,
       )
     : 'not_configured';
+  const delivered = typeof direct === 'object';
   let duplicate = false;
-  if (direct !== true) {
+  if (!delivered) {
     try {
       await opts.temporal.workflow.start(providerEventWorkflow, {
         workflowId: providerEventWorkflowId(provider, tokenHash),
@@ -278,10 +279,10 @@ async function deliverAndRecord(
   // never a token marked as seen whose event nobody processes.
   duplicate = !(await recordWebhookToken(opts.db, provider, tokenHash)) || duplicate;
   opts.metrics.webhooks.inc({ provider, outcome: duplicate ? 'duplicate' : 'received' });
-  const path = direct === true ? 'signal' : 'workflow';
+  const path = delivered ? 'signal' : 'workflow';
   if (!duplicate) opts.metrics.webhookEventPaths.inc({ provider, path });
   request.log.info(
-    { provider, duplicate, path, ...(direct !== true && { why: direct }) },
+    { provider, duplicate, path, ...(delivered ? { payoutId: direct.payoutId } : { why: direct }) },
     'provider webhook accepted',
   );
 }

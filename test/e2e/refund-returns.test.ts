@@ -79,10 +79,19 @@ describe('refunds returned by the provider (real servers)', () => {
     const wrongCase = await untilCase(wrong, 'returned');
     expect(wrongCase).toMatchObject({ kind: 'wrong_amount', return_id: expect.stringMatching(/^rtn_/) });
 
-    // Paid twice at once: the second payment reaches the payout while it settles the first.
-    await stack.payWith(payout.pix_copy_paste, {});
-    const again = await stack.payWith(payout.pix_copy_paste, {});
+    // Paid twice at once: whichever payment reaches the payout first settles it (their webhooks race),
+    // the other is the second payment, returned.
+    const both = [
+      await stack.payWith(payout.pix_copy_paste, {}),
+      await stack.payWith(payout.pix_copy_paste, {}),
+    ];
     expect((await stack.waitForStatus(apiKey, payout.id, ['COMPLETED', 'FAILED'])).status).toBe('COMPLETED');
+    const { rows: settled } = await stack.db.query<{ payment_event_id: string }>(
+      'SELECT payment_event_id FROM payouts WHERE id = $1',
+      [payout.id],
+    );
+    expect(both).toContain(settled[0]!.payment_event_id);
+    const again = both.find((id) => id !== settled[0]!.payment_event_id)!;
     const secondCase = await untilCase(again, 'returned');
     expect(secondCase.kind).toBe('second_payment');
 

@@ -46,6 +46,12 @@ export async function timelineOf(client: Client, db: Db, payout: PaidPayout): Pr
   let last = payout.paidAt;
   let signals = 0;
   const push = (step: string, at: number) => {
+    // A signal received while a workflow task ran is written after it, stamped when it arrived: its
+    // step took no time of its own on the path, it overlapped the one before.
+    if (at < last) {
+      steps.push({ step: `${step} (arrived during the step before)`, ms: 0 });
+      return;
+    }
     steps.push({ step, ms: at - last });
     last = at;
   };

@@ -1,9 +1,8 @@
 import { createHash } from 'node:crypto';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { payoutWorkflowId } from '../../src/workflows/payout.contract';
 import { providerEventWorkflowId } from '../../src/workflows/provider-event.contract';
 import { useStack } from '../support/stack';
+import { startWebhookCapture } from '../support/sandbox';
 import { until } from '../support/until';
 
 // POST /webhooks/{provider} on real servers (docs/api.md "Provider webhook"). The sandbox's own webhooks go
@@ -13,23 +12,16 @@ describe('provider webhook (dev server, PostgreSQL, anvil, sandbox, worker, 2 ap
   let apiKey: string;
   let partnerId: string;
   let replica: { url: string };
-  let capture: Server;
-  const captured: string[] = [];
+  let capture: Awaited<ReturnType<typeof startWebhookCapture>>;
+  let captured: string[];
 
   beforeAll(async () => {
-    capture = createServer((req, res) => {
-      let body = '';
-      req.on('data', (chunk: Buffer) => (body += chunk.toString()));
-      req.on('end', () => {
-        captured.push((JSON.parse(body) as { token: string }).token);
-        res.writeHead(200, { 'content-type': 'application/json' }).end('{"received":true}');
-      });
-    });
-    await new Promise<void>((resolve) => capture.listen(0, '127.0.0.1', resolve));
+    capture = await startWebhookCapture();
+    captured = capture.captured;
   });
-  afterAll(() => new Promise((resolve) => capture?.close(resolve)));
+  afterAll(() => capture?.close());
   const stack = useStack(() => ({
-    sandboxWebhookUrl: `http://127.0.0.1:${(capture.address() as AddressInfo).port}/webhooks/sandbox`,
+    sandboxWebhookUrl: capture.url,
   }));
   beforeAll(async () => {
     replica = await stack.startApi();

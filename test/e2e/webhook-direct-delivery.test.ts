@@ -1,11 +1,10 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { createPool } from '../../src/adapters/db/pool';
 import { ENCRYPTED_ENCODING } from '../../src/temporal/payload-codec';
 import { payoutWorkflowId } from '../../src/workflows/payout.contract';
 import { providerEventWorkflowId } from '../../src/workflows/provider-event.contract';
 import { useStack } from '../support/stack';
+import { startWebhookCapture } from '../support/sandbox';
 import { until } from '../support/until';
 
 // The api's own delivery of a webhook's event (docs/decisions.md D77) on real servers, on the paths
@@ -17,24 +16,17 @@ import { until } from '../support/until';
 describe('webhook delivered by the api itself (D77), real servers', () => {
   let apiKey: string;
   let replica: { url: string };
-  let capture: Server;
-  const captured: string[] = [];
+  let capture: Awaited<ReturnType<typeof startWebhookCapture>>;
+  let captured: string[];
 
   beforeAll(async () => {
-    capture = createServer((req, res) => {
-      let body = '';
-      req.on('data', (chunk: Buffer) => (body += chunk.toString()));
-      req.on('end', () => {
-        captured.push((JSON.parse(body) as { token: string }).token);
-        res.writeHead(200, { 'content-type': 'application/json' }).end('{"received":true}');
-      });
-    });
-    await new Promise<void>((resolve) => capture.listen(0, '127.0.0.1', resolve));
+    capture = await startWebhookCapture();
+    captured = capture.captured;
   });
-  afterAll(() => new Promise((resolve) => capture?.close(resolve)));
+  afterAll(() => capture?.close());
   const stack = useStack(() => ({
     proxyProvider: true,
-    sandboxWebhookUrl: `http://127.0.0.1:${(capture.address() as AddressInfo).port}/webhooks/sandbox`,
+    sandboxWebhookUrl: capture.url,
   }));
   beforeAll(async () => {
     // Another api in this process, as a second replica would run: its own routes, the same stack.

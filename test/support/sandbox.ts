@@ -80,3 +80,34 @@ export async function startWebhookTap(forwardTo: string): Promise<WebhookTap> {
       }),
   };
 }
+
+/**
+ * Where the sandbox's webhooks go instead of the api, so a test holds real provider tokens and decides
+ * how, how often and to which replica each is delivered. `captured` holds them in arrival order.
+ */
+export async function startWebhookCapture(): Promise<{
+  url: string;
+  captured: string[];
+  close(): Promise<void>;
+}> {
+  const captured: string[] = [];
+  const server = http.createServer((req, res) => {
+    let body = '';
+    req.on('data', (chunk: Buffer) => (body += chunk.toString()));
+    req.on('end', () => {
+      captured.push((JSON.parse(body) as { token: string }).token);
+      res.writeHead(200, { 'content-type': 'application/json' }).end('{"received":true}');
+    });
+  });
+  const port = await freePort();
+  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${port}/webhooks/sandbox`,
+    captured,
+    close: () =>
+      new Promise((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}

@@ -3,18 +3,13 @@ import path from 'node:path';
 import { FAILURE_CONVERTER_PATH } from './temporal/data-converter';
 import { TRACING_WORKFLOW_INTERCEPTORS } from './temporal/tracing';
 
-/** The workflows' clock for what they decide (src/workflows/task-clock.ts, docs/decisions.md D80). */
-export const TASK_CLOCK_INTERCEPTORS = require.resolve('./workflows/task-clock');
-
 /** The prebuilt workflow bundle's name, beside the compiled `src/` in dist/ (`npm run build`). */
 export const WORKFLOW_BUNDLE_FILE = 'workflow-bundle.js';
 
 /**
  * What goes into the workflow bundle besides the workflows, wherever it is built (npm run build,
  * tests, a worker running from sources): the failure converter that encodes failures inside the
- * sandbox, where workflow code fails, the OpenTelemetry workflow interceptors (tracing.ts), and the
- * task clock's interceptors, which keep the time a workflow stamps on its transitions the same in the
- * run and in every replay.
+ * sandbox, where workflow code fails, and the OpenTelemetry workflow interceptors (tracing.ts).
  */
 export function workflowBundleOptions(): {
   workflowsPath: string;
@@ -24,7 +19,7 @@ export function workflowBundleOptions(): {
   return {
     workflowsPath: require.resolve('./workflows'),
     failureConverterPath: FAILURE_CONVERTER_PATH,
-    workflowInterceptorModules: [TRACING_WORKFLOW_INTERCEPTORS, TASK_CLOCK_INTERCEPTORS],
+    workflowInterceptorModules: [TRACING_WORKFLOW_INTERCEPTORS],
   };
 }
 

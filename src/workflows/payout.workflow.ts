@@ -29,7 +29,6 @@ import type { ScreeningVerdict } from '../domain/screening';
 import { type SettlementOutcome } from './payout/settlement-steps';
 import { settleFromTreasury } from './payout/treasury-settlement';
 import { upsertPayoutSearchAttributes } from './search-attributes';
-import { taskTime } from './task-clock';
 
 const bookkeeping =
   proxyActivities<
@@ -307,10 +306,7 @@ class PayoutProcess {
   }
 }
 
-/**
- * The time stamped on a transition: the start of the workflow task that decided it, the same in the
- * run that wrote the read model and in every replay that answers a query (task-clock.ts, D80).
- */
+/** Workflow time: deterministic on replay. */
 function now(): string {
-  return taskTime();
+  return new Date().toISOString();
 }

@@ -3,7 +3,6 @@ import type { SettlementReport } from '../../activities';
 import { usdtUnitsFromDecimal } from '../../domain/money';
 import type { PayoutRecord } from '../../domain/payout';
 import type { PayoutSettings } from '../payout.contract';
-import { taskTime } from '../task-clock';
 import type { Attention } from './attention';
 import type { PaymentInbox } from './payment-inbox';
 import { oneRound, verifyTransfer, type SettlementOutcome } from './settlement-steps';
@@ -155,9 +154,7 @@ export async function settleThroughProvider(
           `provider reported the settlement failed, but transfer ${candidate.txHash} paid the receiver`,
         );
       }
-      // Our own stamp, when the provider gave none: the clock of the task that decided it (D80), not
-      // the one right after the verification, a local activity.
-      const confirmedAt = candidate.confirmedAt ?? taskTime();
+      const confirmedAt = candidate.confirmedAt ?? new Date().toISOString();
       return { kind: 'completed', txHash: candidate.txHash, amountUnits, confirmedAt };
     }
     if (verdict === 'reverted') {

@@ -5,7 +5,6 @@ import type { ScreeningVerdict } from '../../domain/screening';
 import { isActivityError, isRefusal, lastApplicationFailure } from '../activity-errors';
 import { TREASURY_ROUND } from '../activity-options';
 import type { PayoutSettings } from '../payout.contract';
-import { taskTime } from '../task-clock';
 import type { Attention } from './attention';
 import { ATTENTION_AFTER_MS, type SettlementOutcome } from './settlement-steps';
 
@@ -96,7 +95,7 @@ export async function settleFromTreasury(
     if (check.status === 'confirmed') {
       // No provider confirms anything in this mode: confirmed_at is when the transfer was seen with
       // its required confirmations. The hash is the mined one (a re-priced replacement, perhaps).
-      return { kind: 'completed', txHash: check.txHash, amountUnits, confirmedAt: taskTime() };
+      return { kind: 'completed', txHash: check.txHash, amountUnits, confirmedAt: new Date().toISOString() };
     }
     // Mined and reverted, the treasury unable to send: no USDT moved and its nonce is spent, so the
     // next send signs a new transfer, which waits until the treasury can send.

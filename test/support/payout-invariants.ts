@@ -51,10 +51,10 @@ export async function expectPayoutInvariants(stack: ProcessStack, p: TrackedPayo
     ...record
   } = (await findPartnerPayout(stack.db, p.partnerId, p.id))!;
   const state = await handle.query(getPayoutQuery);
-  // The workflow's clock at the final transition can differ by the length of a local activity between
-  // the run that wrote the read model and the replay that answers this query (seen only after a
-  // fault, 37-38 ms, the verification's local activity): `updatedAt` is held to one second, every
-  // other field, money first, to equality.
+  // Right after a local activity the workflow's clock can differ between the run that wrote the read
+  // model (a task the SDK forced when a query was answered as the activity returned) and the replay
+  // that answers this query (the activity's completion; docs/decisions.md D80; seen after faults,
+  // 37-38 ms): `updatedAt` is held to one second, every other field, money first, to equality.
   const { updatedAt: storedAt, ...storedRest } = comparable(record);
   const { updatedAt: stateAt, ...stateRest } = comparable(state);
   expect(storedRest).toEqual(stateRest);

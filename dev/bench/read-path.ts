@@ -1,7 +1,6 @@
 import { spawn } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
-import { Agent, request } from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
@@ -17,6 +16,7 @@ import { createMetrics } from '../../src/observability/metrics';
 import { createLogger } from '../../src/observability/logger';
 import { freePort } from '../local/infra/ports';
 import { startEmbeddedPostgres } from '../local/infra/postgres';
+import { BenchHttp } from './http-client';
 import { closedLoop, type Summary } from './stats';
 
 /**
@@ -98,19 +98,6 @@ function postgresCpuSeconds(postmaster: number): number {
   return total;
 }
 
-function get(agent: Agent, url: string, headers: Record<string, string>): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const req = request(url, { agent, headers }, (res) => {
-      res.resume();
-      res.on('end', () =>
-        res.statusCode === 200 ? resolve() : reject(new Error(`${url} answered ${res.statusCode}`)),
-      );
-    });
-    req.on('error', reject);
-    req.end();
-  });
-}
-
 async function main(): Promise<void> {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'read-bench-pg-'));
   const pg = await startEmbeddedPostgres({
@@ -157,11 +144,15 @@ async function main(): Promise<void> {
       createInterface({ input: child.stdout! }).once('line', (line) => resolve(JSON.parse(line)));
     });
     try {
-      const agent = new Agent({ keepAlive: true, maxSockets: CLIENTS });
+      const http = new BenchHttp();
       const pick = (seq: number) => ids[(seq * 7919) % ids.length]!;
+      const get = async (url: string, headers: Record<string, string>) => {
+        const res = await http.call('GET', url, headers);
+        if (res.status !== 200) throw new Error(`${url} answered ${res.status}`);
+      };
       const runs = {
-        floor: (seq: number) => get(agent, `${urls.floorUrl}/floor/${pick(seq)}`, {}),
-        api: (seq: number) => get(agent, `${urls.apiUrl}/v1/payouts/${pick(seq)}`, { 'x-api-key': apiKey }),
+        floor: (seq: number) => get(`${urls.floorUrl}/floor/${pick(seq)}`, {}),
+        api: (seq: number) => get(`${urls.apiUrl}/v1/payouts/${pick(seq)}`, { 'x-api-key': apiKey }),
       };
       type Figure = Summary & { firstError?: string; serverCpuMs: number; postgresCpuMs: number };
       const results: Record<string, Figure[]> = { floor: [], api: [] };
@@ -206,7 +197,7 @@ async function main(): Promise<void> {
           `${(of('api', 'postgresCpuMs') / of('floor', 'postgresCpuMs')).toFixed(2)}x ` +
           `(${of('api', 'postgresCpuMs').toFixed(3)} ms)`,
       );
-      agent.destroy();
+      http.close();
     } finally {
       child.kill('SIGTERM');
       await new Promise((resolve) => child.once('exit', resolve));

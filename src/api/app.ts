@@ -27,7 +27,8 @@ import type { ProviderEventReader } from './webhooks/direct-delivery';
 import { callbackRoutes, type PartnerCallbacks } from './callbacks/callback.routes';
 import { authenticatePartner } from './auth';
 import type { ReceiverScreening } from '../domain/screening';
-import { CHARGE_WAIT_MS, type CreatePayoutDeps } from './payouts/create-payout';
+import type { CreatePayoutDeps } from './payouts/create-payout';
+import { CHARGE_WAIT_MS } from './payouts/start-payout';
 
 export interface ApiDeps {
   config: ApiConfig;
@@ -49,6 +50,11 @@ export interface ApiDeps {
    * PIX_PROVIDER=provider-api; without it every webhook goes through a provider-event workflow.
    */
   readProviderEvent?: ProviderEventReader;
+  /**
+   * Creates a payout's PIX charge from the api before its workflow starts (D81). Used only with
+   * PIX_PROVIDER=provider-api; without it POST waits for the workflow's first task to create it.
+   */
+  createCharge?: CreatePayoutDeps['createCharge'];
 }
 
 const BODY_LIMIT_BYTES = 16 * 1024;
@@ -139,6 +145,8 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
     authenticate,
     chargeWaitMs: CHARGE_WAIT_MS,
     screening: deps.screening,
+    ...(deps.createCharge ? { createCharge: deps.createCharge } : {}),
+    chargePaths: { counted: (path) => deps.metrics.payoutChargePaths.inc({ path }) },
     ...(deps.treasuryHealth ? { treasuryHealth: deps.treasuryHealth } : {}),
     screeningCounters: {
       refused: (source) => deps.metrics.screeningRefusals.inc({ source }),

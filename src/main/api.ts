@@ -18,6 +18,7 @@ import { startTracing } from '../observability/tracing';
 import { tracingClientInterceptors } from '../temporal/tracing';
 import { createDataConverter, createPayloadCodec } from '../temporal/data-converter';
 import {
+  apiChargeCreatorOf,
   measuredProvider,
   partnerCallbacksOf,
   payloadKeysOf,
@@ -60,6 +61,7 @@ async function main(): Promise<void> {
     registerPriceFeedGauges(metrics.registry, feeds, config.PRICE_FEED_MAX_AGE_SECONDS, logger);
   }
   logger.info({ quoteSource: config.QUOTE_SOURCE }, 'quote source');
+  const createCharge = apiChargeCreatorOf(config, metrics);
   const screening = screeningOf(config, db);
   await reportScreeningSources(screening, logger);
   const treasuryHealth =
@@ -83,6 +85,7 @@ async function main(): Promise<void> {
     ...(config.PIX_PROVIDER === 'provider-api' && {
       readProviderEvent: providerEventReaderOf(config, metrics),
     }),
+    ...(createCharge ? { createCharge } : {}),
     ...(treasuryHealth ? { treasuryHealth } : {}),
     ...(tracing ? { tracing } : {}),
   });

@@ -16,6 +16,7 @@ import { payloadKeys, type PayloadKeys } from '../adapters/secrets/payload-keys'
 import { createSecretBox } from '../adapters/secrets/secret-box';
 import type { PartnerCallbacks } from '../api/callbacks/callback.routes';
 import type { ProviderEventReader } from '../api/webhooks/direct-delivery';
+import { API_CHARGE_WAIT_MS } from '../api/payouts/start-payout';
 import type { ApiConfig, WorkerConfig } from '../config';
 import type { SettlementNetwork } from '../domain/payout';
 import type { Metrics } from '../observability/metrics';
@@ -44,6 +45,23 @@ export function measuredProvider(
         m.durationMs / 1000,
       ),
   });
+}
+
+/**
+ * The api's PIX charge creator (D81): the provider API's idempotent charge request, as the worker's
+ * activity makes it, cut off where POST stops waiting for it and leaves the charge to the workflow.
+ * None for API Pix, whose mTLS client only the worker holds.
+ */
+export function apiChargeCreatorOf(
+  config: Pick<ApiConfig, 'PIX_PROVIDER' | 'PROVIDER_API_URL' | 'PROVIDER_API_KEY' | 'PROVIDER_TIMEOUT_MS'>,
+  metrics: Pick<Metrics, 'providerCallDuration'>,
+): PaymentProvider['createCharge'] | undefined {
+  if (config.PIX_PROVIDER !== 'provider-api') return undefined;
+  const provider = measuredProvider(
+    { ...config, PROVIDER_TIMEOUT_MS: Math.min(config.PROVIDER_TIMEOUT_MS, API_CHARGE_WAIT_MS) },
+    metrics,
+  );
+  return (req) => provider.createCharge(req);
 }
 
 /**

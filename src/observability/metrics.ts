@@ -36,6 +36,12 @@ export function createMetrics() {
       labelNames: ['provider', 'path'],
       registers: [registry],
     }),
+    payoutChargePaths: new Counter({
+      name: 'payout_charge_paths_total',
+      help: "New payouts by who created their PIX charge: api (before the workflow's start, D81) or workflow (its first task, POST waiting for it)",
+      labelNames: ['path'],
+      registers: [registry],
+    }),
     providerCallDuration: new Histogram({
       name: 'provider_call_duration_seconds',
       help: 'Payment provider API latency by operation and outcome',

@@ -36,6 +36,46 @@ export interface PayoutWorkflowInput {
   maxExpectedUsdtUnits?: string;
   /** Fixed at start, so a config change never alters a payout already under way. */
   settings: PayoutSettings;
+  /**
+   * The PIX charge, when the api created it before starting the workflow (docs/decisions.md D81):
+   * the provider's answer to the same idempotent request the workflow would make. Absent, the
+   * workflow creates the charge itself in its first task (API Pix, a provider slow or refusing for
+   * the api, payouts started before D81). A worker that predates the field ignores it and asks the
+   * provider again, which answers the same charge.
+   */
+  charge?: PixCharge;
+}
+
+/** A PIX charge as the provider created it; `expiresAt` is the provider's clock. */
+export interface PixCharge {
+  chargeId: string;
+  pixCopyPaste: string;
+  expiresAt: string;
+}
+
+/**
+ * The payout as its workflow opens it, before any task has run: what the workflow saves first, and
+ * what POST answers when the api created the charge (D81). One definition for both, so the 201 and
+ * the workflow's state agree field for field.
+ */
+export function openingRecord(input: PayoutWorkflowInput): PayoutRecord {
+  return {
+    id: input.payoutId,
+    partnerId: input.partnerId,
+    status: 'PENDING',
+    amountCentavos: input.amountCentavos,
+    minAmountUsdtUnits: input.minAmountUsdtUnits,
+    settledAmountUsdtUnits: '0',
+    pixKey: input.pixKey,
+    pixKeyType: input.pixKeyType,
+    receiverWallet: input.receiverWallet,
+    pixCopyPaste: input.charge?.pixCopyPaste ?? '',
+    ...(input.charge && { providerChargeId: input.charge.chargeId }),
+    blockchainTxId: '',
+    createdAt: input.createdAt,
+    updatedAt: input.createdAt,
+    version: 1,
+  };
 }
 
 /** The current payout; answers GET /v1/payouts/{id}. */

@@ -14,9 +14,11 @@ import { startPartnerCallback } from './callback.workflow';
 import {
   awaitChargeUpdate,
   getPayoutQuery,
+  openingRecord,
   providerEventSignal,
   type PayoutSettings,
   type PayoutWorkflowInput,
+  type PixCharge,
 } from './payout.contract';
 import { Attention } from './payout/attention';
 import { ChargeWindow } from './payout/charge-window';
@@ -80,6 +82,8 @@ class PayoutProcess {
   record: PayoutRecord;
   private readonly settings: PayoutSettings;
   private readonly maxExpectedUsdtUnits: string | undefined;
+  /** The charge the api created before the start (D81); undefined, this workflow creates it. */
+  private readonly charge: PixCharge | undefined;
   private readonly inbox: PaymentInbox;
   private readonly attention: Attention;
   private readonly desk: OperatorDesk;
@@ -89,22 +93,8 @@ class PayoutProcess {
   constructor(input: PayoutWorkflowInput) {
     this.settings = input.settings;
     this.maxExpectedUsdtUnits = input.maxExpectedUsdtUnits;
-    this.record = {
-      id: input.payoutId,
-      partnerId: input.partnerId,
-      status: 'PENDING',
-      amountCentavos: input.amountCentavos,
-      minAmountUsdtUnits: input.minAmountUsdtUnits,
-      settledAmountUsdtUnits: '0',
-      pixKey: input.pixKey,
-      pixKeyType: input.pixKeyType,
-      receiverWallet: input.receiverWallet,
-      pixCopyPaste: '',
-      blockchainTxId: '',
-      createdAt: input.createdAt,
-      updatedAt: input.createdAt,
-      version: 1,
-    };
+    this.record = openingRecord(input);
+    this.charge = input.charge;
     const payout = () => this.record;
     this.inbox = new PaymentInbox(payout, input.settings.settlementMode);
     this.attention = new Attention(input.payoutId);
@@ -134,7 +124,13 @@ class PayoutProcess {
 
   /** The PIX charge the payer pays; false when the provider could not create it (FAILED). */
   async createCharge(): Promise<boolean> {
-    let charge: Awaited<ReturnType<typeof localCharging.createPixCharge>>;
+    // Created by the api before the start (D81): the opening record, saved by open(), holds it.
+    if (this.charge) {
+      this.window.followProviderExpiry(this.charge.expiresAt);
+      this.inbox.releaseHeld();
+      return true;
+    }
+    let charge: PixCharge;
     try {
       charge = await localCharging.createPixCharge({
         payoutId: this.record.id,

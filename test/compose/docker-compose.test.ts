@@ -4,7 +4,7 @@ import { privateKeyToAddress } from 'viem/accounts';
 import Ajv from 'ajv';
 import draft07 from 'ajv/dist/refs/json-schema-draft-07.json';
 import { parse } from 'yaml';
-import { CHARGE_WAIT_MS } from '../../src/api/payouts/create-payout';
+import { CHARGE_WAIT_MS } from '../../src/api/payouts/start-payout';
 import { loadApiConfig, loadMigrateConfig, loadWorkerConfig } from '../../src/config';
 import { PROCESS_VARIABLES } from '../../src/config/processes';
 import { PAYOUT_SEARCH_ATTRIBUTES } from '../../src/workflows/search-attributes';

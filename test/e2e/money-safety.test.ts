@@ -135,10 +135,11 @@ describe('money safety (provider mode, real servers)', () => {
     async function resetByOperator(payoutId: string): Promise<{ before: string; after: string }> {
       const workflowId = payoutWorkflowId(payoutId);
       const before = await stack.temporal.workflow.getHandle(workflowId).describe();
-      const history = await stack.temporal.workflow.getHandle(workflowId).fetchHistory();
-      const lastTaskCompleted = [...(history.events ?? [])]
-        .reverse()
-        .find((e) => e.workflowTaskCompletedEventAttributes)!;
+      // POST answers once the workflow is started (D81): its first task may still be to come.
+      const lastTaskCompleted = await until('a completed workflow task to reset to', async () => {
+        const history = await stack.temporal.workflow.getHandle(workflowId).fetchHistory();
+        return [...(history.events ?? [])].reverse().find((e) => e.workflowTaskCompletedEventAttributes);
+      });
       const { runId } = await stack.temporal.workflowService.resetWorkflowExecution({
         namespace: stack.testEnv.namespace ?? 'default',
         workflowExecution: { workflowId, runId: before.runId },

@@ -54,18 +54,36 @@ describe('api SIGKILLed mid-POST: the retry with the same Idempotency-Key gets t
   }
 
   /**
-   * Sends the POST and waits until it is held where the crash must hit it: its claim made, its
-   * payout's workflow started (update-with-start, waiting for a worker), and its claim alive past
-   * its first lease only because the request renews it. A duplicate meanwhile is a conflict.
+   * Sends the POST and waits until it is held where the crash must hit it: its claim made, and its
+   * claim alive past its first lease only because the request renews it. `at` is where it waits:
+   * `workflow`, its payout's workflow started (update-with-start, waiting for a worker); `charge`,
+   * the api's own charge request held at the provider until `release`. A duplicate meanwhile is a
+   * conflict.
    */
-  async function heldPost(url: string, apiKey: string, partnerId: string, key: string) {
+  async function heldPost(
+    url: string,
+    apiKey: string,
+    partnerId: string,
+    key: string,
+    at: 'workflow' | 'charge',
+  ) {
+    const held = at === 'charge' ? stack.providerProxy!.hold('POST /pix/charges') : undefined;
+    if (at === 'workflow') {
+      const armed = await fetch(`${stack.sandboxUrl}/sandbox/faults`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ route: 'POST /pix/charges', status: 503, count: 1 }),
+      });
+      expect(armed.status).toBe(201);
+    }
     const pending = postKey(url, apiKey, key).then(
       (res) => ({ res }),
       (err: unknown) => ({ err }),
     );
-    const claim = await until('the POST to start its payout workflow', async () => {
+    if (held) await held.arrived;
+    const claim = await until(`the POST to reach its ${at}`, async () => {
       const row = await claimRow(partnerId, key);
-      if (!row) return undefined;
+      if (!row || held) return row;
       try {
         await stack.temporal.workflow.getHandle(row.workflow_id).describe();
         return row;
@@ -83,7 +101,7 @@ describe('api SIGKILLed mid-POST: the retry with the same Idempotency-Key gets t
     const duplicate = await postKey(url, apiKey, key);
     expect(duplicate.status).toBe(409);
     expect(duplicate.json).toEqual({ error: 'idempotency conflict' });
-    return { claim, pending };
+    return { claim, pending, release: () => held?.release() };
   }
 
   /** The partner's client: retries 409 every RETRY_EVERY_MS, at most `max` times in all. */
@@ -129,7 +147,7 @@ describe('api SIGKILLed mid-POST: the retry with the same Idempotency-Key gets t
         const key = `crash-${randomUUID()}`;
         const port = await freePort();
         const first = await startApi(port);
-        const { claim, pending } = await heldPost(first.url, apiKey, partnerId, key);
+        const { claim, pending } = await heldPost(first.url, apiKey, partnerId, key, 'workflow');
 
         await first.proc.kill('SIGKILL');
         // The client of the killed request lost its connection: it has no answer.
@@ -164,7 +182,7 @@ describe('api SIGKILLed mid-POST: the retry with the same Idempotency-Key gets t
         const { partnerId, apiKey } = await stack.createPartner();
         const key = `crash-replica-${randomUUID()}`;
         const [doomed, replica] = await Promise.all([freePort().then(startApi), freePort().then(startApi)]);
-        const { claim, pending } = await heldPost(doomed.url, apiKey, partnerId, key);
+        const { claim, pending } = await heldPost(doomed.url, apiKey, partnerId, key, 'workflow');
 
         const killedAt = performance.now();
         await doomed.proc.kill('SIGKILL');
@@ -187,6 +205,43 @@ describe('api SIGKILLed mid-POST: the retry with the same Idempotency-Key gets t
             `after ${attempts.length - 1} conflict(s)\n`,
         );
         await expectOnePayout(partnerId, key, claim.payout_id);
+      }),
+    120_000,
+  );
+  it(
+    'killed while its own charge request was out (D81): the retry gets the payout with that charge, within 2 s',
+    () =>
+      withTails(async () => {
+        const { partnerId, apiKey } = await stack.createPartner();
+        const key = `crash-charge-${randomUUID()}`;
+        const port = await freePort();
+        const first = await startApi(port);
+        const { claim, pending, release } = await heldPost(first.url, apiKey, partnerId, key, 'charge');
+
+        await first.proc.kill('SIGKILL');
+        expect(await pending).not.toHaveProperty('res');
+        // The dead request's charge request reaches the provider after all: the charge exists, its
+        // answer is lost, and no workflow was started.
+        release();
+        await until('the held charge to be created', async () =>
+          stack.providerProxy!.chargesCreated().get(claim.payout_id) === 1 ? true : undefined,
+        );
+        await expect(stack.temporal.workflow.getHandle(claim.workflow_id).describe()).rejects.toThrow(
+          WorkflowNotFoundError,
+        );
+        await stack.startWorker();
+        const second = await startApi(port);
+        const ready = performance.now();
+
+        const { res, answeredAt } = await retry(second.url, apiKey, key, MAX_ATTEMPTS);
+        expect(res.status).toBe(201);
+        expect((res.json as { id: string }).id).toBe(claim.payout_id);
+        expect(answeredAt - ready).toBeLessThan(LEASE_MS);
+        // One payout, one charge: the retry's request was answered the charge the dead one created.
+        await expectOnePayout(partnerId, key, claim.payout_id);
+        expect(stack.providerProxy!.chargeRequests().get(claim.payout_id)).toBe(2);
+        const read = await stack.waitForStatus(apiKey, claim.payout_id, ['PENDING']);
+        expect(read.pix_copy_paste).toBe((res.json as { pix_copy_paste: string }).pix_copy_paste);
       }),
     120_000,
   );

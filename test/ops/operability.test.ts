@@ -246,9 +246,12 @@ describe('api and worker processes: metrics, alert rules, logs, encrypted payloa
     expect(apiText).toMatch(/^payouts_open_oldest_age_seconds\{status="PROCESSING"\} 0$/m);
     expect(apiText).toMatch(/provider_call_duration_seconds_count\{operation="getQuote",outcome="ok"\}/);
     expect(workerText).toMatch(/payout_transitions_total\{status="COMPLETED"\} 1/);
-    expect(workerText).toMatch(
+    // The api created the payout's charge before starting its workflow (D81); the worker did not.
+    expect(apiText).toMatch(
       /provider_call_duration_seconds_count\{operation="createCharge",outcome="ok"\} 1/,
     );
+    expect(apiText).toMatch(/payout_charge_paths_total\{path="api"\} 1/);
+    expect(workerText).not.toMatch(/operation="createCharge"/);
     expect(workerText).toMatch(/^temporal_workflow_task_schedule_to_start_latency_bucket\{/m);
 
     // Counters alerted on with increase() have every label value's series from the start, at 0, on

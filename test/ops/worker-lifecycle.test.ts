@@ -1,12 +1,12 @@
 import { freePort } from '../../dev/local/infra/ports';
 import type { ServiceProcess } from '../support/service-process';
-import { useStack, VALID_PAYOUT } from '../support/stack';
+import { useStack } from '../support/stack';
 import { until } from '../support/until';
 
 // The worker as a real process (src/worker.ts) on the test stack: its ops port answers liveness and
-// readiness, and a SIGTERM drains it. The charge creation of a payout is held at the provider while
-// the worker is told to stop: the attempt already running must finish and its answer count (one
-// charge request, one charge), not be cancelled and retried on the next worker. (Our activities do
+// readiness, and a SIGTERM drains it. A paid payout's settlement request is held at the provider
+// while the worker is told to stop: the attempt already running must finish and its answer count
+// (one settlement request), not be cancelled and retried on the next worker. (Our activities do
 // not observe cancellation, so an attempt finishes even past WORKER_SHUTDOWN_GRACE_SECONDS, when the
 // SDK cancels it; the grace keeps the SDK from cancelling at once any attempt that would observe it.)
 
@@ -41,13 +41,11 @@ describe('worker lifecycle: health, readiness, drain on SIGTERM', () => {
   });
 
   it('on SIGTERM stops being ready, lets the running activity finish, and exits', async () => {
-    const held = stack.providerProxy!.hold('POST /pix/charges');
     const { apiKey } = await stack.createPartner('lifecycle');
-    const posted = fetch(`${stack.apiUrl}/v1/payouts`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', 'x-api-key': apiKey },
-      body: JSON.stringify(VALID_PAYOUT),
-    }).then((res) => res.status);
+    // The api creates the charge and starts the workflow (D81); the worker settles once it is paid.
+    const { payout } = await stack.createPayout(apiKey);
+    const held = stack.providerProxy!.hold('POST /settlements');
+    await stack.pay(payout.pix_copy_paste);
     await held.arrived;
 
     const exited = worker.kill('SIGTERM');
@@ -65,11 +63,9 @@ describe('worker lifecycle: health, readiness, drain on SIGTERM', () => {
     expect(worker.output.some((line) => line.includes('"msg":"worker stopped"'))).toBe(true);
     expect(worker.errors()).toEqual([]);
 
-    // A worker of the next build picks the workflow up: the held attempt's charge is the payout's.
+    // A worker of the next build picks the workflow up: the held attempt's answer is the payout's.
     await stack.startWorker();
-    expect(await posted).toBe(201);
-    const requests = [...stack.providerProxy!.chargeRequests().values()];
-    const created = [...stack.providerProxy!.chargesCreated().values()];
-    expect({ requests, created }).toEqual({ requests: [1], created: [1] });
+    await stack.waitForStatus(apiKey, payout.id, ['COMPLETED'], 60_000);
+    expect(stack.providerProxy!.settlementRequests().get(payout.id)).toBe(1);
   }, 120_000);
 });

@@ -1,4 +1,10 @@
-import { partnerCallbacksOf, providerEventReaderOf, quoteSourceOf, screeningOf } from '../../src/main/wiring';
+import {
+  apiChargeCreatorOf,
+  partnerCallbacksOf,
+  providerEventReaderOf,
+  quoteSourceOf,
+  screeningOf,
+} from '../../src/main/wiring';
 import { Client } from '@temporalio/client';
 import type { FastifyInstance } from 'fastify';
 import { createPool } from '../../src/adapters/db/pool';
@@ -48,6 +54,12 @@ export async function startApi(
     (providerUrl !== null && config.PIX_PROVIDER === 'provider-api'
       ? providerEventReaderOf({ ...config, PROVIDER_API_URL: providerUrl }, metrics)
       : undefined);
+  // PIX charges as the api process creates them (D81), from the same provider.
+  const createCharge =
+    deps.createCharge ??
+    (providerUrl !== null
+      ? apiChargeCreatorOf({ ...config, PROVIDER_API_URL: providerUrl }, metrics)
+      : undefined);
   const app = await buildApp({
     config,
     db,
@@ -59,6 +71,7 @@ export async function startApi(
     logger: deps.logger ?? createLogger({ level: 'silent', name: 'test' }),
     metrics,
     ...(readProviderEvent ? { readProviderEvent } : {}),
+    ...(createCharge ? { createCharge } : {}),
     ...(deps.treasuryHealth ? { treasuryHealth: deps.treasuryHealth } : {}),
     ...(deps.tracing ? { tracing: deps.tracing } : {}),
   });

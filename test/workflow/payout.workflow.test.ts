@@ -3,6 +3,7 @@ import { toPayoutResponse, type PayoutRecord } from '../../src/domain/payout';
 import type { ProviderEvent } from '../../src/domain/provider-event';
 import {
   getPayoutQuery,
+  openingRecord,
   providerEventSignal,
   resolvePayoutUpdate,
   type PayoutSettings,
@@ -195,6 +196,60 @@ describe('payoutWorkflow (time-skipping)', () => {
     ]);
     expect(fake.callsOf('alertSettlementBelowMinimum')).toHaveLength(0);
     expect(fake.savedStatuses()).toEqual(['PENDING', 'PENDING', 'PROCESSING', 'COMPLETED']);
+  });
+
+  describe('started with the charge the api created (D81)', () => {
+    const API_CHARGE = {
+      chargeId: 'chg_api000000000000000000',
+      pixCopyPaste: '000201...api...6304BEEF',
+      expiresAt: new Date(Date.now() + 3_600_000).toISOString(),
+    };
+
+    it("never asks the provider for a charge, opens with the api's, and completes on its payment", async () => {
+      const fake = fakeActivities();
+      const input = { ...payoutInput({}), charge: API_CHARGE };
+      const done = await runPayout(env, fake, input, async (h) => {
+        // The first thing the workflow holds, and saves, is the opening record with the api's charge.
+        expect(await waitForPayout(h, (p) => p.pixCopyPaste !== '')).toEqual(openingRecord(input));
+        await signal(h, pixReceived(input.payoutId, { chargeId: API_CHARGE.chargeId }));
+        await processing(h);
+        await signal(h, settlementCompleted(input.payoutId, { chargeId: API_CHARGE.chargeId }));
+        return result(h);
+      });
+      expect(done).toMatchObject({ status: 'COMPLETED', providerChargeId: API_CHARGE.chargeId });
+      expect(fake.callsOf('createPixCharge')).toHaveLength(0);
+      expect(fake.distinctCallsOf('requestSettlement')).toEqual([
+        [
+          {
+            payoutId: done.id,
+            chargeId: API_CHARGE.chargeId,
+            receiverWallet: done.receiverWallet,
+            chainId: 42161,
+          },
+        ],
+      ]);
+      // One interim write fewer than a payout whose workflow created the charge.
+      expect(fake.savedStatuses()).toEqual(['PENDING', 'PROCESSING', 'COMPLETED']);
+    });
+
+    it("judges payments against the api's charge from its first task: another charge's is refunded", async () => {
+      const fake = fakeActivities();
+      const input = { ...payoutInput({}), charge: API_CHARGE };
+      const stray = pixReceived(input.payoutId); // on the harness's CHARGE_ID, not the api's
+      const done = await runPayout(env, fake, input, async (h) => {
+        await signal(h, stray);
+        await waitForCalls(fake, 'recordLatePayment', 1);
+        await signal(h, pixReceived(input.payoutId, { chargeId: API_CHARGE.chargeId }));
+        await processing(h);
+        await signal(h, settlementCompleted(input.payoutId, { chargeId: API_CHARGE.chargeId }));
+        return result(h);
+      });
+      expect(done.status).toBe('COMPLETED');
+      expect(fake.callsOf('recordLatePayment').map(([a]) => a)).toEqual([
+        expect.objectContaining({ kind: 'wrong_charge', event: stray }),
+      ]);
+      expect(fake.callsOf('createPixCharge')).toHaveLength(0);
+    });
   });
 
   it('completes when the settlement event overtakes the payment being recorded', async () => {

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { PayoutRecord } from '../../domain/payout';
-import { catchUpPayoutStatement } from './payouts-repo';
+import { catchUpPayoutStatement, type PayoutRun } from './payouts-repo';
 import type { Db } from './pool';
 
 export type IdempotencyClaim =
@@ -179,12 +179,14 @@ export async function endIdempotencyLease(db: Db, claim: ClaimRef): Promise<bool
  *
  * With `catchUp`, the payout's read-model row is brought up to that state in the same statement
  * (catchUpPayoutStatement), whether or not the claim is still this request's, as it was before the
- * record when they were two round trips (docs/decisions.md D79): both are written or neither.
+ * record when they were two round trips (docs/decisions.md D79): both are written or neither. `run`:
+ * the workflow the api started with its charge (D81), whose row the catch-up writes if it is missing.
  */
 export async function markIdempotencyKeyRecorded(
   db: Db,
   claim: ClaimRef,
   catchUp?: PayoutRecord,
+  run?: PayoutRun,
 ): Promise<boolean> {
   const record = `UPDATE idempotency_keys SET state = 'recorded'
       WHERE partner_id = $1 AND key = $2 AND claim_token = $3 AND state = 'claimed'`;
@@ -193,7 +195,7 @@ export async function markIdempotencyKeyRecorded(
     const { rowCount } = await db.query(record, keyValues);
     return rowCount === 1;
   }
-  const payout = catchUpPayoutStatement(catchUp, keyValues.length + 1);
+  const payout = catchUpPayoutStatement(catchUp, keyValues.length + 1, run);
   // A data-modifying WITH runs once whatever the outer statement reads of it.
   const { rows } = await db.query<{ recorded: number }>(
     `WITH caught_up AS (${payout.text}), recorded AS (${record} RETURNING 1)

@@ -76,11 +76,25 @@ export async function upsertPayout(
   workflowId: string,
   runId: string,
 ): Promise<void> {
-  await db.query(
-    `INSERT INTO payouts (id, partner_id, workflow_id, run_id, version, status, amount_centavos, min_amount_usdt_units,
+  const { text, values } = upsertPayoutStatement(p, { workflowId, runId }, 1);
+  await db.query(text, values);
+}
+
+/**
+ * upsertPayout's statement, as a fragment to run alone or inside another statement's WITH:
+ * `$<first>` onwards are its parameters.
+ */
+function upsertPayoutStatement(
+  p: PayoutRecord,
+  run: PayoutRun,
+  first: number,
+): { text: string; values: unknown[] } {
+  const params = Array.from({ length: 21 }, (_, i) => `$${first + i}`).join(',');
+  return {
+    text: `INSERT INTO payouts (id, partner_id, workflow_id, run_id, version, status, amount_centavos, min_amount_usdt_units,
        settled_amount_usdt_units, pix_key, pix_key_type, receiver_wallet, pix_copy_paste, provider_charge_id,
        blockchain_tx_id, paid_at, confirmed_at, failure_reason, created_at, updated_at, payment_event_id)
-     VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,$21)
+     VALUES (${params})
      ON CONFLICT (id) DO UPDATE SET
        run_id = EXCLUDED.run_id, version = EXCLUDED.version, status = EXCLUDED.status,
        settled_amount_usdt_units = EXCLUDED.settled_amount_usdt_units, pix_copy_paste = EXCLUDED.pix_copy_paste,
@@ -93,11 +107,11 @@ export async function upsertPayout(
             AND ((payouts.version < EXCLUDED.version
                   AND (EXCLUDED.status IN ('COMPLETED', 'FAILED') OR payouts.status NOT IN ('COMPLETED', 'FAILED')))
                  OR (EXCLUDED.status IN ('COMPLETED', 'FAILED') AND payouts.status NOT IN ('COMPLETED', 'FAILED'))))`,
-    [
+    values: [
       p.id,
       p.partnerId,
-      workflowId,
-      runId,
+      run.workflowId,
+      run.runId,
       p.version,
       p.status,
       p.amountCentavos,
@@ -116,7 +130,7 @@ export async function upsertPayout(
       p.updatedAt,
       p.paymentEventId ?? null,
     ],
-  );
+  };
 }
 
 /**
@@ -149,6 +163,12 @@ export const PAYOUT_COLUMNS = [
   'updated_at',
 ] as const satisfies readonly (keyof PayoutRow)[];
 
+/** The workflow run that holds a payout, as its read-model row names it. */
+export interface PayoutRun {
+  workflowId: string;
+  runId: string;
+}
+
 /** A payout as the read model holds it, with the workflow that writes it. */
 export type StoredPayout = PayoutRecord & { workflowId: string; runId: string };
 
@@ -176,8 +196,17 @@ export async function findPartnerPayout(
  * only to a newer version, and never a terminal state back to a live one: upsertPayout's rule for
  * the same run, decided against the row as it is when the statement runs. No row, no write: the
  * workflow's write, which the version guard makes one with this one, is still to come.
+ *
+ * With `run`, the workflow was started with its charge by the api (docs/decisions.md D81) and may
+ * not have run a task yet: the row is written as the workflow's first write would (upsertPayout,
+ * same run, same version), whichever of the two comes first.
  */
-export function catchUpPayoutStatement(p: PayoutRecord, first: number): { text: string; values: unknown[] } {
+export function catchUpPayoutStatement(
+  p: PayoutRecord,
+  first: number,
+  run?: PayoutRun,
+): { text: string; values: unknown[] } {
+  if (run) return upsertPayoutStatement(p, run, first);
   const $ = (i: number) => `$${first + i}`;
   return {
     text: `UPDATE payouts SET version = ${$(2)}, status = ${$(3)}, settled_amount_usdt_units = ${$(4)},
@@ -210,8 +239,8 @@ export function catchUpPayoutStatement(p: PayoutRecord, first: number): { text: 
  * the same version itself; the version guard makes the two writes one. With an Idempotency-Key it is
  * part of the key's record (markIdempotencyKeyRecorded).
  */
-export async function catchUpPayout(db: Db, p: PayoutRecord): Promise<void> {
-  const { text, values } = catchUpPayoutStatement(p, 1);
+export async function catchUpPayout(db: Db, p: PayoutRecord, run?: PayoutRun): Promise<void> {
+  const { text, values } = catchUpPayoutStatement(p, 1, run);
   await db.query(text, values);
 }
 

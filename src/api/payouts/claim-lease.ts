@@ -7,6 +7,7 @@ import {
   renewIdempotencyClaim,
   type ClaimRef,
 } from '../../adapters/db/idempotency-repo';
+import type { PayoutRun } from '../../adapters/db/payouts-repo';
 import type { Db } from '../../adapters/db/pool';
 import type { PayoutRecord } from '../../domain/payout';
 import {
@@ -52,9 +53,10 @@ export interface HeldClaim {
   confirm(): Promise<void>;
   /**
    * The payout is recorded: the key replays it. With `catchUp`, the payout's read-model row is brought
-   * up to that state in the same statement, whoever holds the claim (markIdempotencyKeyRecorded).
+   * up to that state in the same statement, whoever holds the claim (markIdempotencyKeyRecorded),
+   * and written with `run` when the workflow has not written it yet (D81).
    */
-  record(catchUp?: PayoutRecord): Promise<boolean>;
+  record(catchUp?: PayoutRecord, run?: PayoutRun): Promise<boolean>;
   /** Screening refused the request: the key replays the refusal. */
   refuse(refusal: string): Promise<boolean>;
   /** Deletes the claim: the key is free for a new attempt under a new payout and workflow id. */
@@ -172,7 +174,7 @@ export function holdClaim(
         'could not confirm the Idempotency-Key claim: the database answers too slowly',
       );
     },
-    record: (catchUp) => settle('record', () => markIdempotencyKeyRecorded(db, claim, catchUp)),
+    record: (catchUp, run) => settle('record', () => markIdempotencyKeyRecorded(db, claim, catchUp, run)),
     refuse: (refusal) => settle('refuse', () => markIdempotencyKeyRefused(db, claim, refusal)),
     release: () => settle('release', () => releaseIdempotencyKey(db, claim)),
     async end() {

@@ -1,19 +1,12 @@
 import { createHash, randomUUID } from 'node:crypto';
-import {
-  WithStartWorkflowOperation,
-  WorkflowExecutionAlreadyStartedError,
-  WorkflowNotFoundError,
-  type Client,
-} from '@temporalio/client';
 import { performance } from 'node:perf_hooks';
 import { claimIdempotencyKey } from '../../adapters/db/idempotency-repo';
 import { catchUpPayout } from '../../adapters/db/payouts-repo';
 import type { Db } from '../../adapters/db/pool';
-import { formatCentavos, maxExpectedUsdtUnits } from '../../domain/money';
+import { maxExpectedUsdtUnits } from '../../domain/money';
 import type { PayoutRecord } from '../../domain/payout';
 import {
   ChargeRefusedError,
-  ChargeTimeoutError,
   IdempotencyClaimLostError,
   IdempotencyConflictError,
   ReceiverRefusedError,
@@ -28,34 +21,21 @@ import {
   type ScreeningSource,
 } from '../../domain/screening';
 import {
-  awaitChargeUpdate,
-  getPayoutQuery,
   idempotentPayoutWorkflowId,
   payoutWorkflowId,
   type PayoutSettings,
   type PayoutWorkflowInput,
 } from '../../workflows/payout.contract';
-import { payoutWorkflow } from '../../workflows/payout.workflow';
-import { payoutSearchAttributes, payoutSummary } from '../../workflows/search-attributes';
 import { quoteMinAmount, type MinAmountDeps } from '../quotes/min-amount';
 import { CLAIM_LEASE_SECONDS, holdClaim, type HeldClaim } from './claim-lease';
+import { chargeFromApi, resumeStartedPayout, startWithCharge, type StartPayoutDeps } from './start-payout';
 import type { CreatePayoutBody } from './payout.schemas';
 
-/**
- * How long POST waits for the PIX charge before answering 503 (the workflow keeps going): the
- * longest wait of the api, which its stop grace period must outlast (docker-compose.yml).
- */
-export const CHARGE_WAIT_MS = 20_000;
-
-export interface CreatePayoutDeps extends MinAmountDeps {
+export interface CreatePayoutDeps extends MinAmountDeps, StartPayoutDeps {
   db: Db;
-  temporal: Client;
-  taskQueue: string;
   settings: PayoutSettings;
   /** A settlement more than this fraction above the payment at the quote's spot rate is alerted. */
   aboveQuoteTolerance: string;
-  /** How long POST waits for the PIX charge before answering 503 (the workflow keeps going). */
-  chargeWaitMs: number;
   /** The receiver's screening, before anything is created (docs/decisions.md D45). */
   screening: ReceiverScreening;
   screeningCounters: { refused(source: ScreeningSource): void; unavailable(): void };
@@ -259,9 +239,13 @@ async function screenQuoteAndStart(
     createdAt: new Date().toISOString(),
     settings: deps.settings,
   };
-  // An overtaken request does not start the payout: the key is the new holder's to answer.
+  // The charge first (idempotent on the payout id), then the claim's confirmation right before the
+  // start: an overtaken request does not start the payout, the key is the new holder's to answer.
+  const chargeAskedAt = performance.now();
+  const charge = await chargeFromApi(deps, input, log);
   await claim?.held.confirm();
-  const payout = await startAndAwaitCharge(deps, workflowId, input);
+  const waitMs = deps.chargeWaitMs - (performance.now() - chargeAskedAt);
+  const { payout, run } = await startWithCharge(deps, workflowId, input, charge, waitMs, log);
   if (payout.status === 'FAILED') {
     // The partner never saw this payout: free the key so that retrying it makes a new attempt
     // instead of replaying a failure for 24 h. Its workflow has ended, so whoever else holds or held
@@ -272,88 +256,10 @@ async function screenQuoteAndStart(
   }
   // The read model's catch-up (see catchUpPayout) and the key's record are one statement with a key.
   // Overtaken, this is still the key's payout (the same workflow id): the new holder records it.
-  if (claim) await claim.held.record(payout);
-  else await catchUpPayout(deps.db, payout);
+  // With the api's charge (D81) no task of the workflow may have run yet: the row is written here.
+  if (claim) await claim.held.record(payout, run);
+  else await catchUpPayout(deps.db, payout, run);
   return { kind: 'created', payout };
-}
-
-async function startAndAwaitCharge(
-  deps: CreatePayoutDeps,
-  workflowId: string,
-  input: PayoutWorkflowInput,
-): Promise<PayoutRecord> {
-  const startWorkflowOperation = new WithStartWorkflowOperation(payoutWorkflow, {
-    workflowId,
-    taskQueue: deps.taskQueue,
-    args: [input],
-    // A racing request for the same payout joins the running workflow instead of failing.
-    workflowIdConflictPolicy: 'USE_EXISTING',
-    workflowIdReusePolicy: 'REJECT_DUPLICATE',
-    // What an operator sees in the Web UI list; no PIX key (personal data) in it.
-    memo: {
-      amountBrl: formatCentavos(BigInt(input.amountCentavos)),
-      wallet: shortWallet(input.receiverWallet),
-    },
-    typedSearchAttributes: payoutSearchAttributes({
-      id: input.payoutId,
-      status: 'PENDING',
-      partnerId: input.partnerId,
-    }),
-    // The Web UI's summary line: which payout this workflow is, whatever its workflow id.
-    staticSummary: payoutSummary({
-      id: input.payoutId,
-      amountBrl: formatCentavos(BigInt(input.amountCentavos)),
-      wallet: shortWallet(input.receiverWallet),
-    }),
-  });
-  try {
-    return await withChargeDeadline(
-      deps.temporal.workflow.executeUpdateWithStart(awaitChargeUpdate, { startWorkflowOperation }),
-      deps.chargeWaitMs,
-      input.payoutId,
-    );
-  } catch (err) {
-    // The payout's workflow already ran to its end (a resumed claim): its final state is the answer.
-    if (err instanceof WorkflowExecutionAlreadyStartedError) {
-      return deps.temporal.workflow.getHandle(workflowId).query(getPayoutQuery);
-    }
-    throw err;
-  }
-}
-
-/** `answer`, or ChargeTimeoutError (503) once POST has waited `ms` for the PIX charge. */
-async function withChargeDeadline<T>(answer: Promise<T>, ms: number, payoutId: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(
-      () => reject(new ChargeTimeoutError(`payout ${payoutId}: no PIX charge after ${ms} ms`)),
-      ms,
-    );
-  });
-  try {
-    return await Promise.race([answer, timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
-/** The payout an abandoned request started, once its charge exists; null when it never started. */
-async function resumeStartedPayout(deps: CreatePayoutDeps, workflowId: string): Promise<PayoutRecord | null> {
-  const handle = deps.temporal.workflow.getHandle(workflowId);
-  let running: boolean;
-  try {
-    running = (await handle.describe()).status.name === 'RUNNING';
-  } catch (err) {
-    if (err instanceof WorkflowNotFoundError) return null;
-    throw err;
-  }
-  // Closed already (its charge refused, or ended since): its final state is the answer.
-  if (!running) return handle.query(getPayoutQuery);
-  return withChargeDeadline(handle.executeUpdate(awaitChargeUpdate), deps.chargeWaitMs, workflowId);
-}
-
-function shortWallet(wallet: string): string {
-  return `${wallet.slice(0, 6)}…${wallet.slice(-4)}`;
 }
 
 /** The refusal a key was given, again: a replay answers what the first request was answered. */

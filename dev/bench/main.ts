@@ -1,8 +1,10 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
+import { performance } from 'node:perf_hooks';
 import path from 'node:path';
 import { Client, Connection, WithStartWorkflowOperation } from '@temporalio/client';
+import { temporal } from '@temporalio/proto';
 import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import * as prettier from 'prettier';
 import { getAddress, type Address } from 'viem';
@@ -54,6 +56,8 @@ const PHASES = new Set(
     .map((s) => s.trim()),
 );
 const NAMESPACE = process.env.TEMPORAL_NAMESPACE ?? 'payouts';
+/** The service's task queue, where its worker takes the payouts' workflow tasks. */
+const SERVICE_TASK_QUEUE = process.env.TEMPORAL_TASK_QUEUE ?? 'payouts';
 // --temporal=server: the production Temporal server on PostgreSQL (dev/bench/temporal-server.ts),
 // started here; it sets TEMPORAL_ADDRESS before anything connects.
 const TEMPORAL_MODE = temporalModeFromArgs(process.argv.slice(2));
@@ -150,6 +154,28 @@ class Service {
  */
 function freshWallet(): Address {
   return getAddress(`0x${randomBytes(20).toString('hex')}`);
+}
+
+/**
+ * How long the service's worker still needed, once a load stopped, before no workflow task of its
+ * queue waited (Temporal's approximate backlog, read every 100 ms, zero twice in a row).
+ */
+async function workerBacklogDrain(client: Client, taskQueue: string, timeoutMs = 120_000): Promise<number> {
+  const began = performance.now();
+  let zeros = 0;
+  while (performance.now() - began < timeoutMs) {
+    const { stats } = await client.workflowService.describeTaskQueue({
+      namespace: NAMESPACE,
+      taskQueue: { name: taskQueue },
+      taskQueueType: temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
+      reportStats: true,
+    });
+    if (Number(stats?.approximateBacklogCount ?? 0) === 0) {
+      if (++zeros >= 2) return Math.max(0, performance.now() - began - 100);
+    } else zeros = 0;
+    await sleep(100);
+  }
+  throw new Error(`the worker's backlog on ${taskQueue} did not drain in ${timeoutMs} ms`);
 }
 
 /**
@@ -266,13 +292,25 @@ async function main(): Promise<void> {
         const u = await loop(c, floor.startWithUpdate);
         log(`floor (update-with-start)   C=${c}: ${fmt(u)}`);
         const p = await loop(c, () => service.post());
+        // POST answers before the worker runs the payout's first task (D81): the window's throughput
+        // counts only if the worker kept up. What it had not taken yet is drained before it is counted.
+        const drainMs = await workerBacklogDrain(floor.client, SERVICE_TASK_QUEUE);
+        const postSustained = (p.count * 1000) / (SECONDS * 1000 + drainMs);
         log(
-          `POST                        C=${c}: ${fmt(p)}${p.firstError ? ` first error: ${p.firstError}` : ''}`,
+          `POST                        C=${c}: ${fmt(p)}${p.firstError ? ` first error: ${p.firstError}` : ''}; ` +
+            `worker backlog drained in ${drainMs.toFixed(0)} ms, sustained ${postSustained.toFixed(1)}/s`,
         );
         // The screening POST runs before anything is created, alone and uncached: what it adds.
         const s = c > 16 ? undefined : await loop(c, () => screening.screen(freshWallet()));
         if (s) log(`screening  C=${c}: ${fmt(s)}${s.firstError ? ` first error: ${s.firstError}` : ''}`);
-        result.compare.push({ concurrency: c, floor: f, updateFloor: u, post: p, screening: s });
+        result.compare.push({
+          concurrency: c,
+          floor: f,
+          updateFloor: u,
+          post: p,
+          postBacklog: { drainMs, sustainedThroughput: postSustained },
+          screening: s,
+        });
       }
     }
 

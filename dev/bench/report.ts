@@ -13,6 +13,11 @@ export interface BenchResult {
     floor: Summary;
     updateFloor?: Summary;
     post: Summary;
+    /**
+     * POST answers before the worker runs the payout's first task (D81): how long the worker's backlog
+     * took to drain after the window, and the throughput counted over the window and that drain.
+     */
+    postBacklog?: { drainMs: number; sustainedThroughput: number };
     screening?: Summary;
   }[];
   /** `floor` (live only): a bare query of an open workflow, measured just before. */
@@ -63,6 +68,9 @@ export interface BenchResult {
   };
 }
 
+/** POST's throughput counting the worker's backlog after the window (D81), when it was measured. */
+const postThroughput = (c: BenchResult['compare'][number]) =>
+  c.postBacklog?.sustainedThroughput ?? c.post.throughput;
 const ms = (v: number) => (Number.isFinite(v) ? `${v.toFixed(0)} ms` : '—');
 const rate = (v: number) => `${v.toFixed(1)}/s`;
 const ratio = (a: number, b: number) => (b > 0 && Number.isFinite(a) ? `${(a / b).toFixed(2)}×` : '—');
@@ -96,7 +104,10 @@ function rows(result: BenchResult): string[][] {
         'POST /v1/payouts (201 with pix_copy_paste)',
         c.concurrency,
         c.post,
-        `p50 ${ratio(c.post.p50, ref.p50)}, throughput ${ratio(c.post.throughput, ref.throughput)} of ${c.updateFloor ? 'update-with-start' : 'workflow + activity'}`,
+        `p50 ${ratio(c.post.p50, ref.p50)}, throughput ${ratio(postThroughput(c), ref.throughput)} of ${c.updateFloor ? 'update-with-start' : 'workflow + activity'}` +
+          (c.postBacklog
+            ? ` (worker backlog drained ${ms(c.postBacklog.drainMs)} after the window, counted in)`
+            : ''),
       ),
     );
     if (c.screening) {
@@ -180,7 +191,7 @@ export function targets(result: BenchResult): string[][] {
     add(
       `POST throughput / update-with-start throughput, C=${c}`,
       '>= 0.90×',
-      x && x.post.throughput / x.updateFloor!.throughput,
+      x && postThroughput(x) / x.updateFloor!.throughput,
       (v) => v >= 0.9,
     );
   }

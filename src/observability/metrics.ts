@@ -38,7 +38,7 @@ export function createMetrics() {
     }),
     payoutChargePaths: new Counter({
       name: 'payout_charge_paths_total',
-      help: "New payouts by who created their PIX charge: api (before the workflow's start, D81) or workflow (its first task, POST waiting for it)",
+      help: "POSTs that started or joined a payout's workflow, by who made its PIX charge: api (created before a plain start, D81) or workflow (update-with-start: the first task creates it, or a payout started already is joined)",
       labelNames: ['path'],
       registers: [registry],
     }),

@@ -115,6 +115,9 @@ class PayoutProcess {
     // Synchronous on purpose: the SDK runs signal handlers before the main code resumes in the same
     // activation, so an event that arrives together with the last activity result is still seen
     // before the workflow returns, and is refunded or alerted rather than lost.
+    // A charge the api created (D81) may have expired before this first task: a payment after its
+    // expiry (the provider's clock) is late from the first one judged, as reconciliation would judge it.
+    if (this.charge) this.inbox.closeAt(this.charge.expiresAt);
     setHandler(providerEventSignal, (event) => this.inbox.take(event));
     this.window.open();
     this.desk.open();
@@ -126,7 +129,7 @@ class PayoutProcess {
   async createCharge(): Promise<boolean> {
     // Created by the api before the start (D81): the opening record, saved by open(), holds it.
     if (this.charge) {
-      this.window.followProviderExpiry(this.charge.expiresAt);
+      this.window.followExpiryOfChargeMadeBeforeStart(this.charge.expiresAt);
       this.inbox.releaseHeld();
       return true;
     }

@@ -109,9 +109,16 @@ describe('worker versioning: two worker builds, one Temporal server, payouts in 
   const handle = (payout: PayoutResponse) => stack.temporal.workflow.getHandle(payoutWorkflowId(payout.id));
 
   /** The build the server pins the payout's workflow to, and how. */
+  /**
+   * The build the payout's workflow is pinned to. POST answers before a worker has run its first task
+   * (D81), and a run is pinned by the build that completes that task: it is waited for.
+   */
   async function pinning(payout: PayoutResponse): Promise<{ buildId?: string; behavior?: unknown }> {
-    const info = (await handle(payout).describe()).raw.workflowExecutionInfo?.versioningInfo;
-    return { buildId: info?.deploymentVersion?.buildId ?? undefined, behavior: info?.behavior };
+    return until(`payout ${payout.id} to be pinned to a build`, async () => {
+      const info = (await handle(payout).describe()).raw.workflowExecutionInfo?.versioningInfo;
+      const buildId = info?.deploymentVersion?.buildId ?? undefined;
+      return buildId === undefined ? undefined : { buildId, behavior: info?.behavior };
+    });
   }
 
   /** Which builds completed the payout's workflow tasks, and how many workflow tasks failed. */

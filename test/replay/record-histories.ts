@@ -21,6 +21,7 @@ import {
   payoutWorkflowId,
   providerEventSignal,
   type PayoutSettings,
+  type PayoutWorkflowInput,
 } from '../../src/workflows/payout.contract';
 import { providerEventWorkflowId } from '../../src/workflows/provider-event.contract';
 import { payoutWorkflow } from '../../src/workflows/payout.workflow';
@@ -45,8 +46,11 @@ import {
 
 const DIR = path.join(__dirname, 'histories');
 const LABEL = process.argv[2] ? `.${process.argv[2]}` : '';
+/** RECORD_ONLY=name,name: writes only these fixtures (a scenario added to the baseline), the rest untouched. */
+const ONLY = process.env.RECORD_ONLY ? new Set(process.env.RECORD_ONLY.split(',')) : undefined;
 
 async function save(env: TestWorkflowEnvironment, name: string, workflowId: string): Promise<void> {
+  if (ONLY && !ONLY.has(name)) return;
   const history = await env.client.workflow.getHandle(workflowId).fetchHistory();
   const json = await format(JSON.stringify(historyToObject(history)), { parser: 'json' });
   writeFileSync(path.join(DIR, `${name}${LABEL}.json`), json);
@@ -59,12 +63,13 @@ async function payout(
   settings: Partial<PayoutSettings>,
   fake: ReturnType<typeof fakeActivities>,
   events: (payoutId: string) => ProviderEvent[],
+  inputOver: Partial<PayoutWorkflowInput> = {},
 ): Promise<void> {
   await withWorker(
     env,
     fake.activities,
     async (taskQueue) => {
-      const input = payoutInput(settings);
+      const input = { ...payoutInput(settings), ...inputOver };
       const handle = await env.client.workflow.start(payoutWorkflow, {
         workflowId: payoutWorkflowId(input.payoutId),
         taskQueue,
@@ -88,6 +93,23 @@ async function main(): Promise<void> {
       pixReceived(id), // a second payment: recorded for refund
       settlementCompleted(id),
     ]);
+    // Started with the charge the api created (D81): no charge activity, its charge from the input.
+    const apiCharge = {
+      chargeId: 'chg_api000000000000000000',
+      pixCopyPaste: '000201...api...6304BEEF',
+      expiresAt: new Date(Date.now() + 3_600_000).toISOString(),
+    };
+    await payout(
+      env,
+      'payout-api-charge-completed',
+      {},
+      fakeActivities(),
+      (id) => [
+        pixReceived(id, { chargeId: apiCharge.chargeId }),
+        settlementCompleted(id, { chargeId: apiCharge.chargeId }),
+      ],
+      { charge: apiCharge },
+    );
     const nothingSent = fakeActivities({
       fetchSettlementStatus: async () => ({
         status: 'failed' as const,

@@ -4,6 +4,7 @@ import type { ProviderEvent } from '../../src/domain/provider-event';
 import {
   getPayoutQuery,
   openingRecord,
+  payoutWorkflowId,
   providerEventSignal,
   resolvePayoutUpdate,
   type PayoutSettings,
@@ -24,8 +25,10 @@ import {
   waitForPayout,
   useTimeSkippingEnv,
   runPayout,
+  withWorker,
   type PayoutHandle,
 } from './harness';
+import { payoutWorkflow } from '../../src/workflows/payout.workflow';
 import { DEFAULT_NETWORK } from '../support/network';
 import { historyOf, timerOf } from '../support/history';
 import { until } from '../support/until';
@@ -248,6 +251,46 @@ describe('payoutWorkflow (time-skipping)', () => {
       expect(fake.callsOf('recordLatePayment').map(([a]) => a)).toEqual([
         expect.objectContaining({ kind: 'wrong_charge', event: stray }),
       ]);
+      expect(fake.callsOf('createPixCharge')).toHaveLength(0);
+    });
+
+    it('expired before its first task ran: a payment after the expiry is refunded, the charge reconciled at once', async () => {
+      const fake = fakeActivities();
+      const expiredAt = new Date(Date.now() - 60_000).toISOString();
+      const input = { ...payoutInput({}), charge: { ...API_CHARGE, expiresAt: expiredAt } };
+      // Paid after the expiry (the provider's clock), and delivered with the start: judged in the first task.
+      const late = pixReceived(input.payoutId, {
+        chargeId: API_CHARGE.chargeId,
+        paidAt: new Date().toISOString(),
+      });
+      const timersMs: number[] = [];
+      const done = await withWorker(env, fake.activities, async (taskQueue) => {
+        const h = await env.client.workflow.signalWithStart(payoutWorkflow, {
+          workflowId: payoutWorkflowId(input.payoutId),
+          taskQueue,
+          args: [input],
+          signal: providerEventSignal,
+          signalArgs: [late],
+        });
+        const result = (await h.result()) as PayoutRecord;
+        for (const e of (await h.fetchHistory()).events ?? []) {
+          const timeout = e.timerStartedEventAttributes?.startToFireTimeout;
+          if (timeout) timersMs.push(Number(timeout.seconds ?? 0) * 1000 + (timeout.nanos ?? 0) / 1e6);
+        }
+        return result;
+      });
+      expect(done).toMatchObject({ status: 'FAILED', failureReason: 'charge_expired' });
+      expect(fake.callsOf('recordLatePayment').map(([a]) => a)).toEqual([
+        expect.objectContaining({ kind: 'late_payment', event: late }),
+      ]);
+      // No wait for a fresh expiry: the charge is removed and read at once, then the payout ends.
+      expect(fake.callsOf('cancelPixCharge').map(([a]) => a)).toEqual([
+        expect.objectContaining({ chargeId: API_CHARGE.chargeId }),
+      ]);
+      // The expiry's wait was 1 ms, not a fresh hour from the first task.
+      expect(timersMs[0]).toBe(1);
+      expect(timersMs).not.toContain(3_600_000);
+      expect(fake.callsOf('requestSettlement')).toHaveLength(0);
       expect(fake.callsOf('createPixCharge')).toHaveLength(0);
     });
   });

@@ -239,13 +239,14 @@ async function screenQuoteAndStart(
     createdAt: new Date().toISOString(),
     settings: deps.settings,
   };
-  // The charge first (idempotent on the payout id), then the claim's confirmation right before the
+  // The charge first (idempotent on the payout id), then the claim's confirmation right before each
   // start: an overtaken request does not start the payout, the key is the new holder's to answer.
   const chargeAskedAt = performance.now();
   const charge = await chargeFromApi(deps, input, log);
-  await claim?.held.confirm();
   const waitMs = deps.chargeWaitMs - (performance.now() - chargeAskedAt);
-  const { payout, run } = await startWithCharge(deps, workflowId, input, charge, waitMs, log);
+  const { payout, run } = await startWithCharge(deps, workflowId, input, charge, waitMs, log, async () => {
+    await claim?.held.confirm();
+  });
   if (payout.status === 'FAILED') {
     // The partner never saw this payout: free the key so that retrying it makes a new attempt
     // instead of replaying a failure for 24 h. Its workflow has ended, so whoever else holds or held

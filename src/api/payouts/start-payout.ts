@@ -114,7 +114,8 @@ export async function chargeFromApi(
  * D81: it joins the workflow if it runs, or starts it (with the api's charge, if any) and waits for
  * its first task to hold the charge (the provider answers the api's request again, idempotent on the
  * payout id) or to fail the payout (`charge_creation_failed`, 502). `waitMs`: what is left of
- * CHARGE_WAIT_MS.
+ * CHARGE_WAIT_MS. `confirmStart` runs right before each start, the fallback's included: a claim on the
+ * key may have been overtaken while a failed start took its time (D73).
  */
 export async function startWithCharge(
   deps: StartPayoutDeps,
@@ -123,16 +124,21 @@ export async function startWithCharge(
   charge: PixCharge | undefined,
   waitMs: number,
   log: StartLog,
+  confirmStart: () => Promise<void>,
 ): Promise<{ payout: PayoutRecord; run?: PayoutRun }> {
   const began = performance.now();
   const startInput = charge ? { ...input, charge } : input;
   if (charge) {
+    await confirmStart();
     try {
-      const handle = await deps.temporal.workflow.start(payoutWorkflow, {
-        ...startOptions(deps.taskQueue, workflowId, startInput),
-        // Started already (a racing request of the same key): the update below joins it.
-        workflowIdConflictPolicy: 'FAIL',
-      });
+      // Within POST's wait: a start that runs past it is an unknown outcome, which the update joins.
+      const handle = await deps.temporal.withDeadline(Date.now() + Math.max(1, waitMs), () =>
+        deps.temporal.workflow.start(payoutWorkflow, {
+          ...startOptions(deps.taskQueue, workflowId, startInput),
+          // Started already (a racing request of the same key): the update below joins it.
+          workflowIdConflictPolicy: 'FAIL',
+        }),
+      );
       deps.chargePaths?.counted('api');
       return { payout: openingRecord(startInput), run: { workflowId, runId: handle.firstExecutionRunId } };
     } catch (err) {
@@ -145,6 +151,7 @@ export async function startWithCharge(
         );
     }
   }
+  await confirmStart();
   deps.chargePaths?.counted('workflow');
   const left = Math.max(1, waitMs - (performance.now() - began));
   return { payout: await startAndAwaitCharge(deps, workflowId, startInput, left) };
@@ -205,9 +212,15 @@ function startOptions(taskQueue: string, workflowId: string, input: PayoutWorkfl
 /** `answer`, or ChargeTimeoutError (503) once POST has waited `ms` for the PIX charge. */
 async function withChargeDeadline<T>(answer: Promise<T>, ms: number, payoutId: string): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
+  const began = performance.now();
   const timeout = new Promise<never>((_, reject) => {
     timer = setTimeout(
-      () => reject(new ChargeTimeoutError(`payout ${payoutId}: no PIX charge after ${ms} ms`)),
+      () =>
+        reject(
+          new ChargeTimeoutError(
+            `payout ${payoutId}: no PIX charge in the last ${Math.round(performance.now() - began)} ms of POST's wait`,
+          ),
+        ),
       ms,
     );
   });

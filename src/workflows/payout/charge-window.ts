@@ -69,6 +69,19 @@ export class ChargeWindow {
   }
 
   /**
+   * The expiry of a charge the api created before the workflow started (docs/decisions.md D81). Its
+   * first task may run after the provider's expiry (no worker for that long): a passed expiry then ends
+   * the wait at once, straight to the charge's removal and the reading of its status, which settles a
+   * payment made by the expiry and refunds any later one. Otherwise as followProviderExpiry.
+   */
+  followExpiryOfChargeMadeBeforeStart(expiresAt: string): void {
+    const untilExpiry = Date.parse(expiresAt) - Date.now();
+    // 1 ms rather than 0: a zero timeout is a no-timeout wait for workflows of older SDK versions.
+    if (Number.isFinite(untilExpiry) && untilExpiry <= 0) this.expiryWaitMs = 1;
+    else this.followProviderExpiry(expiresAt);
+  }
+
+  /**
    * Waits for the charge's payment until it expires, then removes the charge and reads its status:
    * `paid` (the inbox holds the payment), `ended` (cancelled meanwhile), `unpaid`, or an operator's
    * decision while the status could not be read.

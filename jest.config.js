@@ -12,6 +12,8 @@ module.exports = {
   },
   // Servers (PostgreSQL, Temporal, anvil) are real processes; two cores take no more in parallel.
   maxWorkers: 2,
+  // Without jest's cache of durations (a fresh clone), the suites that wait on servers start first.
+  testSequencer: '<rootDir>/test/support/sequencer.js',
   testTimeout: 60_000,
   // One PostgreSQL for the whole run (migrated once); its URL reaches tests as TEST_DATABASE_URL.
   globalSetup: '<rootDir>/test/support/global-setup.ts',

@@ -22,7 +22,7 @@ describe('refunds returned by the provider (real servers)', () => {
   beforeAll(async () => {
     ({ apiKey } = await stack.createPartner());
     worker = await stack.startProcess('worker');
-    // Its charge expires while the first two tests run. At expiry the service removes the charge; that
+    // Its charge expires while the tests before the last run. At expiry the service removes the charge; that
     // removal is held, so the payer can still pay the expired charge, as a bank would before it.
     removal = stack.providerProxy!.hold('PATCH /pix/charges');
     expiring = (await stack.createPayout(apiKey)).payout;
@@ -155,19 +155,8 @@ describe('refunds returned by the provider (real servers)', () => {
     expect(await returnsOf(paid)).toHaveLength(1);
   }, 120_000);
 
-  // After the approval's case, which runs while the charge of beforeAll waits for its expiry.
-  it('a payment after the charge expired is returned to the payer, once', async () => {
-    await removal.arrived;
-    const late = await stack.payWith(expiring.pix_copy_paste, {});
-    removal.release();
-    expect((await stack.waitForStatus(apiKey, expiring.id, ['FAILED', 'COMPLETED'], 60_000)).status).toBe(
-      'FAILED',
-    );
-    const lateCase = await untilCase(late, 'returned');
-    expect(lateCase.kind).toBe('late_payment');
-    expect(await returnsOf(late)).toHaveLength(1);
-  }, 180_000);
-
+  // Before the expired charge's case: the worker is killed and replaced while that payout only waits
+  // on its expiry timer (its charge's removal is held until that case pays it).
   it('a worker killed after the return was requested, before it was recorded, returns the money once', async () => {
     const { payout } = await stack.createPayout(apiKey);
     const requestsBefore = stack.providerProxy!.requests().get('POST /pix/returns') ?? 0;
@@ -197,5 +186,18 @@ describe('refunds returned by the provider (real servers)', () => {
     const returned = await returnsOf(wrong);
     expect(returned).toEqual([expect.objectContaining({ devolucao_id: ended.id, valor: '2.00' })]);
     expect(returned[0]).toMatchObject({ rtr_id: ended.return_id });
+  }, 180_000);
+
+  // Last: the cases above run while the charge of beforeAll waits for its expiry.
+  it('a payment after the charge expired is returned to the payer, once', async () => {
+    await removal.arrived;
+    const late = await stack.payWith(expiring.pix_copy_paste, {});
+    removal.release();
+    expect((await stack.waitForStatus(apiKey, expiring.id, ['FAILED', 'COMPLETED'], 60_000)).status).toBe(
+      'FAILED',
+    );
+    const lateCase = await untilCase(late, 'returned');
+    expect(lateCase.kind).toBe('late_payment');
+    expect(await returnsOf(late)).toHaveLength(1);
   }, 180_000);
 });

@@ -33,7 +33,8 @@ describe('fault matrix (api and worker as processes; Temporal, PostgreSQL, provi
   const startedAt = Date.now();
 
   beforeAll(async () => {
-    stack = await startProcessStack();
+    // A killed worker's workflow task is retried after 4 s rather than the server's default 10 s.
+    stack = await startProcessStack({ workflowTaskTimeout: '4s' });
     partner = await stack.createPartner();
     [mainApi, treasuryApi, worker] = await Promise.all([
       stack.startApi(),

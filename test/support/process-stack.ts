@@ -85,7 +85,19 @@ export interface ApiProcess {
 
 const HOST = '127.0.0.1';
 
-export async function startProcessStack(opts: { env?: Record<string, string> } = {}): Promise<ProcessStack> {
+export interface ProcessStackOptions {
+  /** Service env over the stack's. */
+  env?: Record<string, string>;
+  /**
+   * The Temporal server's default workflow task timeout ("4s"; the server's own default is 10 s). The
+   * service sets none of its own, so this is the time a task a SIGKILLed worker had taken waits before
+   * the server hands it to another worker: shorter, a test that kills workers waits less for the same
+   * recovery.
+   */
+  workflowTaskTimeout?: string;
+}
+
+export async function startProcessStack(opts: ProcessStackOptions = {}): Promise<ProcessStack> {
   const closers: (() => Promise<unknown>)[] = [];
   const processes: ServiceProcess[] = [];
   const close = async () => {
@@ -115,6 +127,9 @@ export async function startProcessStack(opts: { env?: Record<string, string> } =
       dbFile: path.join(tempDir, 'temporal.sqlite'),
       namespace,
       searchAttributes: devServerSearchAttributes(),
+      extraArgs: opts.workflowTaskTimeout
+        ? ['--dynamic-config-value', `history.defaultWorkflowTaskTimeout="${opts.workflowTaskTimeout}"`]
+        : [],
     };
     let temporalServer: TemporalDevServerHandle = await startTemporalDevServer(temporalOpts);
     closers.push(() => temporalServer.stop());

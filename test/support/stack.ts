@@ -1,13 +1,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { Client } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import {
-  bundleWorkflowCode,
-  DefaultLogger,
-  Runtime,
-  type Worker,
-  type WorkflowBundleWithSourceMap,
-} from '@temporalio/worker';
+import { DefaultLogger, Runtime, type Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import type { Address } from 'viem';
 import { generatePrivateKey, privateKeyToAddress } from 'viem/accounts';
 import { createUsdtLedger } from '../../src/adapters/chain/usdt-ledger';
@@ -29,6 +23,7 @@ import { settlementNetworkOf } from '../../src/main/wiring';
 import { createDataConverter } from '../../src/temporal/data-converter';
 import { PAYOUT_SEARCH_ATTRIBUTES } from '../../src/workflows/search-attributes';
 import { configuredScreening, startApi, type RunningApi } from './api';
+import { cachedWorkflowBundle } from './bundle-cache';
 import { compiledEntry } from './compiled';
 import { startTestChain, type TestChain, type Wallet } from './chain';
 import { createOwnDatabase } from './database';
@@ -157,13 +152,12 @@ try {
 }
 let sharedBundle: Promise<WorkflowBundleWithSourceMap> | undefined;
 
-/** The workflow bundle is built once per test file (webpack takes a second or two). */
+/**
+ * The workflow bundle, read once per test file; built once per run and sources (webpack takes
+ * seconds), see cachedWorkflowBundle.
+ */
 export function workflowBundle(): Promise<WorkflowBundleWithSourceMap> {
-  const silent = () => {};
-  sharedBundle ??= bundleWorkflowCode({
-    ...workflowBundleOptions(),
-    logger: { log: silent, trace: silent, debug: silent, info: silent, warn: silent, error: silent },
-  });
+  sharedBundle ??= cachedWorkflowBundle(workflowBundleOptions());
   return sharedBundle;
 }
 

@@ -1,9 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { ApplicationFailure } from '@temporalio/common';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { bundleWorkflowCode, Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import { Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import type { PayoutActivities } from '../../src/activities';
 import type { PayoutRecord } from '../../src/domain/payout';
+import { cachedWorkflowBundle } from '../support/bundle-cache';
 import { createTimeSkippingEnv } from '../support/temporal';
 import { until } from '../support/until';
 import type { ProviderEvent } from '../../src/domain/provider-event';
@@ -169,26 +170,24 @@ export function fakeActivities(overrides: Partial<Fakes> = {}) {
 
 export const notYet = () => ApplicationFailure.retryable('not yet', 'NotYetConfirmed');
 
-const quiet = { log() {}, trace() {}, debug() {}, info() {}, warn() {}, error() {} };
 let bundle: Promise<WorkflowBundleWithSourceMap> | undefined;
 let isolated: Promise<WorkflowBundleWithSourceMap> | undefined;
 
 /** The workflows exactly as the worker bundles them (replay, recording). */
 export function testBundle(): Promise<WorkflowBundleWithSourceMap> {
-  bundle ??= bundleWorkflowCode({ ...workflowBundleOptions(), logger: quiet });
+  bundle ??= cachedWorkflowBundle(workflowBundleOptions());
   return bundle;
 }
 
 /** The same, minus child workflows (see no-children.interceptor.ts): for the unit tests. */
 export function isolatedBundle(): Promise<WorkflowBundleWithSourceMap> {
   const production = workflowBundleOptions();
-  isolated ??= bundleWorkflowCode({
+  isolated ??= cachedWorkflowBundle({
     ...production,
     workflowInterceptorModules: [
       ...(production.workflowInterceptorModules ?? []),
       require.resolve('./no-children.interceptor'),
     ],
-    logger: quiet,
   });
   return isolated;
 }

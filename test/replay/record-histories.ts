@@ -88,11 +88,6 @@ async function payout(
 async function main(): Promise<void> {
   const env = await createTimeSkippingEnv();
   try {
-    await payout(env, 'payout-provider-completed', {}, fakeActivities(), (id) => [
-      pixReceived(id),
-      pixReceived(id), // a second payment: recorded for refund
-      settlementCompleted(id),
-    ]);
     // Started with the charge the api created (D81): no charge activity, its charge from the input.
     const apiCharge = {
       chargeId: 'chg_api000000000000000000',
@@ -110,6 +105,11 @@ async function main(): Promise<void> {
       ],
       { charge: apiCharge },
     );
+    await payout(env, 'payout-provider-completed', {}, fakeActivities(), (id) => [
+      pixReceived(id),
+      pixReceived(id), // a second payment: recorded for refund
+      settlementCompleted(id),
+    ]);
     const nothingSent = fakeActivities({
       fetchSettlementStatus: async () => ({
         status: 'failed' as const,

@@ -257,7 +257,11 @@ describe('payoutWorkflow (time-skipping)', () => {
     it('expired before its first task ran: a payment after the expiry is refunded, the charge reconciled at once', async () => {
       const fake = fakeActivities();
       const expiredAt = new Date(Date.now() - 60_000).toISOString();
-      const input = { ...payoutInput({}), charge: { ...API_CHARGE, expiresAt: expiredAt } };
+      const input = {
+        ...payoutInput({}),
+        createdAt: new Date(Date.now() - 3_660_000).toISOString(),
+        charge: { ...API_CHARGE, expiresAt: expiredAt },
+      };
       // Paid after the expiry (the provider's clock), and delivered with the start: judged in the first task.
       const late = pixReceived(input.payoutId, {
         chargeId: API_CHARGE.chargeId,
@@ -292,6 +296,36 @@ describe('payoutWorkflow (time-skipping)', () => {
       expect(timersMs).not.toContain(3_600_000);
       expect(fake.callsOf('requestSettlement')).toHaveLength(0);
       expect(fake.callsOf('createPixCharge')).toHaveLength(0);
+    });
+
+    it('expired before its first task ran: a payment made by the expiry (to the millisecond) is settled', async () => {
+      const fake = fakeActivities();
+      const expiredAt = new Date(Date.now() - 60_000).toISOString();
+      const input = {
+        ...payoutInput({}),
+        createdAt: new Date(Date.now() - 3_660_000).toISOString(),
+        charge: { ...API_CHARGE, expiresAt: expiredAt },
+      };
+      const inTime = pixReceived(input.payoutId, { chargeId: API_CHARGE.chargeId, paidAt: expiredAt });
+      const done = await withWorker(env, fake.activities, async (taskQueue) => {
+        const h = await env.client.workflow.signalWithStart(payoutWorkflow, {
+          workflowId: payoutWorkflowId(input.payoutId),
+          taskQueue,
+          args: [input],
+          signal: providerEventSignal,
+          signalArgs: [inTime],
+        });
+        await until('PROCESSING', async () =>
+          (await h.query(getPayoutQuery)).status === 'PROCESSING' ? true : undefined,
+        );
+        await h.signal(
+          providerEventSignal,
+          settlementCompleted(input.payoutId, { chargeId: API_CHARGE.chargeId }),
+        );
+        return (await h.result()) as PayoutRecord;
+      });
+      expect(done).toMatchObject({ status: 'COMPLETED', paidAt: expiredAt });
+      expect(fake.callsOf('recordLatePayment')).toHaveLength(0);
     });
   });
 

@@ -247,7 +247,9 @@ async function screenQuoteAndStart(
   const { payout, run } = await startWithCharge(deps, workflowId, input, charge, waitMs, log, async () => {
     await claim?.held.confirm();
   });
-  if (payout.status === 'FAILED') {
+  // Only a payout whose charge the provider refused was never shown: any other FAILED one (a racing
+  // request's payout, joined) exists for the partner, and the key keeps it.
+  if (payout.status === 'FAILED' && payout.failureReason === 'charge_creation_failed') {
     // The partner never saw this payout: free the key so that retrying it makes a new attempt
     // instead of replaying a failure for 24 h. Its workflow has ended, so whoever else holds or held
     // the claim can only join that failure, never start a payout under it.

@@ -40,6 +40,9 @@ export const API_CHARGE_WAIT_MS = 5_000;
 
 export type ChargePath = 'api' | 'workflow';
 
+/** The longest the plain start of a payout with the api's charge may take before update-with-start decides. */
+const PLAIN_START_WAIT_MS = 5_000;
+
 export interface StartPayoutDeps {
   temporal: Client;
   taskQueue: string;
@@ -131,8 +134,10 @@ export async function startWithCharge(
   if (charge) {
     await confirmStart();
     try {
-      // Within POST's wait: a start that runs past it is an unknown outcome, which the update joins.
-      const handle = await deps.temporal.withDeadline(Date.now() + Math.max(1, waitMs), () =>
+      // A start that takes longer is an unknown outcome, which the update below joins within what is
+      // left of POST's wait (at least half of it).
+      const startDeadline = Math.min(PLAIN_START_WAIT_MS, (waitMs - (performance.now() - began)) / 2);
+      const handle = await deps.temporal.withDeadline(Date.now() + Math.max(1, startDeadline), () =>
         deps.temporal.workflow.start(payoutWorkflow, {
           ...startOptions(deps.taskQueue, workflowId, startInput),
           // Started already (a racing request of the same key): the update below joins it.

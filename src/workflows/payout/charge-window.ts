@@ -76,8 +76,12 @@ export class ChargeWindow {
    */
   followExpiryOfChargeMadeBeforeStart(expiresAt: string): void {
     const untilExpiry = Date.parse(expiresAt) - Date.now();
+    // Past on our clock too (the asked lifetime has gone by since POST): not a provider whose clock
+    // runs behind ours, which keeps the asked expiry as followProviderExpiry does.
+    const livedItsLife =
+      Date.now() >= Date.parse(this.payout().createdAt) + this.settings.chargeExpirySeconds * 1000;
     // 1 ms rather than 0: a zero timeout is a no-timeout wait for workflows of older SDK versions.
-    if (Number.isFinite(untilExpiry) && untilExpiry <= 0) this.expiryWaitMs = 1;
+    if (Number.isFinite(untilExpiry) && untilExpiry <= 0 && livedItsLife) this.expiryWaitMs = 1;
     else this.followProviderExpiry(expiresAt);
   }
 

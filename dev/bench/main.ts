@@ -4,7 +4,6 @@ import os from 'node:os';
 import { performance } from 'node:perf_hooks';
 import path from 'node:path';
 import { Client, Connection, WithStartWorkflowOperation } from '@temporalio/client';
-import { temporal } from '@temporalio/proto';
 import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import * as prettier from 'prettier';
 import { getAddress, type Address } from 'viem';
@@ -56,8 +55,6 @@ const PHASES = new Set(
     .map((s) => s.trim()),
 );
 const NAMESPACE = process.env.TEMPORAL_NAMESPACE ?? 'payouts';
-/** The service's task queue, where its worker takes the payouts' workflow tasks. */
-const SERVICE_TASK_QUEUE = process.env.TEMPORAL_TASK_QUEUE ?? 'payouts';
 // --temporal=server: the production Temporal server on PostgreSQL (dev/bench/temporal-server.ts),
 // started here; it sets TEMPORAL_ADDRESS before anything connects.
 const TEMPORAL_MODE = temporalModeFromArgs(process.argv.slice(2));
@@ -157,25 +154,38 @@ function freshWallet(): Address {
 }
 
 /**
- * How long the service's worker still needed, once a load stopped, before no workflow task of its
- * queue waited (Temporal's approximate backlog, read every 100 ms, zero twice in a row).
+ * The PENDING writes the service's worker has made so far: one local `recordPayout` in the first task
+ * of every payout (its metric `temporal_local_activity_succeed_endtoend_latency_count`).
  */
-async function workerBacklogDrain(client: Client, taskQueue: string, timeoutMs = 120_000): Promise<number> {
+async function firstTaskWrites(workerMetricsUrl: string): Promise<number> {
+  const n = await scrapeMetric(
+    workerMetricsUrl,
+    'temporal_local_activity_succeed_endtoend_latency_count',
+    'activity_type="recordPayout"',
+  );
+  if (n === undefined) throw new Error(`cannot read the worker's metrics at ${workerMetricsUrl}`);
+  return n;
+}
+
+/**
+ * How long the service's worker still needed, once a load stopped, to run the first task of the
+ * `payouts` POST created since `writesBefore` (firstTaskWrites then): POST answers before it (D81).
+ * Counted on the worker itself, read every 50 ms: Temporal's backlog statistic moves in steps of
+ * seconds and leaves out the tasks a worker holds.
+ */
+async function workerCatchUp(
+  workerMetricsUrl: string,
+  writesBefore: number,
+  payouts: number,
+  timeoutMs = 120_000,
+): Promise<number> {
   const began = performance.now();
-  let zeros = 0;
-  while (performance.now() - began < timeoutMs) {
-    const { stats } = await client.workflowService.describeTaskQueue({
-      namespace: NAMESPACE,
-      taskQueue: { name: taskQueue },
-      taskQueueType: temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
-      reportStats: true,
-    });
-    if (Number(stats?.approximateBacklogCount ?? 0) === 0) {
-      if (++zeros >= 2) return Math.max(0, performance.now() - began - 100);
-    } else zeros = 0;
-    await sleep(100);
+  while ((await firstTaskWrites(workerMetricsUrl)) - writesBefore < payouts) {
+    if (performance.now() - began > timeoutMs)
+      throw new Error(`the worker did not run ${payouts} first tasks within ${timeoutMs} ms`);
+    await sleep(50);
   }
-  throw new Error(`the worker's backlog on ${taskQueue} did not drain in ${timeoutMs} ms`);
+  return performance.now() - began;
 }
 
 /**
@@ -291,10 +301,16 @@ async function main(): Promise<void> {
         log(`floor (workflow + activity) C=${c}: ${fmt(f)}`);
         const u = await loop(c, floor.startWithUpdate);
         log(`floor (update-with-start)   C=${c}: ${fmt(u)}`);
+        const writesBefore = await firstTaskWrites(stack.workerMetricsUrl);
+        const postedBefore = service.pending.length;
         const p = await loop(c, () => service.post());
         // POST answers before the worker runs the payout's first task (D81): the window's throughput
-        // counts only if the worker kept up. What it had not taken yet is drained before it is counted.
-        const drainMs = await workerBacklogDrain(floor.client, SERVICE_TASK_QUEUE);
+        // counts only if the worker kept up. What it had not done yet is waited for and counted in.
+        const drainMs = await workerCatchUp(
+          stack.workerMetricsUrl,
+          writesBefore,
+          service.pending.length - postedBefore,
+        );
         const postSustained = (p.count * 1000) / (SECONDS * 1000 + drainMs);
         log(
           `POST                        C=${c}: ${fmt(p)}${p.firstError ? ` first error: ${p.firstError}` : ''}; ` +
@@ -318,13 +334,15 @@ async function main(): Promise<void> {
     if (PHASES.has('get') || PHASES.has('payment')) {
       // A POST that times out under load (503) is retried; the partner would do the same.
       let failures = 0;
+      const writesBefore = await firstTaskWrites(stack.workerMetricsUrl);
+      const postedBefore = service.pending.length;
       while (service.pending.length < 400) {
         await service.post().catch((err: unknown) => {
           if (++failures > 50) throw err;
         });
       }
       // Their first tasks run after POST answered (D81): done before anything is measured on them.
-      await workerBacklogDrain(floor.client, SERVICE_TASK_QUEUE);
+      await workerCatchUp(stack.workerMetricsUrl, writesBefore, service.pending.length - postedBefore);
     }
 
     if (PHASES.has('get')) {
@@ -384,9 +402,15 @@ async function main(): Promise<void> {
       let best = { floor: 0, post: 0 };
       for (const c of [1, 2, 4, 8, 16, 32, 64]) {
         const f = await loop(c, floor.run, SATURATION_SECONDS);
+        const writesBefore = await firstTaskWrites(stack.workerMetricsUrl);
+        const postedBefore = service.pending.length;
         const posted = await loop(c, () => service.post(), SATURATION_SECONDS);
         // Counted in as in the compare phase, and never left to slow the next floor down.
-        const satDrainMs = await workerBacklogDrain(floor.client, SERVICE_TASK_QUEUE);
+        const satDrainMs = await workerCatchUp(
+          stack.workerMetricsUrl,
+          writesBefore,
+          service.pending.length - postedBefore,
+        );
         const p = { ...posted, throughput: (posted.count * 1000) / (SATURATION_SECONDS * 1000 + satDrainMs) };
         log(
           `saturation C=${c}: floor ${fmt(f)} | POST ${fmt(p)} (backlog drained in ${satDrainMs.toFixed(0)} ms, counted in)`,

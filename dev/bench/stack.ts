@@ -59,6 +59,10 @@ export function benchServiceEnv(): NodeJS.ProcessEnv {
     // Two provider webhooks a payout, all from the sandbox's one address: at the default (600 new
     // tokens a minute) the provider's retries, not the service, would set the pace.
     WEBHOOK_RATE_LIMIT_PER_MINUTE: '10000000',
+    // A run leaves a few thousand payouts open (POST answers before the worker, D81, so the POST
+    // figures create more): cached as the floor worker's are (10,000), a live GET is a query of a
+    // cached workflow, as the query floor's, not a replay of an evicted one.
+    WORKER_MAX_CACHED_WORKFLOWS: '10000',
     LOG_LEVEL: 'warn',
     ...process.env,
   };

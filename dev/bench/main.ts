@@ -163,8 +163,10 @@ async function firstTaskWrites(workerMetricsUrl: string): Promise<number> {
     'temporal_local_activity_succeed_endtoend_latency_count',
     'activity_type="recordPayout"',
   );
-  if (n === undefined) throw new Error(`cannot read the worker's metrics at ${workerMetricsUrl}`);
-  return n;
+  if (n !== undefined) return n;
+  // None yet (no payout since the worker started), or no metrics: its pollers say which.
+  if ((await scrapeMetric(workerMetricsUrl, 'temporal_num_pollers')) !== undefined) return 0;
+  throw new Error(`cannot read the worker's metrics at ${workerMetricsUrl}`);
 }
 
 /**

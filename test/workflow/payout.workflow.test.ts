@@ -208,6 +208,35 @@ describe('payoutWorkflow (time-skipping)', () => {
       expiresAt: new Date(Date.now() + 3_600_000).toISOString(),
     };
 
+    /**
+     * A payout whose charge (the api's) expired a minute before its first task, an hour after POST,
+     * started together with `payment` (signal-with-start: judged in that first task); `fn` follows it.
+     */
+    function expiredAtFirstTask() {
+      const expiredAt = new Date(Date.now() - 60_000).toISOString();
+      const input = {
+        ...payoutInput({}),
+        createdAt: new Date(Date.now() - 3_660_000).toISOString(),
+        charge: { ...API_CHARGE, expiresAt: expiredAt },
+      };
+      const run = <T>(fake: Fake, payment: ProviderEvent, fn: (h: SignaledHandle) => Promise<T>) =>
+        withWorker(env, fake.activities, async (taskQueue) =>
+          fn(
+            await env.client.workflow.signalWithStart(payoutWorkflow, {
+              workflowId: payoutWorkflowId(input.payoutId),
+              taskQueue,
+              args: [input],
+              signal: providerEventSignal,
+              signalArgs: [payment],
+            }),
+          ),
+        );
+      return { expiredAt, input, run };
+    }
+    type SignaledHandle = Awaited<
+      ReturnType<typeof env.client.workflow.signalWithStart<typeof payoutWorkflow>>
+    >;
+
     it("never asks the provider for a charge, opens with the api's, and completes on its payment", async () => {
       const fake = fakeActivities();
       const input = { ...payoutInput({}), charge: API_CHARGE };
@@ -256,32 +285,20 @@ describe('payoutWorkflow (time-skipping)', () => {
 
     it('expired before its first task ran: a payment after the expiry is refunded, the charge reconciled at once', async () => {
       const fake = fakeActivities();
-      const expiredAt = new Date(Date.now() - 60_000).toISOString();
-      const input = {
-        ...payoutInput({}),
-        createdAt: new Date(Date.now() - 3_660_000).toISOString(),
-        charge: { ...API_CHARGE, expiresAt: expiredAt },
-      };
+      const { input, run } = expiredAtFirstTask();
       // Paid after the expiry (the provider's clock), and delivered with the start: judged in the first task.
       const late = pixReceived(input.payoutId, {
         chargeId: API_CHARGE.chargeId,
         paidAt: new Date().toISOString(),
       });
       const timersMs: number[] = [];
-      const done = await withWorker(env, fake.activities, async (taskQueue) => {
-        const h = await env.client.workflow.signalWithStart(payoutWorkflow, {
-          workflowId: payoutWorkflowId(input.payoutId),
-          taskQueue,
-          args: [input],
-          signal: providerEventSignal,
-          signalArgs: [late],
-        });
-        const result = (await h.result()) as PayoutRecord;
+      const done = await run(fake, late, async (h) => {
+        const ended = (await h.result()) as PayoutRecord;
         for (const e of (await h.fetchHistory()).events ?? []) {
           const timeout = e.timerStartedEventAttributes?.startToFireTimeout;
           if (timeout) timersMs.push(Number(timeout.seconds ?? 0) * 1000 + (timeout.nanos ?? 0) / 1e6);
         }
-        return result;
+        return ended;
       });
       expect(done).toMatchObject({ status: 'FAILED', failureReason: 'charge_expired' });
       expect(fake.callsOf('recordLatePayment').map(([a]) => a)).toEqual([
@@ -300,21 +317,9 @@ describe('payoutWorkflow (time-skipping)', () => {
 
     it('expired before its first task ran: a payment made by the expiry (to the millisecond) is settled', async () => {
       const fake = fakeActivities();
-      const expiredAt = new Date(Date.now() - 60_000).toISOString();
-      const input = {
-        ...payoutInput({}),
-        createdAt: new Date(Date.now() - 3_660_000).toISOString(),
-        charge: { ...API_CHARGE, expiresAt: expiredAt },
-      };
+      const { expiredAt, input, run } = expiredAtFirstTask();
       const inTime = pixReceived(input.payoutId, { chargeId: API_CHARGE.chargeId, paidAt: expiredAt });
-      const done = await withWorker(env, fake.activities, async (taskQueue) => {
-        const h = await env.client.workflow.signalWithStart(payoutWorkflow, {
-          workflowId: payoutWorkflowId(input.payoutId),
-          taskQueue,
-          args: [input],
-          signal: providerEventSignal,
-          signalArgs: [inTime],
-        });
+      const done = await run(fake, inTime, async (h) => {
         await until('PROCESSING', async () =>
           (await h.query(getPayoutQuery)).status === 'PROCESSING' ? true : undefined,
         );

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import { upsertPayout } from '../../src/adapters/db/payouts-repo';
+import { getPayoutQuery, payoutWorkflowId } from '../../src/workflows/payout.contract';
 import { completedPayout } from '../support/payouts';
 import { useStack, VALID_PAYOUT } from '../support/stack';
 import { until } from '../support/until';
@@ -208,6 +209,13 @@ describe('Payout responses and GET /v1/payouts/{id}', () => {
     it('the read model, when the workflow does not answer in time (no worker)', async () => {
       const { apiKey } = await stack.createPartner();
       const created = await create(apiKey);
+      // POST answers before a worker has run the payout's first task (D81): run, before the worker goes.
+      await until('the workflow to answer', () =>
+        stack.temporal.workflow
+          .getHandle(payoutWorkflowId(created.id))
+          .query(getPayoutQuery)
+          .catch(() => undefined),
+      );
       await tamperReadModel(created.id);
       // The worker comes back only after the answer: a GET that waited for the workflow instead of
       // its query deadline would never answer (and the test would time out), whatever the clock says.
@@ -220,9 +228,12 @@ describe('Payout responses and GET /v1/payouts/{id}', () => {
       } finally {
         await stack.startWorker();
       }
-      // Back to the workflow once a worker answers again.
-      const res = await getPayout(stack.apiUrl, apiKey, created.id);
-      expect(res.json).toMatchObject({ pix_key: VALID_PAYOUT.pix_key });
+      // Back to the workflow once a worker answers again (its first queries may still meet the
+      // stopped worker's sticky queue and fall back to the read model within their deadline).
+      await until('GET to answer from the workflow again', async () => {
+        const res = await getPayout(stack.apiUrl, apiKey, created.id);
+        return (res.json as { pix_key?: string }).pix_key === VALID_PAYOUT.pix_key ? true : undefined;
+      });
     });
   });
 });

@@ -202,21 +202,25 @@ describe('payoutWorkflow (time-skipping)', () => {
   });
 
   describe('started with the charge the api created (D81)', () => {
-    const API_CHARGE = {
-      chargeId: 'chg_api000000000000000000',
-      pixCopyPaste: '000201...api...6304BEEF',
-      expiresAt: new Date(Date.now() + 3_600_000).toISOString(),
-    };
+    const API_CHARGE = { chargeId: 'chg_api000000000000000000', pixCopyPaste: '000201...api...6304BEEF' };
+    /**
+     * Times on the test server's clock, which earlier tests have skipped ahead of ours: the workflow
+     * compares the charge's expiry and the payout's creation with it.
+     */
+    const serverTime = async (offsetMs: number) =>
+      new Date((await env.currentTimeMs()) + offsetMs).toISOString();
+    /** The api's charge, expiring an hour from now on the test server's clock. */
+    const apiCharge = async () => ({ ...API_CHARGE, expiresAt: await serverTime(3_600_000) });
 
     /**
      * A payout whose charge (the api's) expired a minute before its first task, an hour after POST,
      * started together with `payment` (signal-with-start: judged in that first task); `fn` follows it.
      */
-    function expiredAtFirstTask() {
-      const expiredAt = new Date(Date.now() - 60_000).toISOString();
+    async function expiredAtFirstTask() {
+      const expiredAt = await serverTime(-60_000);
       const input = {
         ...payoutInput({}),
-        createdAt: new Date(Date.now() - 3_660_000).toISOString(),
+        createdAt: await serverTime(-3_660_000),
         charge: { ...API_CHARGE, expiresAt: expiredAt },
       };
       const run = <T>(fake: Fake, payment: ProviderEvent, fn: (h: SignaledHandle) => Promise<T>) =>
@@ -239,7 +243,7 @@ describe('payoutWorkflow (time-skipping)', () => {
 
     it("never asks the provider for a charge, opens with the api's, and completes on its payment", async () => {
       const fake = fakeActivities();
-      const input = { ...payoutInput({}), charge: API_CHARGE };
+      const input = { ...payoutInput({}, { createdAt: await serverTime(0) }), charge: await apiCharge() };
       const done = await runPayout(env, fake, input, async (h) => {
         // The first thing the workflow holds, and saves, is the opening record with the api's charge.
         expect(await waitForPayout(h, (p) => p.pixCopyPaste !== '')).toEqual(openingRecord(input));
@@ -266,7 +270,7 @@ describe('payoutWorkflow (time-skipping)', () => {
 
     it("judges payments against the api's charge from its first task: another charge's is refunded", async () => {
       const fake = fakeActivities();
-      const input = { ...payoutInput({}), charge: API_CHARGE };
+      const input = { ...payoutInput({}, { createdAt: await serverTime(0) }), charge: await apiCharge() };
       const stray = pixReceived(input.payoutId); // on the harness's CHARGE_ID, not the api's
       const done = await runPayout(env, fake, input, async (h) => {
         await signal(h, stray);
@@ -285,11 +289,11 @@ describe('payoutWorkflow (time-skipping)', () => {
 
     it('expired before its first task ran: a payment after the expiry is refunded, the charge reconciled at once', async () => {
       const fake = fakeActivities();
-      const { input, run } = expiredAtFirstTask();
+      const { input, run } = await expiredAtFirstTask();
       // Paid after the expiry (the provider's clock), and delivered with the start: judged in the first task.
       const late = pixReceived(input.payoutId, {
         chargeId: API_CHARGE.chargeId,
-        paidAt: new Date().toISOString(),
+        paidAt: await serverTime(0),
       });
       const timersMs: number[] = [];
       const done = await run(fake, late, async (h) => {
@@ -317,7 +321,7 @@ describe('payoutWorkflow (time-skipping)', () => {
 
     it('expired before its first task ran: a payment made by the expiry (to the millisecond) is settled', async () => {
       const fake = fakeActivities();
-      const { expiredAt, input, run } = expiredAtFirstTask();
+      const { expiredAt, input, run } = await expiredAtFirstTask();
       const inTime = pixReceived(input.payoutId, { chargeId: API_CHARGE.chargeId, paidAt: expiredAt });
       const done = await run(fake, inTime, async (h) => {
         await until('PROCESSING', async () =>

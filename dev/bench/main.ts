@@ -12,6 +12,7 @@ import { loadWorkerConfig } from '../../src/config';
 import { screeningOf } from '../../src/main/wiring';
 import { medianTimeline, timelineOf, type PaidPayout } from './breakdown';
 import { costPerPayout } from './cost';
+import { withWorkflowThreads } from '../../src/temporal/workflow-threads';
 import { BenchHttp } from './http-client';
 import { readyUpdate, stateQuery } from './floor.workflow';
 import { startProviderFloor } from './provider-floor';
@@ -164,8 +165,13 @@ async function firstTaskWrites(workerMetricsUrl: string): Promise<number> {
     'activity_type="recordPayout"',
   );
   if (n !== undefined) return n;
-  // None yet (no payout since the worker started), or no metrics: its pollers say which.
-  if ((await scrapeMetric(workerMetricsUrl, 'temporal_num_pollers')) !== undefined) return 0;
+  // None yet (no payout since the worker started; the SDK exports a metric only once it has a value),
+  // or no metrics at all: whether the endpoint answers says which.
+  const answers = await fetch(workerMetricsUrl, { signal: AbortSignal.timeout(5_000) }).then(
+    (res) => res.ok,
+    () => false,
+  );
+  if (answers) return 0;
   throw new Error(`cannot read the worker's metrics at ${workerMetricsUrl}`);
 }
 
@@ -200,14 +206,17 @@ async function startFloor() {
   const taskQueue = `bench-floor-${process.pid}`;
   Runtime.install({ logger: new DefaultLogger('WARN') });
   const nativeConnection = await NativeConnection.connect({ address: temporalAddress() });
-  const worker = await Worker.create({
-    connection: nativeConnection,
-    namespace: NAMESPACE,
-    taskQueue,
-    workflowsPath: require.resolve('./floor.workflow'),
-    activities: { noop: async () => {} },
-    maxCachedWorkflows: 10_000,
-  });
+  // Its workflow threads as the service's worker has them (no per-promise stack capture, D82).
+  const worker = await withWorkflowThreads({ stackTraces: false }, () =>
+    Worker.create({
+      connection: nativeConnection,
+      namespace: NAMESPACE,
+      taskQueue,
+      workflowsPath: require.resolve('./floor.workflow'),
+      activities: { noop: async () => {} },
+      maxCachedWorkflows: 10_000,
+    }),
+  );
   // A floor worker that fails is reported, and the floors it would serve then fail loudly.
   const running = worker.run().catch((err: unknown) => log(`floor worker stopped: ${String(err)}`));
   const connection = await Connection.connect({ address: temporalAddress() });

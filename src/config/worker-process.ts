@@ -37,6 +37,10 @@ export const WORKER_VARIABLES = {
   // next task. Measured here at about 0.8 MiB of worker RSS per cached payout workflow, so 1000 keeps
   // a worker under 1 GiB however many payouts are open (docs/BENCHMARKS.md). 0 disables the cache.
   WORKER_MAX_CACHED_WORKFLOWS: int(1000, 0),
+  // The Web UI's "Stack Trace" tab of a workflow (its __stack_trace query). On, the SDK captures a
+  // stack for every promise a workflow creates, about a third of the workflow thread's CPU measured
+  // here (docs/decisions.md D82): turn it on for a worker while a stuck workflow is being examined.
+  WORKER_WORKFLOW_STACK_TRACES: bool(false),
   // On SIGTERM the worker stops polling and lets running activity attempts finish for this long
   // before cancelling them: the longest attempt a workflow allows (startToCloseTimeout) is 60 s.
   // A container's stop grace period must be longer (docker-compose.yml: stop_grace_period).

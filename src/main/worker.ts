@@ -40,6 +40,7 @@ import {
   settlementNetworkOf,
 } from './wiring';
 import { reportScreeningSources } from '../adapters/screening/receiver-screening';
+import { withWorkflowThreads } from '../temporal/workflow-threads';
 
 export interface PayoutWorkerOptions {
   connection: NativeConnection;
@@ -64,41 +65,48 @@ export interface PayoutWorkerOptions {
   shutdownGraceSeconds?: number;
   /** OpenTelemetry (OTEL_EXPORTER_OTLP_ENDPOINT): spans of workflows and activities; none when omitted. */
   tracing?: Tracing;
+  /** The Web UI's workflow stack traces (WORKER_WORKFLOW_STACK_TRACES, D82); off when omitted. */
+  workflowStackTraces?: boolean;
 }
 
 /** The payout worker: the workflow bundle plus activities wired to the real adapters. */
 export function createPayoutWorker(opts: PayoutWorkerOptions): Promise<Worker> {
   const source = opts.workflowBundle ? { workflowBundle: opts.workflowBundle } : workflowSource();
-  return Worker.create({
-    connection: opts.connection,
-    namespace: opts.namespace,
-    taskQueue: opts.taskQueue,
-    dataConverter: opts.dataConverter,
-    ...(opts.maxCachedWorkflows !== undefined ? { maxCachedWorkflows: opts.maxCachedWorkflows } : {}),
-    ...(opts.shutdownGraceSeconds !== undefined
-      ? { shutdownGraceTime: `${opts.shutdownGraceSeconds} seconds` }
-      : {}),
-    ...source,
-    ...workerDeploymentOptions(opts.version),
-    interceptors: {
-      activity: [activityMetricsInterceptor(opts.deps.metrics), ...tracingActivityInterceptors(opts.tracing)],
-      // A prebuilt bundle carries its workflow interceptors; sources bundled at start are given them.
-      ...('workflowsPath' in source
-        ? { workflowModules: workflowBundleOptions().workflowInterceptorModules }
+  return withWorkflowThreads({ stackTraces: opts.workflowStackTraces ?? false }, () =>
+    Worker.create({
+      connection: opts.connection,
+      namespace: opts.namespace,
+      taskQueue: opts.taskQueue,
+      dataConverter: opts.dataConverter,
+      ...(opts.maxCachedWorkflows !== undefined ? { maxCachedWorkflows: opts.maxCachedWorkflows } : {}),
+      ...(opts.shutdownGraceSeconds !== undefined
+        ? { shutdownGraceTime: `${opts.shutdownGraceSeconds} seconds` }
         : {}),
-    },
-    sinks: tracingSinks(opts.tracing),
-    activities: {
-      ...createActivities(opts.deps),
-      ...createCallbackActivities({
-        db: opts.deps.db,
-        logger: opts.deps.logger,
-        sender: opts.callbacks ?? DEFAULT_CALLBACK_SENDER,
-        secrets: opts.secrets,
-        network: opts.network,
-      }),
-    },
-  });
+      ...source,
+      ...workerDeploymentOptions(opts.version),
+      interceptors: {
+        activity: [
+          activityMetricsInterceptor(opts.deps.metrics),
+          ...tracingActivityInterceptors(opts.tracing),
+        ],
+        // A prebuilt bundle carries its workflow interceptors; sources bundled at start are given them.
+        ...('workflowsPath' in source
+          ? { workflowModules: workflowBundleOptions().workflowInterceptorModules }
+          : {}),
+      },
+      sinks: tracingSinks(opts.tracing),
+      activities: {
+        ...createActivities(opts.deps),
+        ...createCallbackActivities({
+          db: opts.deps.db,
+          logger: opts.deps.logger,
+          sender: opts.callbacks ?? DEFAULT_CALLBACK_SENDER,
+          secrets: opts.secrets,
+          network: opts.network,
+        }),
+      },
+    }),
+  );
 }
 
 /**
@@ -218,6 +226,7 @@ export async function main(): Promise<void> {
     network: settlementNetworkOf(config),
     dataConverter: createDataConverter(keys),
     maxCachedWorkflows: config.WORKER_MAX_CACHED_WORKFLOWS,
+    workflowStackTraces: config.WORKER_WORKFLOW_STACK_TRACES,
     shutdownGraceSeconds: config.WORKER_SHUTDOWN_GRACE_SECONDS,
     ...(version ? { version } : {}),
     ...(tracing ? { tracing } : {}),

@@ -15,6 +15,7 @@ import {
 } from '../../src/workflows/payout.contract';
 import { workflowBundleOptions } from '../../src/workflow-bundle';
 import { payoutWorkflow } from '../../src/workflows/payout.workflow';
+import { withWorkflowThreads } from '../../src/temporal/workflow-threads';
 import { tracingSinks } from '../../src/temporal/tracing';
 
 /**
@@ -239,18 +240,22 @@ export async function withWorker<T>(
   env: TestWorkflowEnvironment,
   activities: object,
   fn: (taskQueue: string) => Promise<T>,
-  opts: { children?: boolean } = {},
+  opts: { children?: boolean; stackTraces?: boolean } = {},
 ): Promise<T> {
   const taskQueue = `wf-test-${randomUUID().slice(0, 8)}`;
-  const worker = await Worker.create({
-    // The bundle's tracing interceptors export through this sink (off here: it drops them).
-    sinks: tracingSinks(),
-    connection: env.nativeConnection,
-    namespace: env.namespace ?? 'default',
-    taskQueue,
-    workflowBundle: await (opts.children ? testBundle() : isolatedBundle()),
-    activities,
-  });
+  const workflowBundle = await (opts.children ? testBundle() : isolatedBundle());
+  // Workflow stack traces as the service's worker has them unless asked (off, D82).
+  const worker = await withWorkflowThreads({ stackTraces: opts.stackTraces ?? false }, () =>
+    Worker.create({
+      // The bundle's tracing interceptors export through this sink (off here: it drops them).
+      sinks: tracingSinks(),
+      connection: env.nativeConnection,
+      namespace: env.namespace ?? 'default',
+      taskQueue,
+      workflowBundle,
+      activities,
+    }),
+  );
   startedOn.set(taskQueue, []);
   return worker.runUntil(async () => {
     try {

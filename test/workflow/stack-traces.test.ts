@@ -1,0 +1,56 @@
+import { getPayoutQuery } from '../../src/workflows/payout.contract';
+import {
+  fakeActivities,
+  payoutInput,
+  startPayout,
+  useTimeSkippingEnv,
+  waitForPayout,
+  withWorker,
+} from './harness';
+
+// The Web UI's "Stack Trace" tab asks a workflow for its `__stack_trace` query. The service's worker
+// runs without the SDK's per-promise stack capture unless WORKER_WORKFLOW_STACK_TRACES turns it on
+// (src/temporal/workflow-threads.ts, docs/decisions.md D82).
+describe('workflow stack traces', () => {
+  const env = useTimeSkippingEnv();
+
+  /** The stack-trace query's answer (or failure) for a payout waiting for its payment. */
+  async function stackTraceOfWaitingPayout(
+    stackTraces?: boolean,
+  ): Promise<{ stack?: string; failure?: string; status: string }> {
+    return withWorker(
+      env,
+      fakeActivities().activities,
+      async (taskQueue) => {
+        const handle = await startPayout(env, taskQueue, payoutInput());
+        await waitForPayout(handle, (p) => p.providerChargeId !== undefined);
+        const answer = await handle.query<string>('__stack_trace').then(
+          (stack) => ({ stack }),
+          (err: unknown) => ({ failure: err instanceof Error ? err.message : String(err) }),
+        );
+        // The workflow itself is unaffected: it still answers its own query.
+        return { ...answer, status: (await handle.query(getPayoutQuery)).status };
+      },
+      stackTraces === undefined ? {} : { stackTraces },
+    );
+  }
+
+  // The SDK's answer ("Workflow stack traces are not enabled on this worker") is a failure, which
+  // the service's failure converter encodes as it does every failure (failure-converter.ts).
+  const OFF = { failure: 'Encoded failure', status: 'PENDING' };
+
+  it('are off by default: the query fails, and the payout runs', async () => {
+    expect(await stackTraceOfWaitingPayout()).toEqual(OFF);
+  });
+
+  it('on, show where the payout waits', async () => {
+    const on = await stackTraceOfWaitingPayout(true);
+    expect(on.failure).toBeUndefined();
+    expect(on.stack).toMatch(/payout/i);
+  });
+
+  it('are off again for a worker created after one with them on', async () => {
+    expect((await stackTraceOfWaitingPayout(true)).stack).toMatch(/payout/i);
+    expect(await stackTraceOfWaitingPayout(false)).toEqual(OFF);
+  });
+});

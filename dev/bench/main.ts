@@ -25,6 +25,7 @@ import {
   ROOT,
   replicaEnv,
   rssBytes,
+  metricSum,
   scrapeMetric,
   stackProcesses,
   startReplica,
@@ -159,20 +160,20 @@ function freshWallet(): Address {
  * of every payout (its metric `temporal_local_activity_succeed_endtoend_latency_count`).
  */
 async function firstTaskWrites(workerMetricsUrl: string): Promise<number> {
-  const n = await scrapeMetric(
-    workerMetricsUrl,
-    'temporal_local_activity_succeed_endtoend_latency_count',
-    'activity_type="recordPayout"',
+  // One reading: the count, or none yet (the SDK exports a counter only once it has a value) when the
+  // worker's own Temporal metrics are there; no answer or no Temporal metrics at all is an error.
+  const text = await fetch(workerMetricsUrl, { signal: AbortSignal.timeout(5_000) })
+    .then((res) => (res.ok ? res.text() : undefined))
+    .catch(() => undefined);
+  if (text === undefined || !/^temporal_/m.test(text))
+    throw new Error(`cannot read the worker's Temporal metrics at ${workerMetricsUrl}`);
+  return (
+    metricSum(
+      text,
+      'temporal_local_activity_succeed_endtoend_latency_count',
+      'activity_type="recordPayout"',
+    ) ?? 0
   );
-  if (n !== undefined) return n;
-  // None yet (no payout since the worker started; the SDK exports a metric only once it has a value),
-  // or no metrics at all: whether the endpoint answers says which.
-  const answers = await fetch(workerMetricsUrl, { signal: AbortSignal.timeout(5_000) }).then(
-    (res) => res.ok,
-    () => false,
-  );
-  if (answers) return 0;
-  throw new Error(`cannot read the worker's metrics at ${workerMetricsUrl}`);
 }
 
 /**

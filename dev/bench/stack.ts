@@ -205,19 +205,27 @@ export async function waitReady(url: string, child: ManagedProcess, timeoutMs = 
 /** A Prometheus text exposition's samples whose name (and optional label text) match. */
 export async function scrapeMetric(url: string, name: string, labelFilter = ''): Promise<number | undefined> {
   try {
-    const text = await (await fetch(url, { signal: AbortSignal.timeout(5_000) })).text();
-    let total: number | undefined;
-    for (const line of text.split('\n')) {
-      if (line.startsWith('#')) continue;
-      const match = /^([a-zA-Z_:][\w:]*)(\{[^}]*\})?\s+(\S+)/.exec(line);
-      if (!match || match[1] !== name) continue;
-      if (labelFilter && !(match[2] ?? '').includes(labelFilter)) continue;
-      total = (total ?? 0) + Number(match[3]);
-    }
-    return total;
+    return metricSum(
+      await (await fetch(url, { signal: AbortSignal.timeout(5_000) })).text(),
+      name,
+      labelFilter,
+    );
   } catch {
     return undefined;
   }
+}
+
+/** The sum of a metric's samples (those whose labels include `labelFilter`) in a Prometheus text exposition. */
+export function metricSum(text: string, name: string, labelFilter = ''): number | undefined {
+  let total: number | undefined;
+  for (const line of text.split('\n')) {
+    if (line.startsWith('#')) continue;
+    const match = /^([a-zA-Z_:][\w:]*)(\{[^}]*\})?\s+(\S+)/.exec(line);
+    if (!match || match[1] !== name) continue;
+    if (labelFilter && !(match[2] ?? '').includes(labelFilter)) continue;
+    total = (total ?? 0) + Number(match[3]);
+  }
+  return total;
 }
 
 /** Roles of process trees the bench started itself, by the tree's root pid (claimProcessTree). */

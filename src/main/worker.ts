@@ -72,40 +72,45 @@ export interface PayoutWorkerOptions {
 /** The payout worker: the workflow bundle plus activities wired to the real adapters. */
 export function createPayoutWorker(opts: PayoutWorkerOptions): Promise<Worker> {
   const source = opts.workflowBundle ? { workflowBundle: opts.workflowBundle } : workflowSource();
-  return withWorkflowThreads({ stackTraces: opts.workflowStackTraces ?? false }, () =>
-    Worker.create({
-      connection: opts.connection,
-      namespace: opts.namespace,
-      taskQueue: opts.taskQueue,
-      dataConverter: opts.dataConverter,
-      ...(opts.maxCachedWorkflows !== undefined ? { maxCachedWorkflows: opts.maxCachedWorkflows } : {}),
-      ...(opts.shutdownGraceSeconds !== undefined
-        ? { shutdownGraceTime: `${opts.shutdownGraceSeconds} seconds` }
-        : {}),
-      ...source,
-      ...workerDeploymentOptions(opts.version),
-      interceptors: {
-        activity: [
-          activityMetricsInterceptor(opts.deps.metrics),
-          ...tracingActivityInterceptors(opts.tracing),
-        ],
-        // A prebuilt bundle carries its workflow interceptors; sources bundled at start are given them.
-        ...('workflowsPath' in source
-          ? { workflowModules: workflowBundleOptions().workflowInterceptorModules }
+  return withWorkflowThreads(
+    {
+      stackTraces: opts.workflowStackTraces ?? false,
+      warn: (message) => opts.deps.logger.warn({ event: 'workflow_stack_traces_not_off' }, message),
+    },
+    () =>
+      Worker.create({
+        connection: opts.connection,
+        namespace: opts.namespace,
+        taskQueue: opts.taskQueue,
+        dataConverter: opts.dataConverter,
+        ...(opts.maxCachedWorkflows !== undefined ? { maxCachedWorkflows: opts.maxCachedWorkflows } : {}),
+        ...(opts.shutdownGraceSeconds !== undefined
+          ? { shutdownGraceTime: `${opts.shutdownGraceSeconds} seconds` }
           : {}),
-      },
-      sinks: tracingSinks(opts.tracing),
-      activities: {
-        ...createActivities(opts.deps),
-        ...createCallbackActivities({
-          db: opts.deps.db,
-          logger: opts.deps.logger,
-          sender: opts.callbacks ?? DEFAULT_CALLBACK_SENDER,
-          secrets: opts.secrets,
-          network: opts.network,
-        }),
-      },
-    }),
+        ...source,
+        ...workerDeploymentOptions(opts.version),
+        interceptors: {
+          activity: [
+            activityMetricsInterceptor(opts.deps.metrics),
+            ...tracingActivityInterceptors(opts.tracing),
+          ],
+          // A prebuilt bundle carries its workflow interceptors; sources bundled at start are given them.
+          ...('workflowsPath' in source
+            ? { workflowModules: workflowBundleOptions().workflowInterceptorModules }
+            : {}),
+        },
+        sinks: tracingSinks(opts.tracing),
+        activities: {
+          ...createActivities(opts.deps),
+          ...createCallbackActivities({
+            db: opts.deps.db,
+            logger: opts.deps.logger,
+            sender: opts.callbacks ?? DEFAULT_CALLBACK_SENDER,
+            secrets: opts.secrets,
+            network: opts.network,
+          }),
+        },
+      }),
   );
 }
 

@@ -1,3 +1,4 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import workerThreads from 'node:worker_threads';
 
 /**
@@ -6,13 +7,14 @@ import workerThreads from 'node:worker_threads';
  * The SDK runs workflows in worker threads of its own and, in each, installs a V8 promise hook that
  * captures a stack trace, mapped through the bundle's source map, for every promise a workflow
  * creates: what the Web UI's "Stack Trace" tab (the `__stack_trace` query) shows of a workflow that
- * waits. Measured here (docs/BENCHMARKS.md), that hook was about a third of the workflow thread's CPU
- * on a payout's first task and on a live GET's query. The SDK has no option for it, but it has a path
- * for runtimes without promise hooks (Bun, older Node.js): no hook, and the stack-trace query answers
- * "Workflow stack traces are not enabled on this worker". With stack traces off, the workflow threads
- * start with a module (`--import`, before the SDK's own code) under which the hook cannot be
- * installed, so the SDK takes that path. Nothing else of the thread changes: the deadlock watchdog
- * (a workflow that does not yield within 5 s fails its task) stays.
+ * waits. Measured here, that hook was about a third of the workflow thread's CPU on a payout's first
+ * task and on a live GET's query (docs/BENCHMARKS.md). The SDK has no option for it, but it has a path
+ * for runtimes without promise hooks (Bun, older Node.js): no hook, and the stack-trace queries answer
+ * "Workflow stack traces are not enabled on this worker". With stack traces off, a workflow thread
+ * first makes the hook impossible to install, then loads the SDK's own thread code, which takes that
+ * path. Nothing else of the thread changes: its flags are inherited as Node.js does by default (an
+ * explicit list would refuse flags such as --max-old-space-size), and the SDK's deadlock watchdog (a
+ * workflow that does not yield within 5 s fails its task) stays.
  */
 
 /** The SDK's workflow thread entry (@temporalio/worker/lib/workflow/workflow-worker-thread.js). */
@@ -21,9 +23,10 @@ const SDK_WORKFLOW_THREAD = /[\\/]workflow[\\/]workflow-worker-thread\.js$/;
 /** The SDK's message when it finds no promise hooks, which would read as a broken runtime here. */
 const SDK_NO_HOOKS_WARNING = 'v8.promiseHooks.createHook is not available';
 
-const STACK_TRACES_OFF_MODULE = `
-import v8 from 'node:v8';
-v8.promiseHooks.createHook = () => {
+/** A workflow thread without stack traces: the hook refused, the SDK's warning about it dropped. */
+function threadWithoutStackTraces(sdkThreadFile: string): string {
+  return `
+require('node:v8').promiseHooks.createHook = () => {
   throw new Error('workflow stack traces are off on this worker (WORKER_WORKFLOW_STACK_TRACES)');
 };
 const warn = console.warn;
@@ -34,47 +37,65 @@ console.warn = (...args) => {
   }
   warn(...args);
 };
+require(${JSON.stringify(sdkThreadFile)});
 `;
+}
 
-const STACK_TRACES_OFF = `data:text/javascript,${encodeURIComponent(STACK_TRACES_OFF_MODULE)}`;
+interface ThreadSetting {
+  stackTraces: boolean;
+  /** SDK workflow threads started under this setting. */
+  started: number;
+}
 
-let offCreates = 0;
-let sdkWorker: typeof workerThreads.Worker | undefined;
+/**
+ * One per process, whichever copies of this module are loaded (a test runner's module registries, a
+ * bundle beside the sources): the Worker class is replaced once and never put back, and each SDK
+ * workflow thread takes the setting of the `withWorkflowThreads` call whose `create` started it.
+ */
+interface Installed {
+  setting: AsyncLocalStorage<ThreadSetting>;
+}
+const INSTALLED = Symbol.for('pix-usdt-payouts.workflow-threads');
+
+function install(): Installed {
+  const registry = globalThis as { [INSTALLED]?: Installed };
+  const existing = registry[INSTALLED];
+  if (existing) return existing;
+  const installed: Installed = { setting: new AsyncLocalStorage<ThreadSetting>() };
+  const { setting } = installed;
+  const Original = workerThreads.Worker;
+  class WorkflowThread extends Original {
+    constructor(filename: string | URL, options?: workerThreads.WorkerOptions) {
+      const wanted = setting.getStore();
+      const sdkThread = !options?.eval && SDK_WORKFLOW_THREAD.test(String(filename));
+      if (wanted && sdkThread) wanted.started += 1;
+      if (wanted && sdkThread && !wanted.stackTraces) {
+        super(threadWithoutStackTraces(String(filename)), { ...options, eval: true });
+      } else {
+        super(filename, options);
+      }
+    }
+  }
+  workerThreads.Worker = WorkflowThread;
+  registry[INSTALLED] = installed;
+  return installed;
+}
 
 /**
  * Runs `create` (a `Worker.create`, which starts the SDK's workflow threads) with the threads it
- * starts taking the stack-trace setting. Off: every SDK workflow thread started while any such
- * `create` runs in this process starts without the hook. Other threads are started as they ask.
+ * starts taking the stack-trace setting; threads started by anything else are left as asked. With
+ * traces off, a `create` that started no SDK workflow thread (the SDK's debug mode runs workflows in
+ * the main thread; a later SDK may name its thread file otherwise) has its traces on: `warn` says so.
  */
 export async function withWorkflowThreads<T>(
-  opts: { stackTraces: boolean },
+  opts: { stackTraces: boolean; warn?: (message: string) => void },
   create: () => Promise<T>,
 ): Promise<T> {
-  if (opts.stackTraces) return create();
-  if (offCreates++ === 0) {
-    const Original = workerThreads.Worker;
-    sdkWorker = Original;
-    class WorkflowThread extends Original {
-      constructor(filename: string | URL, options?: workerThreads.WorkerOptions) {
-        super(
-          filename,
-          SDK_WORKFLOW_THREAD.test(String(filename))
-            ? {
-                ...options,
-                execArgv: [...(options?.execArgv ?? process.execArgv), '--import', STACK_TRACES_OFF],
-              }
-            : options,
-        );
-      }
-    }
-    workerThreads.Worker = WorkflowThread;
-  }
-  try {
-    return await create();
-  } finally {
-    if (--offCreates === 0 && sdkWorker) {
-      workerThreads.Worker = sdkWorker;
-      sdkWorker = undefined;
-    }
-  }
+  const setting: ThreadSetting = { stackTraces: opts.stackTraces, started: 0 };
+  const created = await install().setting.run(setting, create);
+  if (!opts.stackTraces && setting.started === 0)
+    opts.warn?.(
+      'workflow stack traces are not off: the Temporal SDK started no workflow thread this service recognizes (D82)',
+    );
+  return created;
 }

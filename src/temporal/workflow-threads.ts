@@ -1,4 +1,5 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
+import path from 'node:path';
 import workerThreads from 'node:worker_threads';
 
 /**
@@ -8,35 +9,34 @@ import workerThreads from 'node:worker_threads';
  * captures a stack trace, mapped through the bundle's source map, for every promise a workflow
  * creates: what the Web UI's "Stack Trace" tab (the `__stack_trace` query) shows of a workflow that
  * waits. Measured here, that hook was about a third of the workflow thread's CPU on a payout's first
- * task and on a live GET's query (docs/BENCHMARKS.md). The SDK has no option for it, but it has a path
+ * task and on a live GET's query (docs/BENCHMARKS.md). The SDK has no option for it, but it has a state
  * for runtimes without promise hooks (Bun, older Node.js): no hook, and the stack-trace queries answer
  * "Workflow stack traces are not enabled on this worker". With stack traces off, a workflow thread
- * first makes the hook impossible to install, then loads the SDK's own thread code, which takes that
- * path. Nothing else of the thread changes: its flags are inherited as Node.js does by default (an
- * explicit list would refuse flags such as --max-old-space-size), and the SDK's deadlock watchdog (a
- * workflow that does not yield within 5 s fails its task) stays.
+ * first makes the SDK's installation of that one hook a no-op (its `globalHandlers.setPromiseHook`),
+ * then loads the SDK's own thread code. V8's promise hooks stay available to everything else in the
+ * thread: Node.js builds AsyncLocalStorage on them, and the SDK runs every update handler in one.
+ * Nothing else of the thread changes: its flags are inherited as Node.js does by default (an explicit
+ * list would refuse flags such as --max-old-space-size), the SDK still source-maps the stack traces of
+ * failures, and its deadlock watchdog (a workflow that does not yield within 5 s fails its task) stays.
  */
 
 /** The SDK's workflow thread entry (@temporalio/worker/lib/workflow/workflow-worker-thread.js). */
 const SDK_WORKFLOW_THREAD = /[\\/]workflow[\\/]workflow-worker-thread\.js$/;
 
-/** The SDK's message when it finds no promise hooks, which would read as a broken runtime here. */
-const SDK_NO_HOOKS_WARNING = 'v8.promiseHooks.createHook is not available';
-
-/** A workflow thread without stack traces: the hook refused, the SDK's warning about it dropped. */
+/**
+ * A workflow thread without stack traces: the SDK's hook installation made a no-op in its module
+ * (vm-shared.js, beside the thread entry) before the SDK's thread code loads it. A later SDK where
+ * that module or method is gone starts with stack traces on, and says so on stderr.
+ */
 function threadWithoutStackTraces(sdkThreadFile: string): string {
   return `
-require('node:v8').promiseHooks.createHook = () => {
-  throw new Error('workflow stack traces are off on this worker (WORKER_WORKFLOW_STACK_TRACES)');
-};
-const warn = console.warn;
-console.warn = (...args) => {
-  if (typeof args[0] === 'string' && args[0].startsWith(${JSON.stringify(SDK_NO_HOOKS_WARNING)})) {
-    console.warn = warn;
-    return;
-  }
-  warn(...args);
-};
+try {
+  const { globalHandlers } = require(${JSON.stringify(path.join(path.dirname(sdkThreadFile), 'vm-shared.js'))});
+  if (typeof globalHandlers.setPromiseHook !== 'function') throw new Error('no globalHandlers.setPromiseHook');
+  globalHandlers.setPromiseHook = () => {};
+} catch (err) {
+  console.error('workflow stack traces are not off (WORKER_WORKFLOW_STACK_TRACES, D82): ' + err.message);
+}
 require(${JSON.stringify(sdkThreadFile)});
 `;
 }
@@ -67,10 +67,11 @@ function install(): Installed {
   class WorkflowThread extends Original {
     constructor(filename: string | URL, options?: workerThreads.WorkerOptions) {
       const wanted = setting.getStore();
-      const sdkThread = !options?.eval && SDK_WORKFLOW_THREAD.test(String(filename));
+      // The SDK names its entry by path (require.resolve); anything else is not its workflow thread.
+      const sdkThread = typeof filename === 'string' && !options?.eval && SDK_WORKFLOW_THREAD.test(filename);
       if (wanted && sdkThread) wanted.started += 1;
       if (wanted && sdkThread && !wanted.stackTraces) {
-        super(threadWithoutStackTraces(String(filename)), { ...options, eval: true });
+        super(threadWithoutStackTraces(filename as string), { ...options, eval: true });
       } else {
         super(filename, options);
       }

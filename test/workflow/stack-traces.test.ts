@@ -1,4 +1,5 @@
-import { getPayoutQuery } from '../../src/workflows/payout.contract';
+import { historyOf } from '../support/history';
+import { cancelPayoutUpdate, getPayoutQuery } from '../../src/workflows/payout.contract';
 import {
   fakeActivities,
   payoutInput,
@@ -17,7 +18,7 @@ describe('workflow stack traces', () => {
   /** The stack-trace query's answer (or failure) for a payout waiting for its payment. */
   async function stackTraceOfWaitingPayout(
     stackTraces?: boolean,
-  ): Promise<{ stack?: string; failure?: string; status: string }> {
+  ): Promise<{ stack?: string; failure?: string; status: string; cancelled?: string; failedTasks: number }> {
     return withWorker(
       env,
       fakeActivities().activities,
@@ -28,8 +29,13 @@ describe('workflow stack traces', () => {
           (stack) => ({ stack }),
           (err: unknown) => ({ failure: err instanceof Error ? err.message : String(err) }),
         );
-        // The workflow itself is unaffected: it still answers its own query.
-        return { ...answer, status: (await handle.query(getPayoutQuery)).status };
+        // The workflow itself is unaffected: it answers its own query, and runs an update (the SDK
+        // runs update handlers in an AsyncLocalStorage, which needs V8's promise hooks).
+        const status = (await handle.query(getPayoutQuery)).status;
+        const cancelled = await handle.executeUpdate(cancelPayoutUpdate);
+        // Not after a failed workflow task either (retried, it would have hidden a thread that breaks).
+        const failedTasks = (await historyOf(handle)).filter((e) => e.workflowTaskFailedEventAttributes);
+        return { ...answer, status, cancelled: cancelled.failureReason, failedTasks: failedTasks.length };
       },
       stackTraces === undefined ? {} : { stackTraces },
     );
@@ -37,7 +43,7 @@ describe('workflow stack traces', () => {
 
   // The SDK's answer ("Workflow stack traces are not enabled on this worker") is a failure, which
   // the service's failure converter encodes as it does every failure (failure-converter.ts).
-  const OFF = { failure: 'Encoded failure', status: 'PENDING' };
+  const OFF = { failure: 'Encoded failure', status: 'PENDING', cancelled: 'cancelled', failedTasks: 0 };
 
   it('are off by default: the query fails, and the payout runs', async () => {
     expect(await stackTraceOfWaitingPayout()).toEqual(OFF);
@@ -46,6 +52,7 @@ describe('workflow stack traces', () => {
   it('on, show where the payout waits; a worker created after it with them off has them off', async () => {
     const on = await stackTraceOfWaitingPayout(true);
     expect(on.failure).toBeUndefined();
+    expect(on.failedTasks).toBe(0);
     expect(on.stack).toMatch(/payout/i);
     expect(await stackTraceOfWaitingPayout(false)).toEqual(OFF);
   });

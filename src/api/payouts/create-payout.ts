@@ -28,7 +28,13 @@ import {
 } from '../../workflows/payout.contract';
 import { quoteMinAmount, type MinAmountDeps } from '../quotes/min-amount';
 import { CLAIM_LEASE_SECONDS, holdClaim, type HeldClaim } from './claim-lease';
-import { chargeFromApi, resumeStartedPayout, startWithCharge, type StartPayoutDeps } from './start-payout';
+import {
+  chargeFromApi,
+  resumeStartedPayout,
+  startWithCharge,
+  type PayoutRequestLog,
+  type StartPayoutDeps,
+} from './start-payout';
 import type { CreatePayoutBody } from './payout.schemas';
 
 export interface CreatePayoutDeps extends MinAmountDeps, StartPayoutDeps {
@@ -44,9 +50,6 @@ export interface CreatePayoutDeps extends MinAmountDeps, StartPayoutDeps {
     treasuryCanSend(): Promise<{ ok: true } | { ok: false; reason: string; detail: string }>;
   };
 }
-
-/** Where the create-payout service writes its one line per screening refusal. */
-export type ScreeningLog = { warn(o: object, msg: string): void };
 
 const IDEMPOTENCY_TTL_SECONDS = 24 * 60 * 60;
 
@@ -70,7 +73,7 @@ export async function createPayout(
   partnerId: string,
   body: CreatePayoutBody,
   idempotencyKey: string | undefined,
-  log: ScreeningLog,
+  log: PayoutRequestLog,
 ): Promise<CreatePayoutResult> {
   if (idempotencyKey === undefined) {
     const payoutId = randomUUID();
@@ -96,7 +99,7 @@ async function createWithKey(
   partnerId: string,
   body: CreatePayoutBody,
   idempotencyKey: string,
-  log: ScreeningLog,
+  log: PayoutRequestLog,
 ): Promise<CreatePayoutResult> {
   // The key is claimed first, so a duplicate of a request still in flight is always a conflict,
   // whatever the quote or the minimum check would say about it.
@@ -163,7 +166,7 @@ async function screenQuoteAndStart(
   deps: CreatePayoutDeps,
   partnerId: string,
   body: CreatePayoutBody,
-  log: ScreeningLog,
+  log: PayoutRequestLog,
   target: PayoutTarget,
 ): Promise<CreatePayoutResult> {
   const { payoutId, workflowId, claim } = target;

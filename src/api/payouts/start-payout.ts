@@ -58,8 +58,11 @@ export interface StartPayoutDeps {
   chargePaths?: { counted(path: ChargePath): void };
 }
 
-/** Where a fallback from the api's charge to the workflow's is logged. */
-export type StartLog = { warn(o: object, msg: string): void };
+/**
+ * Where a POST writes its warnings (the request's logger): a screening refusal, a treasury that cannot
+ * send, a fallback from the api's charge to the workflow's.
+ */
+export type PayoutRequestLog = { warn(o: object, msg: string): void };
 
 /**
  * The api's request for the PIX charge (D81), made before the claim on the key is confirmed: it is
@@ -70,7 +73,7 @@ export type StartLog = { warn(o: object, msg: string): void };
 export async function chargeFromApi(
   deps: Pick<StartPayoutDeps, 'createCharge'>,
   input: PayoutWorkflowInput,
-  log: StartLog,
+  log: PayoutRequestLog,
 ): Promise<PixCharge | undefined> {
   if (!deps.createCharge) return undefined;
   let timer: NodeJS.Timeout | undefined;
@@ -126,7 +129,7 @@ export async function startWithCharge(
   input: PayoutWorkflowInput,
   charge: PixCharge | undefined,
   waitMs: number,
-  log: StartLog,
+  log: PayoutRequestLog,
   confirmStart: () => Promise<void>,
 ): Promise<{ payout: PayoutRecord; run?: PayoutRun }> {
   const began = performance.now();

@@ -505,8 +505,9 @@ function readNotes(file: string): string {
 
 /** The sandbox's bank pays a PENDING payout; the client polls GET until COMPLETED. */
 function measurePaymentToCompleted(service: Service, concurrency: number, paid: PaidPayout[] = []) {
-  // Each payout takes seconds: a bounded number of them, no warm-up (the GET phases warmed up). At
-  // least 20, as the provider floor's: the C=1 median (the target's) of five moved by 60 ms between runs.
+  // Each payout takes seconds: a bounded number of them, no warm-up (the GET phases warmed up). Up to
+  // 20 at C=1, as the provider floor's, in the time allowed: the C=1 median (the target's) of five moved
+  // by 60 ms between runs.
   return closedLoop(
     {
       concurrency,

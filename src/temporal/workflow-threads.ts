@@ -1,4 +1,5 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import workerThreads from 'node:worker_threads';
 
@@ -14,7 +15,7 @@ import workerThreads from 'node:worker_threads';
  * "Workflow stack traces are not enabled on this worker". With stack traces off, a workflow thread
  * first makes the SDK's installation of that one hook a no-op (its `globalHandlers.setPromiseHook`),
  * then loads the SDK's own thread code. V8's promise hooks stay available to everything else in the
- * thread: Node.js builds AsyncLocalStorage on them, and the SDK runs every update handler in one.
+ * thread: Node.js 22 builds AsyncLocalStorage on them, and the SDK runs every update handler in one.
  * Nothing else of the thread changes: its flags are inherited as Node.js does by default (an explicit
  * list would refuse flags such as --max-old-space-size), the SDK still source-maps the stack traces of
  * failures, and its deadlock watchdog (a workflow that does not yield within 5 s fails its task) stays.
@@ -23,21 +24,40 @@ import workerThreads from 'node:worker_threads';
 /** The SDK's workflow thread entry (@temporalio/worker/lib/workflow/workflow-worker-thread.js). */
 const SDK_WORKFLOW_THREAD = /[\\/]workflow[\\/]workflow-worker-thread\.js$/;
 
+/** The SDK's module beside its thread entry that installs the hook (vm-shared.js in SDK 1.24). */
+function sdkHandlersModule(sdkThreadFile: string): string {
+  return path.join(path.dirname(sdkThreadFile), 'vm-shared.js');
+}
+
+/**
+ * Whether the SDK at `sdkThreadFile` has the handlers this code turns off, read from its file in the
+ * main thread (not loaded: under a test runner, a loader kept by the one Worker class of the process
+ * would belong to a test file long gone), so a later SDK without them is reported by
+ * `withWorkflowThreads` and its thread started as it is. The thread entry checks them again.
+ */
+function hasSdkHandlers(sdkThreadFile: string): boolean {
+  try {
+    return /\bsetPromiseHook\(\)\s*\{/.test(readFileSync(sdkHandlersModule(sdkThreadFile), 'utf8'));
+  } catch {
+    return false;
+  }
+}
+
 /**
  * A workflow thread without stack traces: the SDK's hook installation made a no-op in its module
- * (vm-shared.js, beside the thread entry) before the SDK's thread code loads it. A later SDK where
- * that module or method is gone starts with stack traces on, and says so on stderr.
+ * before the SDK's thread code loads it. Written as CommonJS, and loading through `createRequire`
+ * where the eval is an ES module (`--input-type=module` in NODE_OPTIONS).
  */
 function threadWithoutStackTraces(sdkThreadFile: string): string {
+  const file = JSON.stringify(sdkThreadFile);
   return `
+const load = typeof require === 'function' ? require : process.getBuiltinModule('node:module').createRequire(${file});
 try {
-  const { globalHandlers } = require(${JSON.stringify(path.join(path.dirname(sdkThreadFile), 'vm-shared.js'))});
-  if (typeof globalHandlers.setPromiseHook !== 'function') throw new Error('no globalHandlers.setPromiseHook');
-  globalHandlers.setPromiseHook = () => {};
+  load(${JSON.stringify(sdkHandlersModule(sdkThreadFile))}).globalHandlers.setPromiseHook = () => {};
 } catch (err) {
   console.error('workflow stack traces are not off (WORKER_WORKFLOW_STACK_TRACES, D82): ' + err.message);
 }
-require(${JSON.stringify(sdkThreadFile)});
+load(${file});
 `;
 }
 
@@ -48,9 +68,10 @@ interface ThreadSetting {
 }
 
 /**
- * One per process, whichever copies of this module are loaded (a test runner's module registries, a
- * bundle beside the sources): the Worker class is replaced once and never put back, and each SDK
- * workflow thread takes the setting of the `withWorkflowThreads` call whose `create` started it.
+ * One per process, whichever copies of this module are loaded (a test runner's module registries, each
+ * with a globalThis of its own, a bundle beside the sources): kept on the worker_threads module itself,
+ * which they all share. The Worker class is replaced once and never put back, and each SDK workflow
+ * thread takes the setting of the `withWorkflowThreads` call whose `create` started it.
  */
 interface Installed {
   setting: AsyncLocalStorage<ThreadSetting>;
@@ -58,7 +79,7 @@ interface Installed {
 const INSTALLED = Symbol.for('pix-usdt-payouts.workflow-threads');
 
 function install(): Installed {
-  const registry = globalThis as { [INSTALLED]?: Installed };
+  const registry = workerThreads as unknown as { [INSTALLED]?: Installed };
   const existing = registry[INSTALLED];
   if (existing) return existing;
   const installed: Installed = { setting: new AsyncLocalStorage<ThreadSetting>() };
@@ -68,7 +89,12 @@ function install(): Installed {
     constructor(filename: string | URL, options?: workerThreads.WorkerOptions) {
       const wanted = setting.getStore();
       // The SDK names its entry by path (require.resolve); anything else is not its workflow thread.
-      const sdkThread = typeof filename === 'string' && !options?.eval && SDK_WORKFLOW_THREAD.test(filename);
+      const sdkThread =
+        wanted !== undefined &&
+        typeof filename === 'string' &&
+        !options?.eval &&
+        SDK_WORKFLOW_THREAD.test(filename) &&
+        hasSdkHandlers(filename);
       if (wanted && sdkThread) wanted.started += 1;
       if (wanted && sdkThread && !wanted.stackTraces) {
         super(threadWithoutStackTraces(filename as string), { ...options, eval: true });
@@ -85,8 +111,9 @@ function install(): Installed {
 /**
  * Runs `create` (a `Worker.create`, which starts the SDK's workflow threads) with the threads it
  * starts taking the stack-trace setting; threads started by anything else are left as asked. With
- * traces off, a `create` that started no SDK workflow thread (the SDK's debug mode runs workflows in
- * the main thread; a later SDK may name its thread file otherwise) has its traces on: `warn` says so.
+ * traces off, a `create` that started no SDK workflow thread this code knows (the SDK's debug mode
+ * runs workflows in the main thread; a later SDK may name its thread file or its handlers otherwise)
+ * has its traces on: `warn` says so.
  */
 export async function withWorkflowThreads<T>(
   opts: { stackTraces: boolean; warn?: (message: string) => void },

@@ -20,8 +20,8 @@ interface Report {
 }
 
 /** Starts `file` as a thread (as the SDK's Worker.create does, through the module's Worker) and reads its report. */
-function runThread(file: string): Promise<Report> {
-  const thread = new workerThreads.Worker(file, { stderr: true });
+function runThread(file: string, options: workerThreads.WorkerOptions = {}): Promise<Report> {
+  const thread = new workerThreads.Worker(file, { ...options, stderr: true });
   let stderr = '';
   thread.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
   let report: Omit<Report, 'stderr'> | undefined;
@@ -69,10 +69,13 @@ describe('workflow threads', () => {
     expect(on.hook).toBe(true);
   });
 
-  it('off, on an SDK without those handlers: the thread starts, and says its stack traces are not off', async () => {
-    const report = await withWorkflowThreads({ stackTraces: false }, () => runThread(RENAMED_SDK_THREAD));
-    expect(report.asyncLocalStorage).toBe('store');
-    expect(report.stderr).toContain('workflow stack traces are not off (WORKER_WORKFLOW_STACK_TRACES, D82)');
+  it('off, on an SDK without those handlers: its thread starts as it is, and the creation is reported', async () => {
+    const warnings: string[] = [];
+    const report = await withWorkflowThreads({ stackTraces: false, warn: (m) => warnings.push(m) }, () =>
+      runThread(RENAMED_SDK_THREAD),
+    );
+    expect(report).toEqual({ hook: 'no handlers', asyncLocalStorage: 'store', stderr: '' });
+    expect(warnings).toEqual([expect.stringContaining('workflow stack traces are not off')]);
   });
 
   it('off: a creation that started no SDK thread (debug mode, a renamed entry) is reported', async () => {
@@ -93,6 +96,16 @@ describe('workflow threads', () => {
       { cwd: path.resolve(__dirname, '../..'), encoding: 'utf8', timeout: 60_000 },
     );
     expect(run.stderr).not.toContain('ERR_WORKER_INVALID_EXEC_ARGV');
-    expect(JSON.parse(run.stdout.trim().split('\n').pop()!)).toMatchObject({ hook: false });
+    expect(JSON.parse(run.stdout.trim().split('\n').pop()!)).toEqual({
+      hook: false,
+      asyncLocalStorage: 'store',
+    });
+  });
+
+  it('off: the thread entry also runs where eval is an ES module (--input-type=module)', async () => {
+    const report = await withWorkflowThreads({ stackTraces: false }, () =>
+      runThread(SDK_THREAD, { execArgv: ['--input-type=module'] }),
+    );
+    expect(report).toEqual({ hook: false, asyncLocalStorage: 'store', stderr: '' });
   });
 });

@@ -60,7 +60,7 @@ export interface StartPayoutDeps {
 
 /**
  * Where a POST writes its warnings (the request's logger): a screening refusal, a treasury that cannot
- * send, a fallback from the api's charge to the workflow's.
+ * send, a fallback from the api's charge to the workflow's, its key claim's lease.
  */
 export type PayoutRequestLog = { warn(o: object, msg: string): void };
 

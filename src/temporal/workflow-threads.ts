@@ -95,9 +95,9 @@ function install(): Installed {
         !options?.eval &&
         SDK_WORKFLOW_THREAD.test(filename) &&
         hasSdkHandlers(filename);
-      if (wanted && sdkThread) wanted.started += 1;
-      if (wanted && sdkThread && !wanted.stackTraces) {
-        super(threadWithoutStackTraces(filename as string), { ...options, eval: true });
+      if (sdkThread) wanted.started += 1;
+      if (sdkThread && !wanted.stackTraces) {
+        super(threadWithoutStackTraces(filename), { ...options, eval: true });
       } else {
         super(filename, options);
       }

@@ -1,4 +1,4 @@
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { Connection } from '@temporalio/client';
@@ -78,6 +78,42 @@ describe('startTemporalDevServer', () => {
     );
     await first.stop();
     expect(await isListening('127.0.0.1', port)).toBe(false);
+
+    const second = await startTemporalDevServer(opts);
+    try {
+      const described = await withConnection(second.address, (c) =>
+        c.workflowService.describeWorkflowExecution({ namespace: 'default', execution }),
+      );
+      expect(described.workflowExecutionInfo?.type?.name).toBe('anything');
+    } finally {
+      await second.stop();
+    }
+  });
+
+  test('keeps its SQLite file in write-ahead-log mode, and a killed server loses no committed workflow', async () => {
+    const port = await freePort();
+    const opts = { port, dbFile: path.join(dir, 'killed.sqlite') };
+    const execution = { workflowId: 'survives-kill' };
+
+    const first = await startTemporalDevServer(opts);
+    try {
+      await withConnection(first.address, (c) =>
+        c.workflowService.startWorkflowExecution({
+          namespace: 'default',
+          ...execution,
+          workflowType: { name: 'anything' },
+          taskQueue: { name: 'nobody-polls' },
+          requestId: 'survives-kill',
+        }),
+      );
+      // The file header's read and write versions are 2 in WAL mode (sqlite.org/fileformat2.html).
+      const header = await readFile(opts.dbFile);
+      expect([header[18], header[19]]).toEqual([2, 2]);
+      process.kill(first.pid!, 'SIGKILL');
+      await first.exited;
+    } finally {
+      await first.stop();
+    }
 
     const second = await startTemporalDevServer(opts);
     try {

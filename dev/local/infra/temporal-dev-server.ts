@@ -46,6 +46,14 @@ const READY_TIMEOUT_MS = 60_000;
 const POLL_INTERVAL_MS = 100;
 // SIGTERM makes the server flush SQLite and close cleanly; SIGKILL is the fallback for a hang.
 const STOP_TIMEOUT_MS = 10_000;
+/**
+ * The SQLite file in write-ahead-log mode, every commit still synced (docs/decisions.md D83). SQLite's
+ * default rollback journal costs several syncs per commit and blocks readers while one writes: the
+ * server, whose writes go one at a time, spent POST bursts waiting on the disk. `synchronous=full`
+ * keeps each commit durable through a power loss, as before; a killed server's log is replayed on the
+ * next open.
+ */
+const SQLITE_PRAGMAS = ['--sqlite-pragma', 'journal_mode=wal', '--sqlite-pragma', 'synchronous=full'];
 
 export async function startTemporalDevServer(
   opts: TemporalDevServerOptions,
@@ -69,7 +77,7 @@ export async function startTemporalDevServer(
   args.push(...(opts.uiPort !== undefined ? ['--ui-port', String(opts.uiPort)] : ['--headless']));
   if (opts.dbFile) {
     mkdirSync(path.dirname(opts.dbFile), { recursive: true });
-    args.push('--db-filename', opts.dbFile);
+    args.push('--db-filename', opts.dbFile, ...SQLITE_PRAGMAS);
   }
   args.push('--namespace', namespace, '--log-level', 'warn');
   for (const [name, type] of Object.entries(opts.searchAttributes ?? {})) {

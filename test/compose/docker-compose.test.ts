@@ -9,6 +9,10 @@ import { loadApiConfig, loadMigrateConfig, loadWorkerConfig } from '../../src/co
 import { PROCESS_VARIABLES } from '../../src/config/processes';
 import { PAYOUT_SEARCH_ATTRIBUTES } from '../../src/workflows/search-attributes';
 import { anvilAccount } from '../../dev/local/infra/anvil';
+import {
+  devServerDynamicConfigArgs,
+  temporalDynamicConfigFile,
+} from '../../dev/local/infra/temporal-dynamic-config';
 import { FRESH_CHAIN_CONTRACTS } from '../../dev/local/local-contracts';
 import { loadSandboxConfig, SANDBOX_ENV_KEYS } from '../../dev/sandbox/config';
 
@@ -159,6 +163,16 @@ describe('docker-compose.yml', () => {
       const load = name === 'api' ? loadApiConfig : loadWorkerConfig;
       expect(load(told).OTEL_EXPORTER_OTLP_ENDPOINT).toBe('http://jaeger:4318');
     }
+  });
+
+  it("gives the Temporal server the project's dynamic config, each entry one value the dev server takes too", () => {
+    const temporal = services.temporal!;
+    const [host, inImage, mode] = temporal.volumes![0]!.split(':');
+    expect([host, mode]).toEqual(['./ops/temporal', 'ro']);
+    expect(temporal.environment!.DYNAMIC_CONFIG_FILE_PATH).toBe(`${inImage}/dynamicconfig.yaml`);
+    const file = path.join(ROOT, host!, 'dynamicconfig.yaml');
+    expect(file).toBe(temporalDynamicConfigFile());
+    expect(devServerDynamicConfigArgs(file)).toContain('system.enableActivityEagerExecution=true');
   });
 
   it('has an optional observability profile: Prometheus with the alert rules, Grafana with the dashboard', () => {

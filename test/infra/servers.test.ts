@@ -90,7 +90,7 @@ describe('startTemporalDevServer', () => {
     }
   });
 
-  test('keeps its SQLite file in write-ahead-log mode, and a killed server loses no committed workflow', async () => {
+  test('keeps its SQLite file in write-ahead-log mode, and starts again over the log a SIGKILLed server left', async () => {
     const port = await freePort();
     const opts = { port, dbFile: path.join(dir, 'killed.sqlite') };
     const execution = { workflowId: 'survives-kill' };

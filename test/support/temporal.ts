@@ -4,6 +4,7 @@ import {
   type TimeSkippingTestWorkflowEnvironmentOptions,
 } from '@temporalio/testing';
 import { resolveTemporalCliPath, resolveTestServerPath } from '../../dev/local/infra/temporal-binaries';
+import { devServerDynamicConfigArgs } from '../../dev/local/infra/temporal-dynamic-config';
 import { registerSearchAttributes } from '../../src/temporal/search-attribute-registry';
 
 // Temporal test environments backed by the servers dev/provision.sh builds from package registries.
@@ -49,6 +50,8 @@ export function createDevServerEnv(
     server: {
       ...(path ? { executable: { type: 'existing-path', path } } : {}),
       ...opts.server,
+      // The project's dynamic config, as the local stack's and compose's servers run it.
+      extraArgs: [...devServerDynamicConfigArgs(), ...(opts.server?.extraArgs ?? [])],
     },
   });
 }

@@ -1,4 +1,5 @@
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { parse, stringify } from 'yaml';
 import { temporalModeFromArgs } from '../../dev/bench/temporal-server';
@@ -8,6 +9,10 @@ import {
   temporalServerConfig,
   type TemporalServerPorts,
 } from '../../dev/local/infra/temporal-server';
+import {
+  devServerDynamicConfigArgs,
+  temporalDynamicConfigFile,
+} from '../../dev/local/infra/temporal-dynamic-config';
 
 // `npm run bench -- --temporal=server` (docs/BENCHMARKS.md): the arguments, and the configuration
 // the production server gets. The server itself runs in the bench only (it takes a go build).
@@ -84,5 +89,43 @@ describe('the Temporal server the bench runs', () => {
 
   it('gets ports below 32768, which its membership table stores as smallint', async () => {
     for (let i = 0; i < 5; i += 1) expect(await freeLowPort()).toBeLessThan(32768);
+  });
+});
+
+describe("the project's Temporal dynamic config (ops/temporal/dynamicconfig.yaml)", () => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'payouts-dynamic-config-'));
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+  const fileWith = (text: string) => {
+    const file = path.join(dir, `${Math.random()}.yaml`);
+    writeFileSync(file, text);
+    return file;
+  };
+
+  it('is what the bench server reads and what the dev server gets as flags', () => {
+    expect(temporalDynamicConfigFile()).toBe(path.join(ROOT, 'ops/temporal/dynamicconfig.yaml'));
+    expect(devServerDynamicConfigArgs()).toEqual([
+      '--dynamic-config-value',
+      'frontend.enableUpdateWorkflowExecution=true',
+      '--dynamic-config-value',
+      'frontend.enableExecuteMultiOperation=true',
+      '--dynamic-config-value',
+      'system.enableActivityEagerExecution=true',
+    ]);
+  });
+
+  it('gives the dev server values as JSON', () => {
+    expect(devServerDynamicConfigArgs(fileWith('a.n:\n  - value: 3\nb.s:\n  - value: x y\n'))).toEqual([
+      '--dynamic-config-value',
+      'a.n=3',
+      '--dynamic-config-value',
+      'b.s="x y"',
+    ]);
+  });
+
+  it('refuses an entry the dev server cannot take as it is: constrained, or several values', () => {
+    const constrained = 'a.n:\n  - value: 3\n    constraints:\n      namespace: payouts\n';
+    expect(() => devServerDynamicConfigArgs(fileWith(constrained))).toThrow(/a\.n must be one value/);
+    const several = 'a.n:\n  - value: 3\n  - value: 4\n';
+    expect(() => devServerDynamicConfigArgs(fileWith(several))).toThrow(/a\.n must be one value/);
   });
 });

@@ -4,6 +4,7 @@ import { Connection } from '@temporalio/client';
 import { isListening } from './ports';
 import { describeExit, spawnManaged, type ExitStatus, type ManagedProcess } from './processes';
 import { resolveTemporalCliPath } from './temporal-binaries';
+import { devServerDynamicConfigArgs } from './temporal-dynamic-config';
 
 // The Temporal CLI dev server (`temporal server start-dev`) as a child process: the local stand-in for
 // a Temporal cluster. Production points TEMPORAL_ADDRESS at a real cluster instead.
@@ -79,7 +80,7 @@ export async function startTemporalDevServer(
     mkdirSync(path.dirname(opts.dbFile), { recursive: true });
     args.push('--db-filename', opts.dbFile, ...SQLITE_PRAGMAS);
   }
-  args.push('--namespace', namespace, '--log-level', 'warn');
+  args.push('--namespace', namespace, '--log-level', 'warn', ...devServerDynamicConfigArgs());
   for (const [name, type] of Object.entries(opts.searchAttributes ?? {})) {
     args.push('--search-attribute', `${name}=${type}`);
   }

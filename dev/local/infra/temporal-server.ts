@@ -16,6 +16,7 @@ import { stringify } from 'yaml';
 import { isListening } from './ports';
 import { describeExit, spawnManaged, type ExitStatus, type ManagedProcess } from './processes';
 import { repoRoot, resolveTemporalCliPath } from './temporal-binaries';
+import { temporalDynamicConfigFile } from './temporal-dynamic-config';
 import type { SearchAttributeTypeName } from '../../../src/temporal/search-attribute-registry';
 
 // The production Temporal server (`temporal-server start`, the binary of the temporalio/server
@@ -309,17 +310,6 @@ export function temporalServerConfig(opts: TemporalServerConfigOptions): Record<
   };
 }
 
-/**
- * Dynamic config: the server's defaults, with the APIs the service depends on named explicitly
- * (both are on by default in 1.29; the api's POST is update-with-start, an ExecuteMultiOperation).
- */
-export function temporalServerDynamicConfig(): Record<string, { value: unknown }[]> {
-  return {
-    'frontend.enableUpdateWorkflowExecution': [{ value: true }],
-    'frontend.enableExecuteMultiOperation': [{ value: true }],
-  };
-}
-
 export interface TemporalServerOptions {
   binaries: TemporalServerBinaries;
   /** Holds the generated configuration and the server's log; created if missing. */
@@ -370,8 +360,8 @@ export async function startTemporalServer(opts: TemporalServerOptions): Promise<
   const configDir = path.join(opts.runDir, 'config');
   mkdirSync(configDir, { recursive: true });
   const ports = await freeTemporalServerPorts();
-  const dynamicConfigFile = path.join(configDir, 'dynamicconfig.yaml');
-  writeFileSync(dynamicConfigFile, stringify(temporalServerDynamicConfig()));
+  // The project's one dynamic config, as docker-compose.yml's server reads it.
+  const dynamicConfigFile = temporalDynamicConfigFile();
   const env = 'bench';
   writeFileSync(
     path.join(configDir, `${env}.yaml`),

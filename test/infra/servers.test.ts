@@ -67,27 +67,11 @@ describe('startTemporalDevServer', () => {
     const first = await startTemporalDevServer(opts);
     expect(first.address).toBe(`127.0.0.1:${port}`);
     expect(first.uiUrl).toBeUndefined();
-    await withConnection(first.address, (c) =>
-      c.workflowService.startWorkflowExecution({
-        namespace: 'default',
-        ...execution,
-        workflowType: { name: 'anything' },
-        taskQueue: { name: 'nobody-polls' },
-        requestId: 'survives-restart',
-      }),
-    );
+    await startWorkflowNobodyRuns(first.address, execution.workflowId);
     await first.stop();
     expect(await isListening('127.0.0.1', port)).toBe(false);
 
-    const second = await startTemporalDevServer(opts);
-    try {
-      const described = await withConnection(second.address, (c) =>
-        c.workflowService.describeWorkflowExecution({ namespace: 'default', execution }),
-      );
-      expect(described.workflowExecutionInfo?.type?.name).toBe('anything');
-    } finally {
-      await second.stop();
-    }
+    expect(await typeAfterRestart(opts, execution)).toBe('anything');
   });
 
   test('keeps its SQLite file in write-ahead-log mode, and starts again over the log a SIGKILLed server left', async () => {
@@ -97,15 +81,7 @@ describe('startTemporalDevServer', () => {
 
     const first = await startTemporalDevServer(opts);
     try {
-      await withConnection(first.address, (c) =>
-        c.workflowService.startWorkflowExecution({
-          namespace: 'default',
-          ...execution,
-          workflowType: { name: 'anything' },
-          taskQueue: { name: 'nobody-polls' },
-          requestId: 'survives-kill',
-        }),
-      );
+      await startWorkflowNobodyRuns(first.address, execution.workflowId);
       // The file header's read and write versions are 2 in WAL mode (sqlite.org/fileformat2.html).
       const header = await readFile(opts.dbFile);
       expect([header[18], header[19]]).toEqual([2, 2]);
@@ -115,15 +91,7 @@ describe('startTemporalDevServer', () => {
       await first.stop();
     }
 
-    const second = await startTemporalDevServer(opts);
-    try {
-      const described = await withConnection(second.address, (c) =>
-        c.workflowService.describeWorkflowExecution({ namespace: 'default', execution }),
-      );
-      expect(described.workflowExecutionInfo?.type?.name).toBe('anything');
-    } finally {
-      await second.stop();
-    }
+    expect(await typeAfterRestart(opts, execution)).toBe('anything');
   });
 
   test('refuses a port that is already taken instead of sharing that server', async () => {
@@ -149,6 +117,35 @@ test('the run-wide PostgreSQL answers, is UTF-8 and has the migrations applied',
     await client.end();
   }
 });
+
+/** A workflow on a task queue nobody polls: it stays open, in the server's database only. */
+function startWorkflowNobodyRuns(address: string, workflowId: string): Promise<unknown> {
+  return withConnection(address, (c) =>
+    c.workflowService.startWorkflowExecution({
+      namespace: 'default',
+      workflowId,
+      workflowType: { name: 'anything' },
+      taskQueue: { name: 'nobody-polls' },
+      requestId: workflowId,
+    }),
+  );
+}
+
+/** The workflow's type as a server started again on the same file finds it. */
+async function typeAfterRestart(
+  opts: Parameters<typeof startTemporalDevServer>[0],
+  execution: { workflowId: string },
+): Promise<string | null | undefined> {
+  const server = await startTemporalDevServer(opts);
+  try {
+    const described = await withConnection(server.address, (c) =>
+      c.workflowService.describeWorkflowExecution({ namespace: 'default', execution }),
+    );
+    return described.workflowExecutionInfo?.type?.name;
+  } finally {
+    await server.stop();
+  }
+}
 
 async function withConnection<T>(address: string, fn: (c: Connection) => Promise<T>): Promise<T> {
   const connection = await Connection.connect({ address });

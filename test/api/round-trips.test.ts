@@ -5,7 +5,7 @@ import { upsertPayout } from '../../src/adapters/db/payouts-repo';
 import { completedPayout } from '../support/payouts';
 import { useStack, VALID_PAYOUT } from '../support/stack';
 import type { RunningApi } from '../support/api';
-import { expectError, getPayout, post } from './helpers';
+import { call, expectError, getPayout, post } from './helpers';
 
 // The database statements a request sends on the api's pool (docs/decisions.md D78, D79): a closed
 // GET is one (the API key, its rate-limit tokens and the payout's row), a POST with an
@@ -70,6 +70,37 @@ describe('database round trips per request', () => {
     await stack.db.query('UPDATE api_keys SET revoked_at = now() WHERE partner_id = $1', [partnerId]);
     const revoked = await getPayout(api.url, apiKey, payout.id);
     expectError(revoked, 401);
+  });
+
+  it("a QR code and a cancel read their payout with the API key: one statement until the workflow's turn", async () => {
+    const { partnerId, apiKey } = await stack.createPartner();
+    const payout = completedPayout({ partnerId });
+    await upsertPayout(stack.db, payout, `round-trips-${payout.id}`, 'run');
+    const headers = { 'x-api-key': apiKey };
+
+    const qr = await counted(() => call(api.url, `/v1/payouts/${payout.id}/qr.svg`, { headers }));
+    expectError(qr.answer, 410);
+    expect(qr.statements).toHaveLength(1);
+
+    const cancel = await counted(() =>
+      call(api.url, `/v1/payouts/${payout.id}/cancel`, { method: 'POST', headers }),
+    );
+    expectError(cancel.answer, 409);
+    expect(cancel.statements).toHaveLength(1);
+
+    // Another partner's payout, and an id that is no UUID: the same 404, in the same one statement.
+    const other = await stack.createPartner();
+    const foreign = await counted(() =>
+      call(api.url, `/v1/payouts/${payout.id}/cancel`, {
+        method: 'POST',
+        headers: { 'x-api-key': other.apiKey },
+      }),
+    );
+    expectError(foreign.answer, 404);
+    expect(foreign.statements).toHaveLength(1);
+    const malformed = await counted(() => call(api.url, '/v1/payouts/not-a-uuid/qr.png', { headers }));
+    expectError(malformed.answer, 404);
+    expect(malformed.statements).toHaveLength(1);
   });
 
   it('a POST with an Idempotency-Key is three statements, its replay two', async () => {

@@ -1,4 +1,4 @@
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { Connection } from '@temporalio/client';
@@ -7,6 +7,7 @@ import pg from 'pg';
 import { freePort, isListening } from '../../dev/local/infra/ports';
 import { resolveTemporalCliPath, resolveTestServerPath } from '../../dev/local/infra/temporal-binaries';
 import { startTemporalDevServer } from '../../dev/local/infra/temporal-dev-server';
+import { devServerDynamicConfigArgs } from '../../dev/local/infra/temporal-dynamic-config';
 import { testDatabaseUrl } from '../support/env';
 import { createDevServerEnv, createTimeSkippingEnv } from '../support/temporal';
 
@@ -74,7 +75,7 @@ describe('startTemporalDevServer', () => {
     expect(await typeAfterRestart(opts, execution)).toBe('anything');
   });
 
-  test('keeps its SQLite file in write-ahead-log mode, and starts again over the log a SIGKILLed server left', async () => {
+  test('keeps its SQLite file in write-ahead-log mode, takes the project dynamic config, and starts again over the log a SIGKILLed server left', async () => {
     const port = await freePort();
     const opts = { port, dbFile: path.join(dir, 'killed.sqlite') };
     const execution = { workflowId: 'survives-kill' };
@@ -82,9 +83,14 @@ describe('startTemporalDevServer', () => {
     const first = await startTemporalDevServer(opts);
     try {
       await startWorkflowNobodyRuns(first.address, execution.workflowId);
-      // The file header's read and write versions are 2 in WAL mode (sqlite.org/fileformat2.html).
+      // The file header's read and write versions are 2 in WAL mode (sqlite.org/fileformat2.html), and
+      // the commit is in the log beside it when the server is killed.
       const header = await readFile(opts.dbFile);
       expect([header[18], header[19]]).toEqual([2, 2]);
+      expect((await stat(`${opts.dbFile}-wal`)).size).toBeGreaterThan(0);
+      // The project's dynamic config reaches the server (ops/temporal/dynamicconfig.yaml, D84).
+      const argv = (await readFile(`/proc/${first.pid}/cmdline`, 'utf8')).split('\0');
+      expect(argv).toEqual(expect.arrayContaining(devServerDynamicConfigArgs()));
       process.kill(first.pid!, 'SIGKILL');
       await first.exited;
     } finally {

@@ -101,7 +101,7 @@ describe("the project's Temporal dynamic config (ops/temporal/dynamicconfig.yaml
     return file;
   };
 
-  it('is what the bench server reads and what the dev server gets as flags', () => {
+  it('is the file in ops/, and its entries as dev-server flags', () => {
     expect(temporalDynamicConfigFile()).toBe(path.join(ROOT, 'ops/temporal/dynamicconfig.yaml'));
     expect(devServerDynamicConfigArgs()).toEqual([
       '--dynamic-config-value',

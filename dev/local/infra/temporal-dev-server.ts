@@ -49,10 +49,9 @@ const POLL_INTERVAL_MS = 100;
 const STOP_TIMEOUT_MS = 10_000;
 /**
  * The SQLite file in write-ahead-log mode, every commit still synced (docs/decisions.md D83). SQLite's
- * default rollback journal costs several syncs per commit and blocks readers while one writes: the
- * server, whose writes go one at a time, spent POST bursts waiting on the disk. `synchronous=full`
- * keeps each commit durable through a power loss, as before; a killed server's log is replayed on the
- * next open.
+ * default rollback journal costs several syncs per commit, and the server does everything on one
+ * SQLite connection: it spent POST bursts waiting on the disk. `synchronous=full` keeps each commit
+ * durable through a power loss, as before; a killed server's log is replayed on the next open.
  */
 const SQLITE_PRAGMAS = ['--sqlite-pragma', 'journal_mode=wal', '--sqlite-pragma', 'synchronous=full'];
 

@@ -10,6 +10,7 @@ import { API_ERRORS } from '../errors';
 import { CREATE_BUCKET } from '../rate-limit';
 import { cancelPayoutParamsSchema } from './cancel.schemas';
 import { idempotencyKeyOf } from './idempotency-key';
+import { payoutOfPath } from './load-payout';
 import { errorBodySchema, payoutResponseSchema } from './payout.schemas';
 
 export interface PayoutCancelRoutesOptions {
@@ -23,8 +24,6 @@ export interface PayoutCancelRoutesOptions {
   /** How long the api waits for the workflow's decision (it includes the provider's removal). */
   decisionWaitMs?: number;
 }
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /**
  * POST /v1/payouts/{id}/cancel (docs/api.md "Cancel a payout"). The payout's workflow decides between
@@ -41,7 +40,10 @@ export const payoutCancelRoutes: FastifyPluginAsyncZod<PayoutCancelRoutesOptions
   app.post(
     '/v1/payouts/:id/cancel',
     {
-      onRequest: opts.authenticate.spending(CREATE_BUCKET, opts.postRateLimitPerMinute),
+      // The payout's row is read with the API key, in one round trip (docs/decisions.md D78).
+      onRequest: opts.authenticate.spending(CREATE_BUCKET, opts.postRateLimitPerMinute, 'key', (request) =>
+        payoutOfPath((request.params as { id?: unknown }).id),
+      ),
       schema: {
         summary: 'Cancel a PENDING payout',
         params: cancelPayoutParamsSchema,
@@ -59,10 +61,8 @@ export const payoutCancelRoutes: FastifyPluginAsyncZod<PayoutCancelRoutesOptions
     async (request, reply) => {
       const key = idempotencyKeyOf(request);
       const partnerId = partnerOf(request).id;
-      const payoutId = request.params.id;
-      const stored = UUID.test(payoutId)
-        ? await findPartnerPayout(opts.db, partnerId, payoutId.toLowerCase())
-        : null;
+      // Read with the API key; not read (so none) for an id that is no UUID.
+      const stored = request.prefetched?.payout ?? null;
       if (!stored) throw API_ERRORS.payoutNotFound();
       const { workflowId, runId: _storedRun, ...readModel } = stored;
 

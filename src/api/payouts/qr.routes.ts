@@ -5,7 +5,7 @@ import type { Db } from '../../adapters/db/pool';
 import { partnerOf, type Authenticate } from '../auth';
 import { API_ERRORS } from '../errors';
 import { READ_BUCKET } from '../rate-limit';
-import { loadPartnerPayout } from './load-payout';
+import { loadPartnerPayout, payoutOfPath } from './load-payout';
 import { cachedQrRenderer, QR_FORMATS, qrCodeEtag, type QrFormat } from './qr-code';
 import { errorBodySchema, payoutIdParamsSchema } from './payout.schemas';
 
@@ -40,7 +40,10 @@ function ifNoneMatch(request: FastifyRequest, etag: string): boolean {
  * a refund case).
  */
 export const payoutQrRoutes: FastifyPluginAsyncZod<PayoutQrRoutesOptions> = async (app, opts) => {
-  const authorized = opts.authenticate.spending(READ_BUCKET, opts.readRateLimitPerMinute);
+  // The payout's row is read with the API key, in one round trip (docs/decisions.md D78).
+  const authorized = opts.authenticate.spending(READ_BUCKET, opts.readRateLimitPerMinute, 'key', (request) =>
+    payoutOfPath((request.params as { id?: unknown }).id),
+  );
   const render = cachedQrRenderer();
 
   for (const format of Object.keys(QR_FORMATS) as QrFormat[]) {
@@ -69,7 +72,7 @@ export const payoutQrRoutes: FastifyPluginAsyncZod<PayoutQrRoutesOptions> = asyn
     payoutId: string,
     format: QrFormat,
   ) {
-    const payout = await loadPartnerPayout(opts, partnerOf(request).id, payoutId);
+    const payout = await loadPartnerPayout(opts, partnerOf(request).id, payoutId, request.prefetched?.payout);
     if (!payout) throw API_ERRORS.payoutNotFound();
     if (payout.status !== 'PENDING') {
       throw API_ERRORS.chargeNoLongerPayable(payout.status);

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { decimalString, int, optional, type ConfigIssue, type ConfigRule } from './values';
+import { bool, decimalString, int, optional, type ConfigIssue, type ConfigRule } from './values';
 
 /** The api's own: where it listens, what a payout may be, its rate limits, the payload codec endpoint. */
 
@@ -19,6 +19,10 @@ export const API_VARIABLES = {
   MAX_AMOUNT_BRL: decimalString
     .regex(/^\d+(\.\d{1,2})?$/, 'must have at most 2 decimal places')
     .default('100000.00'),
+  // The api asks the provider for a payout's PIX charge itself and starts its workflow with it, so POST
+  // waits for no worker (docs/decisions.md D81). false: the workflow's first task asks, and POST waits
+  // for it, for an api that must not call the provider (no route to it, a staged rollout).
+  API_CREATES_CHARGES: bool(true),
   PIX_CHARGE_EXPIRY_SECONDS: int(3600, 60),
   SETTLEMENT_TIMEOUT_SECONDS: int(21_600, 60),
   POST_RATE_LIMIT_PER_MINUTE: int(100, 1),

@@ -23,6 +23,7 @@ export const API = [
   // Which webhook the provider sends (and that settlement must then be the treasury's).
   'PIX_PROVIDER',
   ...PROVIDER_CLIENT,
+  'API_CREATES_CHARGES',
   'QUOTE_CACHE_SECONDS',
   'QUOTE_SOURCE',
   'PRICE_FEED_BRL_USD_ADDRESS',

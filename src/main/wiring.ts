@@ -50,13 +50,16 @@ export function measuredProvider(
 /**
  * The api's PIX charge creator (D81): the provider API's idempotent charge request, as the worker's
  * activity makes it, cut off where POST stops waiting for it and leaves the charge to the workflow.
- * None for API Pix, whose mTLS client only the worker holds.
+ * None for API Pix, whose mTLS client only the worker holds, and none with API_CREATES_CHARGES off.
  */
 export function apiChargeCreatorOf(
-  config: Pick<ApiConfig, 'PIX_PROVIDER' | 'PROVIDER_API_URL' | 'PROVIDER_API_KEY' | 'PROVIDER_TIMEOUT_MS'>,
+  config: Pick<
+    ApiConfig,
+    'PIX_PROVIDER' | 'API_CREATES_CHARGES' | 'PROVIDER_API_URL' | 'PROVIDER_API_KEY' | 'PROVIDER_TIMEOUT_MS'
+  >,
   metrics: Pick<Metrics, 'providerCallDuration'>,
 ): PaymentProvider['createCharge'] | undefined {
-  if (config.PIX_PROVIDER !== 'provider-api') return undefined;
+  if (config.PIX_PROVIDER !== 'provider-api' || !config.API_CREATES_CHARGES) return undefined;
   const provider = measuredProvider(
     { ...config, PROVIDER_TIMEOUT_MS: Math.min(config.PROVIDER_TIMEOUT_MS, API_CHARGE_WAIT_MS) },
     metrics,

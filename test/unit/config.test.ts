@@ -7,6 +7,8 @@ import {
   loadMigrateConfig,
   loadWorkerConfig,
 } from '../../src/config';
+import { apiChargeCreatorOf } from '../../src/main/wiring';
+import { createMetrics } from '../../src/observability/metrics';
 
 // Each process validates only the variables it reads: a setting that is wrong or missing for one
 // process never stops another.
@@ -159,5 +161,23 @@ describe('per-process configuration', () => {
     expect(loadWorkerConfig({ REFUND_AUTO_RETURN_KINDS: 'wrong_charge' }).REFUND_AUTO_RETURN_KINDS).toEqual([
       'wrong_charge',
     ]);
+  });
+});
+
+describe("the api's own PIX charges (API_CREATES_CHARGES, docs/decisions.md D81)", () => {
+  const metrics = createMetrics();
+  it('are on by default with the provider API, and off when the setting says so or for API Pix', () => {
+    expect(loadApiConfig({}).API_CREATES_CHARGES).toBe(true);
+    expect(apiChargeCreatorOf(loadApiConfig({}), metrics)).toBeInstanceOf(Function);
+    const off = loadApiConfig({ API_CREATES_CHARGES: 'false' });
+    expect(off.API_CREATES_CHARGES).toBe(false);
+    expect(apiChargeCreatorOf(off, metrics)).toBeUndefined();
+    expect(
+      apiChargeCreatorOf({ ...loadApiConfig({}), PIX_PROVIDER: 'bcb-api-pix' }, metrics),
+    ).toBeUndefined();
+  });
+
+  it('refuses a value that is not a boolean', () => {
+    expect(() => loadApiConfig({ API_CREATES_CHARGES: 'sometimes' })).toThrow(/API_CREATES_CHARGES/);
   });
 });

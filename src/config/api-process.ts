@@ -21,7 +21,7 @@ export const API_VARIABLES = {
     .default('100000.00'),
   // The api asks the provider for a payout's PIX charge itself and starts its workflow with it, so POST
   // waits for no worker (docs/decisions.md D81). false: the workflow's first task asks, and POST waits
-  // for it, for an api that must not call the provider (no route to it, a staged rollout).
+  // for it (a staged rollout: workers first). Only the charge: quotes and webhook read-backs stay here.
   API_CREATES_CHARGES: bool(true),
   PIX_CHARGE_EXPIRY_SECONDS: int(3600, 60),
   SETTLEMENT_TIMEOUT_SECONDS: int(21_600, 60),

@@ -41,9 +41,7 @@ export const payoutCancelRoutes: FastifyPluginAsyncZod<PayoutCancelRoutesOptions
     '/v1/payouts/:id/cancel',
     {
       // The payout's row is read with the API key, in one round trip (docs/decisions.md D78).
-      onRequest: opts.authenticate.spending(CREATE_BUCKET, opts.postRateLimitPerMinute, 'key', (request) =>
-        payoutOfPath((request.params as { id?: unknown }).id),
-      ),
+      onRequest: opts.authenticate.spending(CREATE_BUCKET, opts.postRateLimitPerMinute, 'key', payoutOfPath),
       schema: {
         summary: 'Cancel a PENDING payout',
         params: cancelPayoutParamsSchema,

@@ -1,3 +1,4 @@
+import type { FastifyRequest } from 'fastify';
 import type { Client } from '@temporalio/client';
 import { findPartnerPayout, type StoredPayout } from '../../adapters/db/payouts-repo';
 import type { Db } from '../../adapters/db/pool';
@@ -46,7 +47,8 @@ export async function loadPartnerPayout(
   }
 }
 
-/** What a route reading the payout of its path asks the API key's lookup to read too (auth.ts). */
-export function payoutOfPath(id: unknown): { payoutId?: string } {
+/** What a route reading the payout of its path (`:id`) asks the API key's lookup to read too (auth.ts). */
+export function payoutOfPath(request: FastifyRequest): { payoutId?: string } {
+  const { id } = request.params as { id?: unknown };
   return typeof id === 'string' && isUuid(id) ? { payoutId: id.toLowerCase() } : {};
 }

@@ -103,9 +103,7 @@ export const payoutRoutes: FastifyPluginAsyncZod<PayoutRoutesOptions> = async (a
     '/v1/payouts/:id',
     {
       // The payout's row is read with the API key, in one round trip (docs/decisions.md D78).
-      onRequest: opts.authenticate.spending(READ_BUCKET, opts.readRateLimitPerMinute, 'key', (request) =>
-        payoutOfPath((request.params as { id?: unknown }).id),
-      ),
+      onRequest: opts.authenticate.spending(READ_BUCKET, opts.readRateLimitPerMinute, 'key', payoutOfPath),
       schema: {
         summary: 'Read a payout',
         params: payoutIdParamsSchema,

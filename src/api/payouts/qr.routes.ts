@@ -41,8 +41,11 @@ function ifNoneMatch(request: FastifyRequest, etag: string): boolean {
  */
 export const payoutQrRoutes: FastifyPluginAsyncZod<PayoutQrRoutesOptions> = async (app, opts) => {
   // The payout's row is read with the API key, in one round trip (docs/decisions.md D78).
-  const authorized = opts.authenticate.spending(READ_BUCKET, opts.readRateLimitPerMinute, 'key', (request) =>
-    payoutOfPath((request.params as { id?: unknown }).id),
+  const authorized = opts.authenticate.spending(
+    READ_BUCKET,
+    opts.readRateLimitPerMinute,
+    'key',
+    payoutOfPath,
   );
   const render = cachedQrRenderer();
 

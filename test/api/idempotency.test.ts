@@ -516,11 +516,19 @@ describe('Idempotency-Key', () => {
       expect(await keyRow(partnerId, 'k')).toEqual({ payout_id: payoutId, state: 'recorded' });
       expect(await countPayouts(stack.db, partnerId)).toBe(1);
       expect(stack.providerProxy!.chargesCreated().get(payoutId)).toBe(1);
-      const workflows: string[] = [];
-      for await (const wf of stack.temporal.workflow.list({
-        query: `WorkflowType = "payoutWorkflow" AND PartnerId = "${partnerId}"`,
-      }))
-        workflows.push(wf.workflowId);
+      // Visibility is written after the start: wait until the list shows the payout's workflow at all.
+      const listed = async () => {
+        const workflows: string[] = [];
+        for await (const wf of stack.temporal.workflow.list({
+          query: `WorkflowType = "payoutWorkflow" AND PartnerId = "${partnerId}"`,
+        }))
+          workflows.push(wf.workflowId);
+        return workflows;
+      };
+      const workflows = await until('the payout workflow in visibility', async () => {
+        const found = await listed();
+        return found.length > 0 ? found : undefined;
+      });
       expect(workflows).toHaveLength(1);
     }
 

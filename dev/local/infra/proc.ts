@@ -6,28 +6,56 @@ import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 
 /** The process's arguments, argv[0] first; undefined when it is gone or not readable. */
 export function commandLine(pid: number): string[] | undefined {
-  try {
-    const raw = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
-    return raw ? raw.replace(/\0$/, '').split('\0') : undefined;
-  } catch {
-    return undefined;
-  }
+  // A leader that has exited reads as empty while its other threads still run: ask one of them.
+  const read = (dir: string | undefined) => {
+    try {
+      const raw = dir ? readFileSync(`${dir}/cmdline`, 'utf8') : '';
+      return raw ? raw.replace(/\0$/, '').split('\0') : undefined;
+    } catch {
+      return undefined; // gone, or another user's
+    }
+  };
+  return read(`/proc/${pid}`) ?? read(liveThreadDir(pid));
 }
 
-/** Fields of /proc/<pid>/stat after the command name: [state, ppid, ...]. */
-function statFields(pid: number): string[] | undefined {
+/** Fields of /proc/<pid>/stat (or of one of its threads' stat) after the command name: [state, ppid, ...]. */
+function statFields(dir: string): string[] | undefined {
   try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const stat = readFileSync(`${dir}/stat`, 'utf8');
     return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   } catch {
     return undefined;
   }
 }
 
-/** Running: exists and is not a zombie waiting to be reaped by someone else. */
+const exited = (state: string | undefined) => state === undefined || state === 'Z' || state === 'X';
+
+/**
+ * /proc/<pid>/task/<tid> of a thread of the process that has not exited, when its leader has. A
+ * thread-group leader reads as a zombie as soon as its own thread ends, while the other threads
+ * still run and still hold the process's files and sockets: a Go server killed by a signal (SIGPIPE
+ * once the launcher that read its output is gone) is in that state for a moment, and on two busy
+ * cores that moment outlasted the launcher's port check.
+ */
+function liveThreadDir(pid: number): string | undefined {
+  if (!exited(statFields(`/proc/${pid}`)?.[0])) return undefined;
+  let tids: string[];
+  try {
+    tids = readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return undefined;
+  }
+  return tids.map((tid) => `/proc/${pid}/task/${tid}`).find((dir) => !exited(statFields(dir)?.[0]));
+}
+
+/**
+ * Running: some thread of it has not exited. A zombie waiting to be reaped by someone else is not
+ * running; a leader that has exited while its other threads still run is.
+ */
 export function isRunning(pid: number): boolean {
-  const state = statFields(pid)?.[0];
-  return state !== undefined && state !== 'Z' && state !== 'X';
+  const state = statFields(`/proc/${pid}`)?.[0];
+  if (state === undefined) return false;
+  return !exited(state) || liveThreadDir(pid) !== undefined;
 }
 
 /**
@@ -35,7 +63,7 @@ export function isRunning(pid: number): boolean {
  * process reusing the pid does not share.
  */
 export function startTime(pid: number): string | undefined {
-  return statFields(pid)?.[19];
+  return statFields(`/proc/${pid}`)?.[19];
 }
 
 export function allPids(): number[] {
@@ -67,15 +95,17 @@ export function portHolder(port: number): { pid: number; command: string } | und
   }
   if (inodes.size === 0) return undefined;
   for (const pid of allPids()) {
+    // An exited leader's fd folder is empty; its running threads' folders still list the files.
+    const dir = liveThreadDir(pid) ?? `/proc/${pid}`;
     let fds: string[];
     try {
-      fds = readdirSync(`/proc/${pid}/fd`);
+      fds = readdirSync(`${dir}/fd`);
     } catch {
       continue;
     }
     for (const fd of fds) {
       try {
-        const m = /^socket:\[(\d+)\]$/.exec(readlinkSync(`/proc/${pid}/fd/${fd}`));
+        const m = /^socket:\[(\d+)\]$/.exec(readlinkSync(`${dir}/fd/${fd}`));
         if (m && inodes.has(m[1]!)) return { pid, command: (commandLine(pid) ?? ['?']).join(' ') };
       } catch {
         // The fd closed meanwhile.
@@ -85,7 +115,7 @@ export function portHolder(port: number): { pid: number; command: string } | und
   return undefined;
 }
 
-/** Resolves once the process is gone (or a zombie), false if still there after `timeoutMs`. */
+/** Resolves once no thread of the process runs (it is gone, or a zombie), false if one still runs after `timeoutMs`. */
 export async function waitUntilGone(pid: number, timeoutMs: number): Promise<boolean> {
   const deadline = Date.now() + timeoutMs;
   while (isRunning(pid)) {

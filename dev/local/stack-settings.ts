@@ -98,8 +98,12 @@ export async function assertPortsFree(claims: PortClaim[]): Promise<void> {
     if (!(await isListening('127.0.0.1', claim.port))) continue;
     const holder = portHolder(claim.port);
     const by = holder ? ` by pid ${holder.pid} (${truncate(holder.command)})` : '';
+    // Never stopped here (nothing proves it this stack's), but a deleted program says what it likely is.
+    const orphan = holder?.programDeleted
+      ? `; its program file is deleted (left by a removed checkout?): stop it with \`kill ${holder.pid}\`, or`
+      : ';';
     busy.push(
-      `${claim.what}: port ${claim.port} on 127.0.0.1 is already in use${by}; set ${claim.variable} to use another port`,
+      `${claim.what}: port ${claim.port} on 127.0.0.1 is already in use${by}${orphan} set ${claim.variable} to use another port`,
     );
   }
   if (busy.length > 0) throw new Error(busy.join('\n'));

@@ -1,8 +1,12 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { copyFileSync, linkSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { once } from 'node:events';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
 import { commandLine, isRunning, portHolder, waitUntilGone } from '../../dev/local/infra/proc';
 import { isListening } from '../../dev/local/infra/ports';
+import { assertPortsFree } from '../../dev/local/stack-settings';
 import { until } from '../support/until';
 
 // A process whose leader thread has exited while another thread still runs and holds a listening
@@ -43,7 +47,11 @@ describe('dev/local/infra/proc: a process whose leader thread has exited', () =>
     expect(await isListening('127.0.0.1', port)).toBe(true);
     expect(isRunning(pid)).toBe(true);
     expect(commandLine(pid)).toEqual(expect.arrayContaining(['-c', LEADER_EXITS]));
-    expect(portHolder(port)).toEqual({ pid, command: expect.stringContaining('pthread_exit') });
+    expect(portHolder(port)).toEqual({
+      pid,
+      command: expect.stringContaining('pthread_exit'),
+      programDeleted: false,
+    });
     expect(await waitUntilGone(pid, 300)).toBe(false);
   });
 
@@ -54,5 +62,62 @@ describe('dev/local/infra/proc: a process whose leader thread has exited', () =>
     expect(isRunning(pid)).toBe(false);
     expect(await isListening('127.0.0.1', port)).toBe(false);
     await exited;
+  });
+});
+
+// What a second checkout's `npm start` meets when the first checkout's launcher was killed with
+// SIGKILL and the checkout then deleted: its servers still listen, from program files that are gone.
+describe('dev/local/stack-settings: a port held by a process whose program file is deleted', () => {
+  const LISTEN = `const s = require('node:net').createServer().listen(0, '127.0.0.1', () => console.log(s.address().port))`;
+  let dir: string;
+  let child: ChildProcess;
+  let port: number;
+
+  beforeAll(async () => {
+    dir = mkdtempSync(path.join(os.tmpdir(), 'deleted-checkout-'));
+    const program = path.join(dir, 'node');
+    try {
+      linkSync(process.execPath, program);
+    } catch {
+      copyFileSync(process.execPath, program); // another filesystem
+    }
+    child = spawn(program, ['-e', LISTEN], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const [line] = (await once(child.stdout!, 'data')) as [Buffer];
+    port = Number(line.toString().trim());
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  afterAll(() => {
+    child.kill('SIGKILL');
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('is named, with how to stop it, and left running', async () => {
+    const pid = child.pid!;
+    expect(portHolder(port)).toMatchObject({ pid, programDeleted: true });
+    const claim = { what: 'PostgreSQL', port, variable: 'LOCAL_POSTGRES_PORT' };
+    const refused = assertPortsFree([claim]);
+    await expect(refused).rejects.toThrow(
+      `PostgreSQL: port ${port} on 127.0.0.1 is already in use by pid ${pid} (`,
+    );
+    await expect(refused).rejects.toThrow(
+      `; its program file is deleted (left by a removed checkout?): stop it with \`kill ${pid}\`, or set LOCAL_POSTGRES_PORT to use another port`,
+    );
+    expect(isRunning(pid)).toBe(true);
+  });
+
+  it('names a running program without the hint', async () => {
+    const server = net.createServer();
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const own = (server.address() as net.AddressInfo).port;
+    try {
+      const refused = assertPortsFree([{ what: 'anvil', port: own, variable: 'LOCAL_ANVIL_PORT' }]);
+      await expect(refused).rejects.toThrow(
+        `anvil: port ${own} on 127.0.0.1 is already in use by pid ${process.pid} (`,
+      );
+      await expect(refused).rejects.toThrow(/\); set LOCAL_ANVIL_PORT to use another port$/);
+    } finally {
+      server.close();
+    }
   });
 });

@@ -76,8 +76,18 @@ export function allPids(): number[] {
   }
 }
 
+export interface PortHolder {
+  pid: number;
+  command: string;
+  /**
+   * Its program file is gone: the process outlived the checkout (or the install) it ran from, as the
+   * servers of a launcher killed with SIGKILL do when that checkout is then deleted.
+   */
+  programDeleted: boolean;
+}
+
 /** The process listening on 127.0.0.1:port (or on every address), when /proc shows it. */
-export function portHolder(port: number): { pid: number; command: string } | undefined {
+export function portHolder(port: number): PortHolder | undefined {
   const inodes = new Set<string>();
   for (const table of ['/proc/net/tcp', '/proc/net/tcp6']) {
     let text = '';
@@ -106,13 +116,26 @@ export function portHolder(port: number): { pid: number; command: string } | und
     for (const fd of fds) {
       try {
         const m = /^socket:\[(\d+)\]$/.exec(readlinkSync(`${dir}/fd/${fd}`));
-        if (m && inodes.has(m[1]!)) return { pid, command: (commandLine(pid) ?? ['?']).join(' ') };
+        if (m && inodes.has(m[1]!))
+          return {
+            pid,
+            command: (commandLine(pid) ?? ['?']).join(' '),
+            programDeleted: programDeleted(dir),
+          };
       } catch {
         // The fd closed meanwhile.
       }
     }
   }
   return undefined;
+}
+
+function programDeleted(dir: string): boolean {
+  try {
+    return readlinkSync(`${dir}/exe`).endsWith(' (deleted)');
+  } catch {
+    return false;
+  }
 }
 
 /** Resolves once no thread of the process runs (it is gone, or a zombie), false if one still runs after `timeoutMs`. */

@@ -1,7 +1,8 @@
 import path from 'node:path';
 import type { ApiConfig, WorkerConfig } from '../../src/config';
 import { isListening } from './infra/ports';
-import { portHolder } from './infra/proc';
+import { leftoverClusters, ROOT_STATE_DIR } from './infra/postgres-relocation';
+import { commandLine, portHolder, type PortHolder } from './infra/proc';
 
 /**
  * The launcher's own settings (docs/configuration.md, "Tooling and demo"): where its data lives and
@@ -92,21 +93,37 @@ export function portClaims(
  * whatever still listens is not ours), naming the holder when /proc shows it and the variable that
  * moves the port. All ports are checked before anything starts, so a refused start changes nothing.
  */
-export async function assertPortsFree(claims: PortClaim[]): Promise<void> {
+export async function assertPortsFree(
+  claims: PortClaim[],
+  relocatedClusters: string = ROOT_STATE_DIR,
+): Promise<void> {
   const busy: string[] = [];
   for (const claim of claims) {
     if (!(await isListening('127.0.0.1', claim.port))) continue;
     const holder = portHolder(claim.port);
     const by = holder ? ` by pid ${holder.pid} (${truncate(holder.command)})` : '';
-    // Never stopped here (nothing proves it this stack's), but a deleted program says what it likely is.
-    const orphan = holder?.programDeleted
-      ? `; its program file is deleted (left by a removed checkout?): stop it with \`kill ${holder.pid}\`, or`
-      : ';';
+    // Never stopped here (nothing proves it this stack's), but the user is told what it likely is.
+    const sign = holder && removedCheckoutSign(holder, relocatedClusters);
+    const orphan = sign ? `; ${sign}: stop it with \`kill ${holder.pid}\`, or` : ';';
     busy.push(
       `${claim.what}: port ${claim.port} on 127.0.0.1 is already in use${by}${orphan} set ${claim.variable} to use another port`,
     );
   }
   if (busy.length > 0) throw new Error(busy.join('\n'));
+}
+
+/**
+ * What shows a port's holder to be the server of a checkout that was removed while it ran (its
+ * launcher SIGKILLed, then the folder deleted): its program file is gone (PostgreSQL, Temporal and
+ * anvil run from the checkout), or, for root under a 0700 home, its data is the relocated cluster of
+ * a checkout that no longer exists (that PostgreSQL runs from a shared copy of its binaries).
+ */
+function removedCheckoutSign(holder: PortHolder, relocatedClusters: string): string | undefined {
+  if (holder.programDeleted) return 'its program file is deleted (left by a removed checkout?)';
+  const argv = commandLine(holder.pid) ?? [];
+  const cluster = leftoverClusters(relocatedClusters).find(({ dir }) => argv.includes(dir));
+  if (!cluster) return undefined;
+  return `its data is the PostgreSQL cluster of a checkout that no longer exists (${cluster.requested ?? 'made before checkout ids'})`;
 }
 
 const truncate = (text: string) => (text.length > 120 ? `${text.slice(0, 117)}...` : text);

@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { copyFileSync, linkSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { copyFileSync, linkSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { once } from 'node:events';
 import net from 'node:net';
 import os from 'node:os';
@@ -20,6 +20,9 @@ const LEADER_EXITS = [
   'threading.Thread(target=time.sleep, args=(600,)).start()',
   'ctypes.CDLL(None).pthread_exit(None)',
 ].join('\n');
+
+/** A node program that listens on a free port of 127.0.0.1 and prints it. */
+const LISTEN = `const s = require('node:net').createServer().listen(0, '127.0.0.1', () => console.log(s.address().port))`;
 
 const leaderState = (pid: number) => {
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
@@ -68,7 +71,6 @@ describe('dev/local/infra/proc: a process whose leader thread has exited', () =>
 // What a second checkout's `npm start` meets when the first checkout's launcher was killed with
 // SIGKILL and the checkout then deleted: its servers still listen, from program files that are gone.
 describe('dev/local/stack-settings: a port held by a process whose program file is deleted', () => {
-  const LISTEN = `const s = require('node:net').createServer().listen(0, '127.0.0.1', () => console.log(s.address().port))`;
   let dir: string;
   let child: ChildProcess;
   let port: number;
@@ -119,5 +121,50 @@ describe('dev/local/stack-settings: a port held by a process whose program file 
     } finally {
       server.close();
     }
+  });
+});
+
+// Root under a 0700 home runs PostgreSQL from a shared copy of its binaries, so a removed checkout's
+// server still has its program file: its data, a relocated cluster whose checkout is gone, shows it.
+describe('dev/local/stack-settings: a port held by the PostgreSQL of a removed checkout (relocated cluster)', () => {
+  let root: string;
+  let cluster: string;
+  let child: ChildProcess;
+  let port: number;
+
+  beforeAll(async () => {
+    root = mkdtempSync(path.join(os.tmpdir(), 'relocated-clusters-'));
+    cluster = path.join(root, 'postgres-0a1b2c');
+    mkdirSync(cluster);
+    const requested = path.join(root, 'removed-checkout', '.data', 'postgres');
+    writeFileSync(`${cluster}.owner.json`, JSON.stringify({ requested, id: '0a1b2c' }));
+    // Stands in for `postgres -D <cluster>`: what the sign reads is the command line.
+    child = spawn(process.execPath, ['-e', LISTEN, '--', '-D', cluster], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    const [line] = (await once(child.stdout!, 'data')) as [Buffer];
+    port = Number(line.toString().trim());
+  });
+
+  afterAll(() => {
+    child.kill('SIGKILL');
+    rmSync(root, { recursive: true, force: true });
+  });
+
+  it('is named, with the checkout it served and how to stop it', async () => {
+    const pid = child.pid!;
+    const refused = assertPortsFree([{ what: 'PostgreSQL', port, variable: 'LOCAL_POSTGRES_PORT' }], root);
+    await expect(refused).rejects.toThrow(
+      `; its data is the PostgreSQL cluster of a checkout that no longer exists (${path.join(root, 'removed-checkout', '.data', 'postgres')}): ` +
+        `stop it with \`kill ${pid}\`, or set LOCAL_POSTGRES_PORT to use another port`,
+    );
+  });
+
+  it('names the same server without the hint while its checkout exists', async () => {
+    const checkout = path.join(root, 'removed-checkout', '.data');
+    mkdirSync(checkout, { recursive: true });
+    writeFileSync(path.join(checkout, 'checkout-id'), '0a1b2c\n');
+    const refused = assertPortsFree([{ what: 'PostgreSQL', port, variable: 'LOCAL_POSTGRES_PORT' }], root);
+    await expect(refused).rejects.toThrow(/\); set LOCAL_POSTGRES_PORT to use another port$/);
   });
 });

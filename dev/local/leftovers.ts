@@ -69,13 +69,18 @@ export async function stopLeftovers(leftovers: Leftover[], say: (line: string) =
       continue; // gone meanwhile
     }
     let how = signal;
-    if (!(await waitUntilGone(pid, graceMs))) {
+    let gone = await waitUntilGone(pid, graceMs);
+    if (!gone) {
       how = 'SIGKILL';
       process.kill(pid, 'SIGKILL');
-      await waitUntilGone(pid, 5_000);
+      gone = await waitUntilGone(pid, 5_000);
     }
+    const took = `${how}, ${((Date.now() - started) / 1000).toFixed(1)}s`;
+    // Still there (stuck in the kernel): the port check that follows names it and refuses to start.
     say(
-      `stopped ${what} (pid ${pid}) left running by an earlier launcher of this stack (${how}, ${((Date.now() - started) / 1000).toFixed(1)}s)`,
+      gone
+        ? `stopped ${what} (pid ${pid}) left running by an earlier launcher of this stack (${took})`
+        : `could not stop ${what} (pid ${pid}) left running by an earlier launcher of this stack (${took})`,
     );
   }
 }

@@ -101,6 +101,9 @@ export async function assertPortsFree(
   for (const claim of claims) {
     if (!(await isListening('127.0.0.1', claim.port))) continue;
     const holder = portHolder(claim.port);
+    // A server on its way out (an earlier launcher's, dying of SIGPIPE as it was stopped or just
+    // before) lets go of its port within milliseconds; one /proc cannot show is given the same time.
+    if ((!holder || holder.exiting) && (await releasedWithin(claim.port, RELEASE_WAIT_MS))) continue;
     const by = holder ? ` by pid ${holder.pid} (${truncate(holder.command)})` : '';
     // Never stopped here (nothing proves it this stack's), but the user is told what it likely is.
     const sign = holder && removedCheckoutSign(holder, relocatedClusters);
@@ -110,6 +113,17 @@ export async function assertPortsFree(
     );
   }
   if (busy.length > 0) throw new Error(busy.join('\n'));
+}
+
+const RELEASE_WAIT_MS = 3_000;
+
+async function releasedWithin(port: number, ms: number): Promise<boolean> {
+  const deadline = Date.now() + ms;
+  while (Date.now() < deadline) {
+    await new Promise((r) => setTimeout(r, 100));
+    if (!(await isListening('127.0.0.1', port))) return true;
+  }
+  return false;
 }
 
 /**

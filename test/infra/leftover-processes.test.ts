@@ -9,24 +9,59 @@ import { isListening } from '../../dev/local/infra/ports';
 import { assertPortsFree } from '../../dev/local/stack-settings';
 import { until } from '../support/until';
 
-// A process whose leader thread has exited while another thread still runs and holds a listening
-// socket: what a Go server killed by a signal looks like for a moment. A CI run's launcher took such
-// a Temporal dev server for gone (its leader read as a zombie) and then found its port still busy.
-// Python's main thread can end itself with pthread_exit, which Node's cannot.
+// What a launcher finds of processes left behind by an earlier one (dev/local/infra/proc.ts,
+// dev/local/stack-settings.ts), with real processes in the states the kernel puts them in. Every
+// helper process reads its stdin and ends when it closes, so none outlives a killed jest.
+
+/**
+ * A process whose leader thread has exited while another thread still runs and holds a listening
+ * socket: what a Go server killed by a signal looks like for a few milliseconds. A CI run's launcher
+ * took such a Temporal dev server for gone (its leader read as a zombie) and then found its port busy.
+ * Python's main thread can end itself with pthread_exit, which Node's cannot.
+ */
 const LEADER_EXITS = [
-  'import ctypes, socket, sys, threading, time',
+  'import ctypes, socket, sys, threading',
   's = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen()',
   'print(s.getsockname()[1], flush=True)',
-  'threading.Thread(target=time.sleep, args=(600,)).start()',
+  'threading.Thread(target=sys.stdin.read).start()',
   'ctypes.CDLL(None).pthread_exit(None)',
 ].join('\n');
 
 /** A node program that listens on a free port of 127.0.0.1 and prints it. */
-const LISTEN = `const s = require('node:net').createServer().listen(0, '127.0.0.1', () => console.log(s.address().port))`;
+const LISTEN = [
+  "const s = require('node:net').createServer().listen(0, '127.0.0.1', () => console.log(s.address().port));",
+  "process.stdin.resume().on('end', () => process.exit());",
+].join(' ');
+
+/** Spawns `command` and resolves with the port it prints, or rejects if it cannot start or exits first. */
+async function listening(command: string, args: string[]): Promise<{ child: ChildProcess; port: number }> {
+  const child = spawn(command, args, { stdio: ['pipe', 'pipe', 'inherit'] });
+  const port = await new Promise<number>((resolve, reject) => {
+    child.once('error', reject);
+    child.once('exit', (code, signal) =>
+      reject(new Error(`${command} exited (${code ?? signal}) before listening`)),
+    );
+    child.stdout!.once('data', (line: Buffer) => resolve(Number(line.toString().trim())));
+  });
+  return { child, port };
+}
 
 const leaderState = (pid: number) => {
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
   return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[0];
+};
+
+const leaderExited = async () => {
+  const started = await listening('python3', ['-c', LEADER_EXITS]);
+  const pid = started.child.pid!;
+  await until('the leader thread to exit', () => (leaderState(pid) === 'Z' ? true : undefined), {
+    timeoutMs: 10_000,
+  });
+  return { ...started, pid };
+};
+
+const stop = (child: ChildProcess | undefined) => {
+  if (child && child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
 };
 
 describe('dev/local/infra/proc: a process whose leader thread has exited', () => {
@@ -35,16 +70,9 @@ describe('dev/local/infra/proc: a process whose leader thread has exited', () =>
   let port: number;
 
   beforeAll(async () => {
-    child = spawn('python3', ['-c', LEADER_EXITS], { stdio: ['ignore', 'pipe', 'inherit'] });
-    const [line] = (await once(child.stdout!, 'data')) as [Buffer];
-    port = Number(line.toString().trim());
-    pid = child.pid!;
-    await until('the leader thread to exit', () => (leaderState(pid) === 'Z' ? true : undefined));
+    ({ child, pid, port } = await leaderExited());
   });
-
-  afterAll(() => {
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-  });
+  afterAll(() => stop(child));
 
   it('is running, with its arguments and its socket, while another thread runs', async () => {
     expect(await isListening('127.0.0.1', port)).toBe(true);
@@ -53,6 +81,7 @@ describe('dev/local/infra/proc: a process whose leader thread has exited', () =>
     expect(portHolder(port)).toEqual({
       pid,
       command: expect.stringContaining('pthread_exit'),
+      exiting: true,
       programDeleted: false,
     });
     expect(await waitUntilGone(pid, 300)).toBe(false);
@@ -65,6 +94,46 @@ describe('dev/local/infra/proc: a process whose leader thread has exited', () =>
     expect(isRunning(pid)).toBe(false);
     expect(await isListening('127.0.0.1', port)).toBe(false);
     await exited;
+  });
+});
+
+describe('dev/local/stack-settings: a port held by a server on its way out', () => {
+  let child: ChildProcess | undefined;
+  afterAll(() => stop(child));
+
+  it('is waited for, not refused, when it lets go within the wait', async () => {
+    const held = await leaderExited();
+    child = held.child;
+    const check = assertPortsFree([
+      { what: 'Temporal dev server', port: held.port, variable: 'LOCAL_TEMPORAL_PORT' },
+    ]);
+    // The check has seen the port busy and its holder exiting; the last thread then ends.
+    setTimeout(() => held.child.stdin!.end(), 1_000);
+    await expect(check).resolves.toBeUndefined();
+    expect(await isListening('127.0.0.1', held.port)).toBe(false);
+  });
+});
+
+describe('dev/local/infra/proc: a zombie nobody reaps', () => {
+  let shell: ChildProcess;
+  let zombie: number;
+
+  beforeAll(async () => {
+    // The shell starts a multithreaded child, then becomes `cat`, which never reaps it.
+    const script = `python3 -c 'import os, threading; threading.Thread(target=lambda: None).start(); os._exit(0)' & echo $!; exec cat >/dev/null`;
+    shell = spawn('sh', ['-c', script], { stdio: ['pipe', 'pipe', 'inherit'] });
+    const [line] = (await once(shell.stdout!, 'data')) as [Buffer];
+    zombie = Number(line.toString().trim());
+    await until('the child to exit', () => (leaderState(zombie) === 'Z' ? true : undefined), {
+      timeoutMs: 10_000,
+    });
+  });
+  afterAll(() => stop(shell));
+
+  it('is not running, and has no command line', async () => {
+    expect(isRunning(zombie)).toBe(false);
+    expect(commandLine(zombie)).toBeUndefined();
+    expect(await waitUntilGone(zombie, 0)).toBe(true);
   });
 });
 
@@ -83,20 +152,18 @@ describe('dev/local/stack-settings: a port held by a process whose program file 
     } catch {
       copyFileSync(process.execPath, program); // another filesystem
     }
-    child = spawn(program, ['-e', LISTEN], { stdio: ['ignore', 'pipe', 'inherit'] });
-    const [line] = (await once(child.stdout!, 'data')) as [Buffer];
-    port = Number(line.toString().trim());
+    ({ child, port } = await listening(program, ['-e', LISTEN]));
     rmSync(dir, { recursive: true, force: true });
   });
 
   afterAll(() => {
-    child.kill('SIGKILL');
+    stop(child);
     rmSync(dir, { recursive: true, force: true });
   });
 
   it('is named, with how to stop it, and left running', async () => {
     const pid = child.pid!;
-    expect(portHolder(port)).toMatchObject({ pid, programDeleted: true });
+    expect(portHolder(port)).toMatchObject({ pid, exiting: false, programDeleted: true });
     const claim = { what: 'PostgreSQL', port, variable: 'LOCAL_POSTGRES_PORT' };
     const refused = assertPortsFree([claim]);
     await expect(refused).rejects.toThrow(
@@ -128,35 +195,30 @@ describe('dev/local/stack-settings: a port held by a process whose program file 
 // server still has its program file: its data, a relocated cluster whose checkout is gone, shows it.
 describe('dev/local/stack-settings: a port held by the PostgreSQL of a removed checkout (relocated cluster)', () => {
   let root: string;
-  let cluster: string;
   let child: ChildProcess;
   let port: number;
+  const claim = () => ({ what: 'PostgreSQL', port, variable: 'LOCAL_POSTGRES_PORT' });
 
   beforeAll(async () => {
     root = mkdtempSync(path.join(os.tmpdir(), 'relocated-clusters-'));
-    cluster = path.join(root, 'postgres-0a1b2c');
+    const cluster = path.join(root, 'postgres-0a1b2c');
     mkdirSync(cluster);
     const requested = path.join(root, 'removed-checkout', '.data', 'postgres');
     writeFileSync(`${cluster}.owner.json`, JSON.stringify({ requested, id: '0a1b2c' }));
     // Stands in for `postgres -D <cluster>`: what the sign reads is the command line.
-    child = spawn(process.execPath, ['-e', LISTEN, '--', '-D', cluster], {
-      stdio: ['ignore', 'pipe', 'inherit'],
-    });
-    const [line] = (await once(child.stdout!, 'data')) as [Buffer];
-    port = Number(line.toString().trim());
+    ({ child, port } = await listening(process.execPath, ['-e', LISTEN, '--', '-D', cluster]));
   });
 
   afterAll(() => {
-    child.kill('SIGKILL');
+    stop(child);
     rmSync(root, { recursive: true, force: true });
   });
 
   it('is named, with the checkout it served and how to stop it', async () => {
-    const pid = child.pid!;
-    const refused = assertPortsFree([{ what: 'PostgreSQL', port, variable: 'LOCAL_POSTGRES_PORT' }], root);
-    await expect(refused).rejects.toThrow(
-      `; its data is the PostgreSQL cluster of a checkout that no longer exists (${path.join(root, 'removed-checkout', '.data', 'postgres')}): ` +
-        `stop it with \`kill ${pid}\`, or set LOCAL_POSTGRES_PORT to use another port`,
+    const requested = path.join(root, 'removed-checkout', '.data', 'postgres');
+    await expect(assertPortsFree([claim()], root)).rejects.toThrow(
+      `; its data is the PostgreSQL cluster of a checkout that no longer exists (${requested}): ` +
+        `stop it with \`kill ${child.pid}\`, or set LOCAL_POSTGRES_PORT to use another port`,
     );
   });
 
@@ -164,7 +226,8 @@ describe('dev/local/stack-settings: a port held by the PostgreSQL of a removed c
     const checkout = path.join(root, 'removed-checkout', '.data');
     mkdirSync(checkout, { recursive: true });
     writeFileSync(path.join(checkout, 'checkout-id'), '0a1b2c\n');
-    const refused = assertPortsFree([{ what: 'PostgreSQL', port, variable: 'LOCAL_POSTGRES_PORT' }], root);
-    await expect(refused).rejects.toThrow(/\); set LOCAL_POSTGRES_PORT to use another port$/);
+    await expect(assertPortsFree([claim()], root)).rejects.toThrow(
+      /\); set LOCAL_POSTGRES_PORT to use another port$/,
+    );
   });
 });

@@ -34,8 +34,9 @@ const exited = (state: string | undefined) => state === undefined || state === '
  * /proc/<pid>/task/<tid> of a thread of the process that has not exited, when its leader has. A
  * thread-group leader reads as a zombie as soon as its own thread ends, while the other threads
  * still run and still hold the process's files and sockets: a Go server killed by a signal (SIGPIPE
- * once the launcher that read its output is gone) is in that state for a moment, and on two busy
- * cores that moment outlasted the launcher's port check.
+ * once the launcher that read its output is gone) is in that state for a few milliseconds, and on two
+ * busy cores that outlasted the launcher's port check. Such a thread may already have let go of its
+ * memory (no command line, no program), but its fd folder still lists the sockets.
  */
 function liveThreadDir(pid: number): string | undefined {
   if (!exited(statFields(`/proc/${pid}`)?.[0])) return undefined;
@@ -78,7 +79,10 @@ export function allPids(): number[] {
 
 export interface PortHolder {
   pid: number;
+  /** Its command line; `<name> (exiting)` when its last threads have already let go of it. */
   command: string;
+  /** Its leader thread has exited and the rest are on their way out: the port is about to be free. */
+  exiting: boolean;
   /**
    * Its program file is gone: the process outlived the checkout (or the install) it ran from, as the
    * servers of a launcher killed with SIGKILL do when that checkout is then deleted.
@@ -106,7 +110,8 @@ export function portHolder(port: number): PortHolder | undefined {
   if (inodes.size === 0) return undefined;
   for (const pid of allPids()) {
     // An exited leader's fd folder is empty; its running threads' folders still list the files.
-    const dir = liveThreadDir(pid) ?? `/proc/${pid}`;
+    const exitingThread = liveThreadDir(pid);
+    const dir = exitingThread ?? `/proc/${pid}`;
     let fds: string[];
     try {
       fds = readdirSync(`${dir}/fd`);
@@ -119,7 +124,8 @@ export function portHolder(port: number): PortHolder | undefined {
         if (m && inodes.has(m[1]!))
           return {
             pid,
-            command: (commandLine(pid) ?? ['?']).join(' '),
+            command: commandLine(pid)?.join(' ') ?? `${commandName(pid) ?? '?'} (exiting)`,
+            exiting: exitingThread !== undefined,
             programDeleted: programDeleted(dir),
           };
       } catch {
@@ -128,6 +134,16 @@ export function portHolder(port: number): PortHolder | undefined {
     }
   }
   return undefined;
+}
+
+/** The name in /proc/<pid>/stat, which outlives the command line of a process on its way out. */
+function commandName(pid: number): string | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+  } catch {
+    return undefined;
+  }
 }
 
 function programDeleted(dir: string): boolean {

@@ -59,8 +59,12 @@ function leftoverPostmaster(pgDataDir: string): number | undefined {
   return argv.includes(pgDataDir) ? pid : undefined;
 }
 
-/** Stops each leftover in turn with its clean signal (SIGKILL only if that is ignored). */
+/**
+ * Stops each leftover in turn with its clean signal (SIGKILL only if that is ignored). One that not
+ * even SIGKILL ends (stuck in the kernel) still holds this stack's data: the start is refused.
+ */
 export async function stopLeftovers(leftovers: Leftover[], say: (line: string) => void): Promise<void> {
+  const stuck: string[] = [];
   for (const { what, pid, signal, graceMs } of leftovers) {
     const started = Date.now();
     try {
@@ -72,15 +76,19 @@ export async function stopLeftovers(leftovers: Leftover[], say: (line: string) =
     let gone = await waitUntilGone(pid, graceMs);
     if (!gone) {
       how = 'SIGKILL';
-      process.kill(pid, 'SIGKILL');
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {
+        // Gone right after the wait gave up.
+      }
       gone = await waitUntilGone(pid, 5_000);
     }
     const took = `${how}, ${((Date.now() - started) / 1000).toFixed(1)}s`;
-    // Still there (stuck in the kernel): the port check that follows names it and refuses to start.
-    say(
-      gone
-        ? `stopped ${what} (pid ${pid}) left running by an earlier launcher of this stack (${took})`
-        : `could not stop ${what} (pid ${pid}) left running by an earlier launcher of this stack (${took})`,
-    );
+    if (gone) say(`stopped ${what} (pid ${pid}) left running by an earlier launcher of this stack (${took})`);
+    else
+      stuck.push(
+        `${what} (pid ${pid}) left running by an earlier launcher of this stack did not stop (${took})`,
+      );
   }
+  if (stuck.length > 0) throw new Error(stuck.join('\n'));
 }

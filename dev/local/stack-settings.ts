@@ -1,7 +1,7 @@
 import path from 'node:path';
 import type { ApiConfig, WorkerConfig } from '../../src/config';
 import { isListening } from './infra/ports';
-import { leftoverClusters, ROOT_STATE_DIR } from './infra/postgres-relocation';
+import { leftoverClusters, ROOT_STATE_DIR, type LeftoverCluster } from './infra/postgres-relocation';
 import { commandLine, portHolder, type PortHolder } from './infra/proc';
 
 /**
@@ -100,10 +100,11 @@ export async function assertPortsFree(
   const busy: string[] = [];
   for (const claim of claims) {
     if (!(await isListening('127.0.0.1', claim.port))) continue;
-    const holder = portHolder(claim.port);
+    const seen = portHolder(claim.port);
     // A server on its way out (an earlier launcher's, dying of SIGPIPE as it was stopped or just
-    // before) lets go of its port within milliseconds; one /proc cannot show is given the same time.
-    if ((!holder || holder.exiting) && (await releasedWithin(claim.port, RELEASE_WAIT_MS))) continue;
+    // before) lets go of its port within milliseconds.
+    if (seen?.exiting && (await releasedWithin(claim.port, RELEASE_WAIT_MS))) continue;
+    const holder = seen?.exiting ? portHolder(claim.port) : seen;
     const by = holder ? ` by pid ${holder.pid} (${truncate(holder.command)})` : '';
     // Never stopped here (nothing proves it this stack's), but the user is told what it likely is.
     const sign = holder && removedCheckoutSign(holder, relocatedClusters);
@@ -128,16 +129,24 @@ async function releasedWithin(port: number, ms: number): Promise<boolean> {
 
 /**
  * What shows a port's holder to be the server of a checkout that was removed while it ran (its
- * launcher SIGKILLed, then the folder deleted): its program file is gone (PostgreSQL, Temporal and
- * anvil run from the checkout), or, for root under a 0700 home, its data is the relocated cluster of
- * a checkout that no longer exists (that PostgreSQL runs from a shared copy of its binaries).
+ * launcher SIGKILLed, then the folder deleted): its program is gone with its folder (PostgreSQL,
+ * Temporal and anvil run from the checkout), or, for root under a 0700 home, its data is the
+ * relocated cluster of a checkout that no longer exists (that PostgreSQL runs from a shared copy of
+ * its binaries). Anything unreadable is no sign.
  */
 function removedCheckoutSign(holder: PortHolder, relocatedClusters: string): string | undefined {
-  if (holder.programDeleted) return 'its program file is deleted (left by a removed checkout?)';
+  if (holder.programDeleted) return 'its program and its folder are deleted (left by a removed checkout?)';
   const argv = commandLine(holder.pid) ?? [];
-  const cluster = leftoverClusters(relocatedClusters).find(({ dir }) => argv.includes(dir));
-  if (!cluster) return undefined;
-  return `its data is the PostgreSQL cluster of a checkout that no longer exists (${cluster.requested ?? 'made before checkout ids'})`;
+  if (!argv.some((arg) => arg.startsWith(`${relocatedClusters}${path.sep}`))) return undefined;
+  let clusters: LeftoverCluster[];
+  try {
+    clusters = leftoverClusters(relocatedClusters);
+  } catch {
+    return undefined; // not readable by this user: no sign either way
+  }
+  // A cluster from before checkout ids names no checkout: nothing shows that one gone.
+  const requested = clusters.find(({ dir }) => argv.includes(dir))?.requested;
+  return requested && `its data is the PostgreSQL cluster of a checkout that no longer exists (${requested})`;
 }
 
 const truncate = (text: string) => (text.length > 120 ? `${text.slice(0, 117)}...` : text);

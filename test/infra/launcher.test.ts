@@ -1,6 +1,6 @@
 import { readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
-import { isRunning } from '../../dev/local/infra/proc';
+import { isRunning, startTime } from '../../dev/local/infra/proc';
 import { findLeftovers } from '../../dev/local/leftovers';
 import { launch as launchLauncher, launcherEnv, launcherMessages, type Launch } from '../support/launcher';
 import { until } from '../support/until';
@@ -110,6 +110,7 @@ describe('npm start (dev/local/start.ts)', () => {
     'after a SIGKILL the next start stops the leftovers and comes up with the data; SIGTERM stops it in order',
     async () => {
       const temporal = ownProcesses().find((p) => p.what === 'Temporal dev server')!.pid;
+      const temporalStarted = startTime(temporal);
       first.proc.kill('SIGKILL');
       await first.exited;
       const next = await started();
@@ -129,7 +130,7 @@ describe('npm start (dev/local/start.ts)', () => {
       expect(temporalLines.length).toBeLessThanOrEqual(1);
       for (const line of temporalLines)
         expect(line).toMatch(new RegExp(`^stopped Temporal dev server \\(pid ${temporal}\\) left running`));
-      expect(isRunning(temporal)).toBe(false);
+      expect(isRunning(temporal) && startTime(temporal) === temporalStarted).toBe(false);
       expect(demoPartner()).toBe(partner);
       expect(await readyz()).toBe(200);
 

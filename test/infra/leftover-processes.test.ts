@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { copyFileSync, linkSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { once } from 'node:events';
 import net from 'node:net';
@@ -12,6 +12,12 @@ import { until } from '../support/until';
 // What a launcher finds of processes left behind by an earlier one (dev/local/infra/proc.ts,
 // dev/local/stack-settings.ts), with real processes in the states the kernel puts them in. Every
 // helper process reads its stdin and ends when it closes, so none outlives a killed jest.
+
+/** Python's main thread can end by itself; without python3 the two describes that need it are skipped, loudly. */
+const hasPython = spawnSync('python3', ['-c', '']).status === 0;
+if (!hasPython)
+  console.warn('python3 not found: the leader-thread cases of leftover-processes.test.ts are skipped');
+const describeWithPython = hasPython ? describe : describe.skip;
 
 /**
  * A process whose leader thread has exited while another thread still runs and holds a listening
@@ -64,7 +70,7 @@ const stop = (child: ChildProcess | undefined) => {
   if (child && child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
 };
 
-describe('dev/local/infra/proc: a process whose leader thread has exited', () => {
+describeWithPython('dev/local/infra/proc: a process whose leader thread has exited', () => {
   let child: ChildProcess;
   let pid: number;
   let port: number;
@@ -97,7 +103,7 @@ describe('dev/local/infra/proc: a process whose leader thread has exited', () =>
   });
 });
 
-describe('dev/local/stack-settings: a port held by a server on its way out', () => {
+describeWithPython('dev/local/stack-settings: a port held by a server on its way out', () => {
   let child: ChildProcess | undefined;
   afterAll(() => stop(child));
 
@@ -119,8 +125,9 @@ describe('dev/local/infra/proc: a zombie nobody reaps', () => {
   let zombie: number;
 
   beforeAll(async () => {
-    // The shell starts a multithreaded child, then becomes `cat`, which never reaps it.
-    const script = `python3 -c 'import os, threading; threading.Thread(target=lambda: None).start(); os._exit(0)' & echo $!; exec cat >/dev/null`;
+    // The shell starts a node child (multithreaded, as every node is) and becomes `cat`, which never
+    // reaps it.
+    const script = `'${process.execPath}' -e 'process.exit(0)' & echo $!; exec cat >/dev/null`;
     shell = spawn('sh', ['-c', script], { stdio: ['pipe', 'pipe', 'inherit'] });
     const [line] = (await once(shell.stdout!, 'data')) as [Buffer];
     zombie = Number(line.toString().trim());
@@ -170,7 +177,7 @@ describe('dev/local/stack-settings: a port held by a process whose program file 
       `PostgreSQL: port ${port} on 127.0.0.1 is already in use by pid ${pid} (`,
     );
     await expect(refused).rejects.toThrow(
-      `; its program file is deleted (left by a removed checkout?): stop it with \`kill ${pid}\`, or set LOCAL_POSTGRES_PORT to use another port`,
+      `; its program and its folder are deleted (left by a removed checkout?): stop it with \`kill ${pid}\`, or set LOCAL_POSTGRES_PORT to use another port`,
     );
     expect(isRunning(pid)).toBe(true);
   });
@@ -188,6 +195,37 @@ describe('dev/local/stack-settings: a port held by a process whose program file 
     } finally {
       server.close();
     }
+  });
+});
+
+// A package upgrade deletes a running server's program file too, but not its folder: no hint then.
+describe('dev/local/stack-settings: a port held by a server whose program file was replaced in place', () => {
+  let dir: string;
+  let child: ChildProcess;
+  let port: number;
+
+  beforeAll(async () => {
+    dir = mkdtempSync(path.join(os.tmpdir(), 'upgraded-package-'));
+    const program = path.join(dir, 'node');
+    try {
+      linkSync(process.execPath, program);
+    } catch {
+      copyFileSync(process.execPath, program); // another filesystem
+    }
+    ({ child, port } = await listening(program, ['-e', LISTEN]));
+    rmSync(program);
+  });
+
+  afterAll(() => {
+    stop(child);
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('is named without the hint', async () => {
+    expect(portHolder(port)).toMatchObject({ pid: child.pid, programDeleted: false });
+    await expect(
+      assertPortsFree([{ what: 'PostgreSQL', port, variable: 'LOCAL_POSTGRES_PORT' }]),
+    ).rejects.toThrow(/\); set LOCAL_POSTGRES_PORT to use another port$/);
   });
 });
 
@@ -229,5 +267,43 @@ describe('dev/local/stack-settings: a port held by the PostgreSQL of a removed c
     await expect(assertPortsFree([claim()], root)).rejects.toThrow(
       /\); set LOCAL_POSTGRES_PORT to use another port$/,
     );
+  });
+
+  it('names a server of a cluster from before checkout ids without the hint (nothing shows its checkout gone)', async () => {
+    const old = path.join(root, 'postgres-0123456789ab');
+    mkdirSync(old);
+    const server = await listening(process.execPath, ['-e', LISTEN, '--', '-D', old]);
+    try {
+      const refused = assertPortsFree(
+        [{ what: 'PostgreSQL', port: server.port, variable: 'LOCAL_POSTGRES_PORT' }],
+        root,
+      );
+      await expect(refused).rejects.toThrow(/\); set LOCAL_POSTGRES_PORT to use another port$/);
+    } finally {
+      stop(server.child);
+    }
+  });
+
+  it('takes a clusters folder it cannot read for no sign, and still refuses with the port', async () => {
+    const notAFolder = path.join(root, 'not-a-folder');
+    writeFileSync(notAFolder, '');
+    const server = await listening(process.execPath, [
+      '-e',
+      LISTEN,
+      '--',
+      '-D',
+      path.join(notAFolder, 'postgres-0a1b2c'),
+    ]);
+    try {
+      const refused = assertPortsFree(
+        [{ what: 'PostgreSQL', port: server.port, variable: 'LOCAL_POSTGRES_PORT' }],
+        notAFolder,
+      );
+      await expect(refused).rejects.toThrow(
+        /^PostgreSQL: port \d+ on 127\.0\.0\.1 is already in use by pid \d+ \(.*\); set LOCAL_POSTGRES_PORT/,
+      );
+    } finally {
+      stop(server.child);
+    }
   });
 });

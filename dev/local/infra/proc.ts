@@ -1,4 +1,5 @@
-import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, readlinkSync } from 'node:fs';
+import path from 'node:path';
 
 // What the launcher may learn about other processes from /proc (Linux). Everything here answers
 // "don't know" (undefined, []) rather than throwing: a process can vanish between two reads, and
@@ -84,7 +85,7 @@ export interface PortHolder {
   /** Its leader thread has exited and the rest are on their way out: the port is about to be free. */
   exiting: boolean;
   /**
-   * Its program file is gone: the process outlived the checkout (or the install) it ran from, as the
+   * Its program file is gone with its folder: the process outlived the checkout it ran from, as the
    * servers of a launcher killed with SIGKILL do when that checkout is then deleted.
    */
   programDeleted: boolean;
@@ -146,9 +147,14 @@ function commandName(pid: number): string | undefined {
   }
 }
 
+/**
+ * Its program file and the folder it was in are gone. A package upgrade also deletes a running
+ * server's program file (`/usr/lib/postgresql/16/bin/postgres (deleted)`), but leaves its folder.
+ */
 function programDeleted(dir: string): boolean {
   try {
-    return readlinkSync(`${dir}/exe`).endsWith(' (deleted)');
+    const exe = readlinkSync(`${dir}/exe`);
+    return exe.endsWith(' (deleted)') && !existsSync(path.dirname(exe.slice(0, -' (deleted)'.length)));
   } catch {
     return false;
   }

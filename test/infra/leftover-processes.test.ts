@@ -144,42 +144,56 @@ describe('dev/local/infra/proc: a zombie nobody reaps', () => {
   });
 });
 
+/** A node program run from its own copy in a fresh folder, listening; the caller deletes the copy. */
+async function listeningCopy(prefix: string) {
+  const dir = mkdtempSync(path.join(os.tmpdir(), prefix));
+  const program = path.join(dir, 'node');
+  try {
+    linkSync(process.execPath, program);
+  } catch {
+    copyFileSync(process.execPath, program); // another filesystem
+  }
+  return { dir, program, ...(await listening(program, ['-e', LISTEN])) };
+}
+
 // What a second checkout's `npm start` meets when the first checkout's launcher was killed with
 // SIGKILL and the checkout then deleted: its servers still listen, from program files that are gone.
+// A package upgrade deletes a running server's program file too, but not its folder: no hint then.
 describe('dev/local/stack-settings: a port held by a process whose program file is deleted', () => {
-  let dir: string;
-  let child: ChildProcess;
-  let port: number;
-
-  beforeAll(async () => {
-    dir = mkdtempSync(path.join(os.tmpdir(), 'deleted-checkout-'));
-    const program = path.join(dir, 'node');
-    try {
-      linkSync(process.execPath, program);
-    } catch {
-      copyFileSync(process.execPath, program); // another filesystem
-    }
-    ({ child, port } = await listening(program, ['-e', LISTEN]));
-    rmSync(dir, { recursive: true, force: true });
-  });
-
+  const servers: Array<{ dir: string; child: ChildProcess }> = [];
   afterAll(() => {
-    stop(child);
-    rmSync(dir, { recursive: true, force: true });
+    for (const { dir, child } of servers) {
+      stop(child);
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
-  it('is named, with how to stop it, and left running', async () => {
-    const pid = child.pid!;
-    expect(portHolder(port)).toMatchObject({ pid, exiting: false, programDeleted: true });
-    const claim = { what: 'PostgreSQL', port, variable: 'LOCAL_POSTGRES_PORT' };
-    const refused = assertPortsFree([claim]);
+  it('is named, with how to stop it, and left running, when its folder is gone too', async () => {
+    const server = await listeningCopy('deleted-checkout-');
+    servers.push(server);
+    rmSync(server.dir, { recursive: true, force: true });
+    const pid = server.child.pid!;
+    expect(portHolder(server.port)).toMatchObject({ pid, exiting: false, programDeleted: true });
+    const refused = assertPortsFree([
+      { what: 'PostgreSQL', port: server.port, variable: 'LOCAL_POSTGRES_PORT' },
+    ]);
     await expect(refused).rejects.toThrow(
-      `PostgreSQL: port ${port} on 127.0.0.1 is already in use by pid ${pid} (`,
+      `PostgreSQL: port ${server.port} on 127.0.0.1 is already in use by pid ${pid} (`,
     );
     await expect(refused).rejects.toThrow(
       `; its program and its folder are deleted (left by a removed checkout?): stop it with \`kill ${pid}\`, or set LOCAL_POSTGRES_PORT to use another port`,
     );
     expect(isRunning(pid)).toBe(true);
+  });
+
+  it('is named without the hint when only the file is gone (replaced in place)', async () => {
+    const server = await listeningCopy('upgraded-package-');
+    servers.push(server);
+    rmSync(server.program);
+    expect(portHolder(server.port)).toMatchObject({ pid: server.child.pid, programDeleted: false });
+    await expect(
+      assertPortsFree([{ what: 'PostgreSQL', port: server.port, variable: 'LOCAL_POSTGRES_PORT' }]),
+    ).rejects.toThrow(/\); set LOCAL_POSTGRES_PORT to use another port$/);
   });
 
   it('names a running program without the hint', async () => {
@@ -195,37 +209,6 @@ describe('dev/local/stack-settings: a port held by a process whose program file 
     } finally {
       server.close();
     }
-  });
-});
-
-// A package upgrade deletes a running server's program file too, but not its folder: no hint then.
-describe('dev/local/stack-settings: a port held by a server whose program file was replaced in place', () => {
-  let dir: string;
-  let child: ChildProcess;
-  let port: number;
-
-  beforeAll(async () => {
-    dir = mkdtempSync(path.join(os.tmpdir(), 'upgraded-package-'));
-    const program = path.join(dir, 'node');
-    try {
-      linkSync(process.execPath, program);
-    } catch {
-      copyFileSync(process.execPath, program); // another filesystem
-    }
-    ({ child, port } = await listening(program, ['-e', LISTEN]));
-    rmSync(program);
-  });
-
-  afterAll(() => {
-    stop(child);
-    rmSync(dir, { recursive: true, force: true });
-  });
-
-  it('is named without the hint', async () => {
-    expect(portHolder(port)).toMatchObject({ pid: child.pid, programDeleted: false });
-    await expect(
-      assertPortsFree([{ what: 'PostgreSQL', port, variable: 'LOCAL_POSTGRES_PORT' }]),
-    ).rejects.toThrow(/\); set LOCAL_POSTGRES_PORT to use another port$/);
   });
 });
 

@@ -87,7 +87,8 @@ export async function stopLeftovers(leftovers: Leftover[], say: (line: string) =
     if (gone) say(`stopped ${what} (pid ${pid}) left running by an earlier launcher of this stack (${took})`);
     else
       stuck.push(
-        `${what} (pid ${pid}) left running by an earlier launcher of this stack did not stop (${took})`,
+        `${what} (pid ${pid}) left running by an earlier launcher of this stack did not stop (${took}): ` +
+          `it is stuck in the kernel (/proc/${pid}/stack shows where); a reboot ends it`,
       );
   }
   if (stuck.length > 0) throw new Error(stuck.join('\n'));

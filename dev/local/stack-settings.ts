@@ -101,10 +101,13 @@ export async function assertPortsFree(
   for (const claim of claims) {
     if (!(await isListening('127.0.0.1', claim.port))) continue;
     const seen = portHolder(claim.port);
+    // Let go between the two looks: free.
+    if (!seen && !(await isListening('127.0.0.1', claim.port))) continue;
     // A server on its way out (an earlier launcher's, dying of SIGPIPE as it was stopped or just
     // before) lets go of its port within milliseconds.
     if (seen?.exiting && (await releasedWithin(claim.port, RELEASE_WAIT_MS))) continue;
-    const holder = seen?.exiting ? portHolder(claim.port) : seen;
+    const holder = seen?.exiting ? (portHolder(claim.port) ?? seen) : seen;
+    if (seen?.exiting && !(await isListening('127.0.0.1', claim.port))) continue;
     const by = holder ? ` by pid ${holder.pid} (${truncate(holder.command)})` : '';
     // Never stopped here (nothing proves it this stack's), but the user is told what it likely is.
     const sign = holder && removedCheckoutSign(holder, relocatedClusters);
@@ -137,16 +140,20 @@ async function releasedWithin(port: number, ms: number): Promise<boolean> {
 function removedCheckoutSign(holder: PortHolder, relocatedClusters: string): string | undefined {
   if (holder.programDeleted) return 'its program and its folder are deleted (left by a removed checkout?)';
   const argv = commandLine(holder.pid) ?? [];
-  if (!argv.some((arg) => arg.startsWith(`${relocatedClusters}${path.sep}`))) return undefined;
+  const root = path.resolve(relocatedClusters);
+  if (!argv.some((arg) => arg.startsWith(`${root}${path.sep}`))) return undefined;
   let clusters: LeftoverCluster[];
   try {
-    clusters = leftoverClusters(relocatedClusters);
+    clusters = leftoverClusters(root);
   } catch {
     return undefined; // not readable by this user: no sign either way
   }
   // A cluster from before checkout ids names no checkout: nothing shows that one gone.
   const requested = clusters.find(({ dir }) => argv.includes(dir))?.requested;
-  return requested && `its data is the PostgreSQL cluster of a checkout that no longer exists (${requested})`;
+  return (
+    requested &&
+    `its data is the PostgreSQL cluster of a checkout that no longer exists or whose data was removed (${requested})`
+  );
 }
 
 const truncate = (text: string) => (text.length > 120 ? `${text.slice(0, 117)}...` : text);

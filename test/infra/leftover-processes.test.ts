@@ -238,7 +238,7 @@ describe('dev/local/stack-settings: a port held by the PostgreSQL of a removed c
   it('is named, with the checkout it served and how to stop it', async () => {
     const requested = path.join(root, 'removed-checkout', '.data', 'postgres');
     await expect(assertPortsFree([claim()], root)).rejects.toThrow(
-      `; its data is the PostgreSQL cluster of a checkout that no longer exists (${requested}): ` +
+      `; its data is the PostgreSQL cluster of a checkout that no longer exists or whose data was removed (${requested}): ` +
         `stop it with \`kill ${child.pid}\`, or set LOCAL_POSTGRES_PORT to use another port`,
     );
   });

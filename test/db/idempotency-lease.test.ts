@@ -420,17 +420,24 @@ describe('Idempotency-Key claim lease (idempotency-repo, claim-lease)', () => {
 
     it('renewals each slower than the start margin: confirm() refuses with IdempotencyClaimUnconfirmedError (503), and end() hands the claim on', async () => {
       const key = `slow-renewals-${randomUUID()}`;
-      // Every renewal reaches the database 1.1 s after it was sent: more than the 1 s margin.
+      // Every renewal reaches the database 1.3 s after it was sent: more than the 1 s margin, by more
+      // than a timer may fire early.
       const slow = ((text: string, params?: unknown[]) =>
         text.includes('SET lease_until = now() + ')
-          ? new Promise((r) => setTimeout(r, 1_100)).then(() => db.query(text, params))
+          ? new Promise((r) => setTimeout(r, 1_300)).then(() => db.query(text, params))
           : db.query(text, params)) as Db['query'];
       const sentAt = performance.now();
       const c = await claim(key);
       const held = holdClaim({ query: slow } as unknown as Db, refOf(key, c), sentAt, log, {});
       try {
-        // Confirmed only once the lease may have less than the margin left.
-        await new Promise((r) => setTimeout(r, LEASE_MS / 2));
+        // Confirmed only once the lease may have less than the margin left, on the clock confirm()
+        // reads: a timer alone can fire early by that clock (the event loop's cached time is stale
+        // after a busy turn), and then confirm() rightly had the margin (a CI run saw it).
+        await until(
+          'the lease to have less than the margin left',
+          () => (performance.now() - sentAt > LEASE_MS / 2 + 20 ? true : undefined),
+          { intervalMs: 20 },
+        );
         await expect(held.confirm()).rejects.toBeInstanceOf(IdempotencyClaimUnconfirmedError);
       } finally {
         await held.end();

@@ -100,14 +100,8 @@ export async function assertPortsFree(
   const busy: string[] = [];
   for (const claim of claims) {
     if (!(await isListening('127.0.0.1', claim.port))) continue;
-    const seen = portHolder(claim.port);
-    // Let go between the two looks: free.
-    if (!seen && !(await isListening('127.0.0.1', claim.port))) continue;
-    // A server on its way out (an earlier launcher's, dying of SIGPIPE as it was stopped or just
-    // before) lets go of its port within milliseconds.
-    if (seen?.exiting && (await releasedWithin(claim.port, RELEASE_WAIT_MS))) continue;
-    const holder = seen?.exiting ? (portHolder(claim.port) ?? seen) : seen;
-    if (seen?.exiting && !(await isListening('127.0.0.1', claim.port))) continue;
+    const holder = await holderOf(claim.port);
+    if (holder === FREE) continue;
     const by = holder ? ` by pid ${holder.pid} (${truncate(holder.command)})` : '';
     // Never stopped here (nothing proves it this stack's), but the user is told what it likely is.
     const sign = holder && removedCheckoutSign(holder, relocatedClusters);
@@ -120,6 +114,21 @@ export async function assertPortsFree(
 }
 
 const RELEASE_WAIT_MS = 3_000;
+const FREE = Symbol('free');
+
+/**
+ * Who holds a port found busy (undefined when /proc does not show it), or FREE once it is let go:
+ * between the two looks, or, for a server on its way out (an earlier launcher's, dying of SIGPIPE as
+ * it was stopped or just before), within RELEASE_WAIT_MS.
+ */
+async function holderOf(port: number): Promise<PortHolder | undefined | typeof FREE> {
+  const seen = portHolder(port);
+  if (!seen) return (await isListening('127.0.0.1', port)) ? undefined : FREE;
+  if (!seen.exiting) return seen;
+  if (await releasedWithin(port, RELEASE_WAIT_MS)) return FREE;
+  const holder = portHolder(port) ?? seen;
+  return (await isListening('127.0.0.1', port)) ? holder : FREE;
+}
 
 async function releasedWithin(port: number, ms: number): Promise<boolean> {
   const deadline = Date.now() + ms;

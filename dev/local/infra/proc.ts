@@ -19,15 +19,21 @@ export function commandLine(pid: number): string[] | undefined {
   return read(`/proc/${pid}`) ?? read(liveThreadDir(pid));
 }
 
-/** Fields of /proc/<pid>/stat (or of one of its threads' stat) after the command name: [state, ppid, ...]. */
-function statFields(dir: string): string[] | undefined {
+/**
+ * /proc/<pid>/stat (or one of its threads' stat): the command name, which outlives the command line
+ * of a process on its way out, and the fields after it: [state, ppid, ...].
+ */
+function readStat(dir: string): { name: string; fields: string[] } | undefined {
   try {
     const stat = readFileSync(`${dir}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const end = stat.lastIndexOf(')');
+    return { name: stat.slice(stat.indexOf('(') + 1, end), fields: stat.slice(end + 2).split(' ') };
   } catch {
     return undefined;
   }
 }
+
+const statFields = (dir: string) => readStat(dir)?.fields;
 
 const exited = (state: string | undefined) => state === undefined || state === 'Z' || state === 'X';
 
@@ -125,7 +131,7 @@ export function portHolder(port: number): PortHolder | undefined {
         if (m && inodes.has(m[1]!))
           return {
             pid,
-            command: commandLine(pid)?.join(' ') ?? `${commandName(pid) ?? '?'} (exiting)`,
+            command: commandLine(pid)?.join(' ') ?? `${readStat(`/proc/${pid}`)?.name ?? '?'} (exiting)`,
             exiting: exitingThread !== undefined,
             programDeleted: programDeleted(dir),
           };
@@ -135,16 +141,6 @@ export function portHolder(port: number): PortHolder | undefined {
     }
   }
   return undefined;
-}
-
-/** The name in /proc/<pid>/stat, which outlives the command line of a process on its way out. */
-function commandName(pid: number): string | undefined {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
-  } catch {
-    return undefined;
-  }
 }
 
 /**

@@ -3,8 +3,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { parse, stringify } from 'yaml';
 import { temporalModeFromArgs } from '../../dev/bench/temporal-server';
+import { freePort } from '../../dev/local/infra/ports';
 import {
-  freeLowPort,
   TEMPORAL_SERVER_VERSION,
   temporalServerConfig,
   type TemporalServerPorts,
@@ -88,7 +88,7 @@ describe('the Temporal server the bench runs', () => {
   });
 
   it('gets ports below 32768, which its membership table stores as smallint', async () => {
-    for (let i = 0; i < 5; i += 1) expect(await freeLowPort()).toBeLessThan(32768);
+    for (let i = 0; i < 5; i += 1) expect(await freePort()).toBeLessThan(32768);
   });
 });
 

@@ -9,11 +9,10 @@ import {
   rmSync,
   writeFileSync,
 } from 'node:fs';
-import net from 'node:net';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { stringify } from 'yaml';
-import { isListening } from './ports';
+import { freePort, isListening } from './ports';
 import { describeExit, spawnManaged, type ExitStatus, type ManagedProcess } from './processes';
 import { repoRoot, resolveTemporalCliPath } from './temporal-binaries';
 import { temporalDynamicConfigFile } from './temporal-dynamic-config';
@@ -192,7 +191,7 @@ export interface TemporalServerPorts {
 
 export async function freeTemporalServerPorts(): Promise<TemporalServerPorts> {
   const ports = new Set<number>();
-  while (ports.size < 9) ports.add(await freeLowPort());
+  while (ports.size < 9) ports.add(await freePort());
   const [
     frontend,
     frontendHttp,
@@ -215,25 +214,6 @@ export async function freeTemporalServerPorts(): Promise<TemporalServerPorts> {
     worker,
     workerMembership,
   };
-}
-
-/**
- * A TCP port free on 127.0.0.1 below 32768: the server records its services' ports in the
- * cluster_membership table as smallint, so the kernel's ephemeral ports (32768 and up, what
- * freePort() gets) make it fail at start-up ("value ... is out of range for type smallint").
- */
-export async function freeLowPort(): Promise<number> {
-  for (let attempt = 0; attempt < 200; attempt += 1) {
-    const port = 20_000 + Math.floor(Math.random() * 12_000);
-    const free = await new Promise<boolean>((resolve) => {
-      const server = net.createServer();
-      server.unref();
-      server.once('error', () => resolve(false));
-      server.listen(port, HOST, () => server.close(() => resolve(true)));
-    });
-    if (free) return port;
-  }
-  throw new Error('no free TCP port between 20000 and 32000 on 127.0.0.1');
 }
 
 export interface TemporalServerConfigOptions {

@@ -1,4 +1,4 @@
-import { ApplicationFailure } from '@temporalio/activity';
+import { ApplicationFailure, Context } from '@temporalio/activity';
 import {
   ProviderError,
   type ChargeCancellation,
@@ -143,8 +143,16 @@ export function createProviderActivities({
           throw ApplicationFailure.retryable(err.message, 'ChargeNotPaidYet');
         }
         if (err.httpStatus === 400) {
-          logger.error(log, 'provider refused the settlement request');
-          throw ApplicationFailure.nonRetryable(err.message, PROVIDER_REJECTED);
+          // The attempt goes with the refusal: after an earlier attempt whose answer was lost, a
+          // refusal ("already exists", a gateway's 400) proves nothing about the USDT.
+          const attempt = currentAttempt();
+          logger.error({ ...log, attempt }, 'provider refused the settlement request');
+          throw ApplicationFailure.create({
+            message: err.message,
+            type: PROVIDER_REJECTED,
+            nonRetryable: true,
+            details: [{ attempt }],
+          });
         }
         if (err.code === 'conflict') {
           logger.error(log, 'provider holds a conflicting settlement for this payout or charge');
@@ -263,3 +271,12 @@ export function createProviderActivities({
 }
 
 export type ProviderActivities = ReturnType<typeof createProviderActivities>;
+
+/** This activity attempt's number (1 for the first); undefined when called outside an activity (tests). */
+function currentAttempt(): number | undefined {
+  try {
+    return Context.current().info.attempt;
+  } catch {
+    return undefined;
+  }
+}

@@ -136,6 +136,16 @@ export const SCREENING: ActivityOptions = {
 };
 
 /**
+ * The receiver screened again between rounds of a step that keeps asking (the settlement request
+ * during a provider outage): bounded like a proof round, so an unreadable source becomes a fact the
+ * step weighs with the reports it waits on, instead of holding them behind an endless retry.
+ */
+export const SCREENING_ROUND: ActivityOptions = {
+  ...SCREENING,
+  scheduleToCloseTimeout: '5 minutes',
+};
+
+/**
  * One activity is one partner-callback POST. The backoff between POSTs lives in the callback workflow
  * rather than in this retry policy, so every attempt is its own visible step and the give-up an
  * explicit outcome; these retries only cover the worker side (a crash, an unreachable database).

@@ -24,7 +24,7 @@ import { Attention } from './payout/attention';
 import { ChargeWindow } from './payout/charge-window';
 import { isDecided, OperatorDesk, type Decided } from './payout/operator-desk';
 import { PaymentInbox } from './payout/payment-inbox';
-import { settleThroughProvider } from './payout/provider-settlement';
+import { ProviderSettlementBook, settleThroughProvider } from './payout/provider-settlement';
 import { RefundsAndLateReports } from './payout/refunds-and-late-reports';
 import { decideFlaggedReceiver, screenBeforeSending } from './payout/screening-step';
 import type { ScreeningVerdict } from '../domain/screening';
@@ -89,6 +89,8 @@ class PayoutProcess {
   private readonly desk: OperatorDesk;
   private readonly window: ChargeWindow;
   private readonly refunds: RefundsAndLateReports;
+  /** What is known of the provider settlement: kept across an operator's decision that it refuses. */
+  private readonly providerSettlement = new ProviderSettlementBook();
 
   constructor(input: PayoutWorkflowInput) {
     this.settings = input.settings;
@@ -185,16 +187,20 @@ class PayoutProcess {
     }
     /** An operator released the flagged receiver: the treasury signs without screening it again. */
     const released = screened !== 'clear';
-    const { record, settings, inbox, attention } = this;
+    const { record, settings, inbox, attention, providerSettlement } = this;
     const outcome = await attention.whenLate(
       settings.settlementTimeoutSeconds * 1000,
       () => this.alertOverdue(),
       () =>
-        this.desk.untilDecided('fail_or_complete', () =>
-          settings.settlementMode === 'provider'
-            ? settleThroughProvider(record, settings, inbox, attention)
-            : settleFromTreasury(record, settings, attention, (flag) => this.decideFlagged(flag), released),
-        ),
+        settings.settlementMode === 'provider'
+          ? this.desk.untilDecided(
+              'fail_or_complete',
+              () => settleThroughProvider(record, settings, inbox, attention, providerSettlement, released),
+              (d) => (d.decision === 'fail' ? providerSettlement.vetoFail() : undefined),
+            )
+          : this.desk.untilDecided('fail_or_complete', () =>
+              settleFromTreasury(record, settings, attention, (flag) => this.decideFlagged(flag), released),
+            ),
     );
     if (isDecided(outcome)) return this.applyDecision(outcome);
     await this.conclude(outcome);

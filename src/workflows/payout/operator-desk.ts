@@ -42,7 +42,11 @@ export class OperatorDesk {
    * The steps that can be decided, outermost first: a step may run one inside it (the treasury's send
    * waits on a flagged receiver inside the settlement). A decision is for the innermost.
    */
-  private readonly waits: { kind: Decidable; id: number }[] = [];
+  private readonly waits: {
+    kind: Decidable;
+    id: number;
+    veto: ((d: OperatorDecisionInput) => string | undefined) | undefined;
+  }[] = [];
   private waitsOpened = 0;
   /** A decision is being taken (its transfer checked): a second one is refused meanwhile. */
   private deciding = false;
@@ -67,18 +71,25 @@ export class OperatorDesk {
   /**
    * Runs `step` until it ends or an operator's decision is accepted. The decision then cancels the
    * step, but proof wins: a step that still ends with its outcome (a running attempt is waited for,
-   * WAIT_CANCELLATION_COMPLETED in activity-options.ts) keeps it, and the decision is refused.
+   * WAIT_CANCELLATION_COMPLETED in activity-options.ts) keeps it, and the decision is refused. So does
+   * `veto`, asked once the step has stopped (what it learned meanwhile counts): the decision is
+   * refused with its reason and the step runs again, resuming from what it keeps outside itself.
    */
-  async untilDecided<T>(allowed: Decidable, step: () => Promise<T>): Promise<T | Decided> {
-    const depth = this.waits.push({ kind: allowed, id: ++this.waitsOpened });
-    const scope = new CancellationScope();
-    const running = scope.run(step);
+  async untilDecided<T>(
+    allowed: Decidable,
+    step: () => Promise<T>,
+    veto?: (d: OperatorDecisionInput) => string | undefined,
+  ): Promise<T | Decided> {
+    const depth = this.waits.push({ kind: allowed, id: ++this.waitsOpened, veto });
     try {
-      const first = await Promise.race([
-        running.then((value) => ({ value })),
-        condition(() => this.decision !== undefined && this.waits.length === depth).then(() => undefined),
-      ]);
-      if (first === undefined) {
+      for (;;) {
+        const scope = new CancellationScope();
+        const running = scope.run(step);
+        const first = await Promise.race([
+          running.then((value) => ({ value })),
+          condition(() => this.decision !== undefined && this.waits.length === depth).then(() => undefined),
+        ]);
+        if (first !== undefined) return this.decision === undefined ? first.value : this.proofWins(first.value);
         scope.cancel();
         const settled = await running.then(
           (value) => ({ value }),
@@ -87,10 +98,12 @@ export class OperatorDesk {
             return undefined;
           },
         );
-        if (settled === undefined) return this.take();
-        return this.proofWins(settled.value);
+        if (settled !== undefined) return this.proofWins(settled.value);
+        const why = veto?.(this.decision!);
+        if (why === undefined) return this.take();
+        this.refusal = why;
+        this.decision = undefined;
       }
-      return this.decision === undefined ? first.value : this.proofWins(first.value);
     } finally {
       this.waits.pop();
     }
@@ -127,6 +140,8 @@ export class OperatorDesk {
     if (this.decidable === undefined || !this.attention.waiting) {
       refuse('payout is not waiting on an unknown: nothing to decide (see admin payouts attention)');
     }
+    const vetoed = this.waits.at(-1)?.veto?.(d);
+    if (vetoed !== undefined) refuse(vetoed);
     if (this.settings.settlementMode === 'treasury' && this.decidable === 'fail_or_complete') {
       // Our own transaction may be signed and in a pool: only the chain can end it (D25).
       refuse('a treasury transfer may be signed: only its proof ends the payout (see the runbook)');

@@ -30,19 +30,30 @@ const inRounds = proxyActivities<ProofSteps>(PROOF_ROUND);
  */
 const onceLocally = proxyLocalActivities<ProofSteps>(asLocal(SINGLE_LOCAL_ATTEMPT));
 
-/** A round's result: the step's answer, a refusal (final), or no answer yet (try again later). */
-export type RoundResult<T> =
-  { answer: T } | { refused: string } | { unanswered: string; failureType: string | undefined };
+/**
+ * A round's result: the step's answer, a refusal (final), or no answer yet (try again later). With
+ * `localUnanswered`, the first try in the worker got no answer before the round ran: it may have
+ * reached the provider all the same. A refusal's `attempt` is the round's attempt that was refused.
+ */
+export type RoundResult<T> = (
+  | { answer: T }
+  | { refused: string; attempt: number | undefined }
+  | { unanswered: string; failureType: string | undefined }
+) & { localUnanswered?: string };
 
 /** `step` once locally, then a round of remote retries unless refused. */
 export async function oneRound<T>(step: (activities: ProofSteps) => Promise<T>): Promise<RoundResult<T>> {
+  let localUnanswered: string | undefined;
+  const tried = <R extends object>(r: R) =>
+    localUnanswered === undefined ? r : { ...r, localUnanswered };
   for (const activities of [onceLocally, inRounds]) {
     try {
-      return { answer: await step(activities) };
+      return tried({ answer: await step(activities) });
     } catch (err) {
       if (!isActivityError(err) || isCancellation(err)) throw err;
-      if (isRefusal(err)) return { refused: messageOf(err) };
-      if (activities === inRounds) return { unanswered: messageOf(err), failureType: typeOf(err) };
+      if (isRefusal(err)) return tried({ refused: messageOf(err), attempt: attemptOf(err) });
+      if (activities === inRounds) return tried({ unanswered: messageOf(err), failureType: typeOf(err) });
+      localUnanswered = messageOf(err);
     }
   }
   throw new Error('unreachable');
@@ -87,6 +98,17 @@ export async function verifyTransfer(
 function messageOf(err: unknown): string {
   const cause = (err as { cause?: unknown }).cause ?? err;
   return cause instanceof Error ? cause.message : String(cause);
+}
+
+/** The attempt a refusal names in its details (`{ attempt }`), when the activity gave it. */
+function attemptOf(err: unknown): number | undefined {
+  for (let e: unknown = err; e instanceof Error; e = (e as { cause?: unknown }).cause) {
+    if (e instanceof ApplicationFailure) {
+      const detail = e.details?.[0] as { attempt?: unknown } | undefined;
+      return typeof detail?.attempt === 'number' ? detail.attempt : undefined;
+    }
+  }
+  return undefined;
 }
 
 /** The type of the last application failure in the chain (a round that timed out wraps its last one). */

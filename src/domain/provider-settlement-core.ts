@@ -1,0 +1,543 @@
+/**
+ * The decision core of a provider-mode settlement: what the service knows about one payout's
+ * settlement (facts, each with its time) and, from that alone, the next step. Pure: no Temporal, no
+ * I/O, time comes in as a fact. The workflow only adds facts (activity results, provider reports,
+ * screening) and carries out the step returned; the world simulator (test/simulation) runs the same
+ * functions against seeded worlds of providers and chains.
+ *
+ * The rule it holds (docs/decisions.md, "An unknown is never a verdict"): FAILED needs proof that no
+ * USDT moved and none will (`proofNothingMoves`); COMPLETED needs a transfer the chain confirms at the
+ * required depth, claimed for this payout. Everything else is a wait, with its attention items.
+ */
+import type { AttentionKind } from './attention';
+import { usdtUnitsFromDecimal } from './money';
+import type { FailureReason } from './payout';
+
+export type TxHash = `0x${string}`;
+
+/** The provider's settlement states, as its API names them; `unknown`: it answered 404. */
+export type ProviderSettlementState = 'pending' | 'broadcast' | 'completed' | 'failed' | 'unknown';
+
+/** What the provider's status endpoint (or a repeated request) says of the settlement. */
+export interface ProviderStatus {
+  status: ProviderSettlementState;
+  txHash?: TxHash;
+  amountUsdt?: string;
+  chainId?: number;
+  failureReason?: string;
+}
+
+/** Where a transaction hash came from. Once any source named one, only the chain decides it. */
+export type TxSource = 'request_answer' | 'status' | 'webhook';
+
+/** What the chain says of a named transaction, as far as the last check went. */
+export type ChainView = 'unchecked' | 'unproven' | 'mismatch' | 'reverted' | 'confirmed';
+
+export interface NamedTransaction {
+  txHash: TxHash;
+  chainId: number;
+  /** In USDT base units; undefined while no source gave an amount for it. */
+  amountUnits: string | undefined;
+  /** The provider's own confirmation time, when a webhook gave one. */
+  confirmedAt: string | undefined;
+  namedBy: TxSource[];
+  /** The provider's status calls this transaction's settlement failed (it reverted, by its account). */
+  providerCallsFailed: boolean;
+  chain: ChainView;
+  /** The amount the chain confirmed (and the payout claimed), once `chain` is confirmed. */
+  provenUnits: string | undefined;
+}
+
+/** One try at the settlement request: answered, refused (a 400), or no answer (timeout, 5xx, ...). */
+export interface RequestAttempt {
+  at: number;
+  outcome: 'accepted' | 'refused' | 'unanswered';
+  /** A first try in the worker: its failure alone raises nothing, a round of retries follows. */
+  local: boolean;
+  detail: string;
+}
+
+export interface ProviderSettlementKnowledge {
+  chainId: number;
+  requests: RequestAttempt[];
+  /** The provider's id for the settlement, from any answer to the request. */
+  settlementId: string | undefined;
+  transactions: NamedTransaction[];
+  /** What the provider's status endpoint last said of the settlement. */
+  providerSays: (ProviderStatus & { at: number }) | undefined;
+  /** A webhook said the settlement failed: its status is read before anything else. */
+  reportedFailed: { at: number; reason: string } | undefined;
+  /** The status endpoint did not answer its last round. */
+  statusUnreadable: { at: number; detail: string } | undefined;
+  /** Transfers reported on another chain: never a candidate, always an attention item. */
+  otherChain: { txHash: TxHash; chainId: number }[];
+  /** Screening of the receiver before each request after the first (the first is the payout's). */
+  screening: {
+    /** When the receiver was last screened clear (or released by an operator: `released`). */
+    clearAt: number | undefined;
+    released: boolean;
+    flagged: { at: number; source: string; detail: string } | undefined;
+    unreadable: { at: number; detail: string } | undefined;
+  };
+  /** When the provider is next asked (its status, or the request while no id is known). */
+  nextLookAt: number;
+  /** When the settlement's status was last asked for. */
+  lastStatusAt: number | undefined;
+  lookBackoffMs: number;
+  /** Set by any fact that may change what the chain is asked: the candidate is verified again. */
+  verifyDue: boolean;
+}
+
+export type ProviderSettlementFact =
+  | { kind: 'screened_clear'; at: number }
+  | { kind: 'released'; at: number }
+  | { kind: 'screened_flagged'; at: number; source: string; detail: string }
+  | { kind: 'screening_unreadable'; at: number; detail: string }
+  | {
+      kind: 'request_answered';
+      at: number;
+      local: boolean;
+      settlementId: string;
+      status: ProviderSettlementState;
+      txHash?: TxHash;
+    }
+  | { kind: 'request_refused'; at: number; local: boolean; detail: string }
+  | { kind: 'request_unanswered'; at: number; local: boolean; detail: string }
+  | { kind: 'status_read'; at: number; status: ProviderStatus }
+  | { kind: 'status_unreadable'; at: number; detail: string }
+  | {
+      kind: 'reported_completed';
+      at: number;
+      txHash: TxHash;
+      amountUsdt: string;
+      chainId: number;
+      confirmedAt: string;
+    }
+  | { kind: 'reported_failed'; at: number; reason: string }
+  | {
+      kind: 'chain_checked';
+      at: number;
+      txHash: TxHash;
+      /** The amount the chain was asked about ('0': none known, a check for a revert only). */
+      amountUnits: string;
+      verdict: Exclude<ChainView, 'unchecked'>;
+    };
+
+export type ProviderSettlementStep =
+  | { kind: 'screen' }
+  | { kind: 'request' }
+  | { kind: 'read_status'; settlementId: string }
+  | { kind: 'verify'; txHash: TxHash; amountUnits: string }
+  /** Nothing to do until a fact arrives or `until` (workflow time, ms) passes; undefined: no timer. */
+  | { kind: 'wait'; until: number | undefined }
+  | {
+      kind: 'complete';
+      txHash: TxHash;
+      amountUnits: string;
+      confirmedAt: string | undefined;
+      /** Items for review the completion raises (the provider said failed, the chain says paid). */
+      review: { kind: AttentionKind; detail: string }[];
+    }
+  | { kind: 'fail'; reason: FailureReason };
+
+/** No report within this long after acceptance: the provider's settlement status is asked. */
+export const FIRST_LOOK_MS = 30_000;
+/** Later looks back off to this; any fact ends a wait at once. */
+export const MAX_LOOK_MS = 10 * 60_000;
+
+/** Knowledge at the start: the receiver was screened clear right before (the payout's own screening). */
+export function beginProviderSettlement(
+  chainId: number,
+  at: number,
+  screenedClear: boolean,
+): ProviderSettlementKnowledge {
+  return {
+    chainId,
+    requests: [],
+    settlementId: undefined,
+    transactions: [],
+    providerSays: undefined,
+    reportedFailed: undefined,
+    statusUnreadable: undefined,
+    otherChain: [],
+    screening: {
+      clearAt: screenedClear ? at : undefined,
+      released: !screenedClear,
+      flagged: undefined,
+      unreadable: undefined,
+    },
+    nextLookAt: at,
+    lastStatusAt: undefined,
+    lookBackoffMs: FIRST_LOOK_MS,
+    verifyDue: false,
+  };
+}
+
+/** A round of the settlement request as the workflow sees it: a local try, then retries. */
+export type RequestRound = { localUnanswered?: string } & (
+  | { answer: { settlementId: string; status: string; txHash?: TxHash } }
+  | { refused: string; attempt: number | undefined }
+  | { unanswered: string }
+);
+
+/**
+ * The settlement request's round as facts. A refusal proves nothing once an earlier try may have
+ * reached the provider: the local try's lost answer, or an earlier attempt of the round (the
+ * activity puts its attempt number in the refusal).
+ */
+export function requestRoundFacts(round: RequestRound, at: number): ProviderSettlementFact[] {
+  const facts: ProviderSettlementFact[] = [];
+  if (round.localUnanswered !== undefined) {
+    facts.push({ kind: 'request_unanswered', at, local: true, detail: round.localUnanswered });
+  }
+  const local = round.localUnanswered === undefined;
+  if ('answer' in round) {
+    const { settlementId, status, txHash } = round.answer;
+    facts.push({
+      kind: 'request_answered',
+      at,
+      local,
+      settlementId,
+      status: isState(status) ? status : 'pending',
+      ...(txHash !== undefined && { txHash }),
+    });
+  } else if ('refused' in round) {
+    if (round.attempt !== undefined && round.attempt > 1) {
+      facts.push({ kind: 'request_unanswered', at, local: false, detail: 'an earlier attempt was not answered' });
+    }
+    facts.push({ kind: 'request_refused', at, local, detail: round.refused });
+  } else {
+    facts.push({ kind: 'request_unanswered', at, local: false, detail: round.unanswered });
+  }
+  return facts;
+}
+
+const STATES: readonly string[] = ['pending', 'broadcast', 'completed', 'failed', 'unknown'];
+function isState(s: string): s is ProviderSettlementState {
+  return STATES.includes(s);
+}
+
+// --- Evolve: knowledge plus one fact ---
+
+export function evolve(k: ProviderSettlementKnowledge, fact: ProviderSettlementFact): ProviderSettlementKnowledge {
+  const next: ProviderSettlementKnowledge = {
+    ...k,
+    requests: [...k.requests],
+    transactions: k.transactions.map((t) => ({ ...t, namedBy: [...t.namedBy] })),
+    otherChain: [...k.otherChain],
+    screening: { ...k.screening },
+  };
+  if (fact.kind === 'status_read' || fact.kind === 'status_unreadable') next.lastStatusAt = fact.at;
+  switch (fact.kind) {
+    case 'screened_clear':
+      next.screening = { ...next.screening, clearAt: fact.at, flagged: undefined, unreadable: undefined };
+      return next;
+    case 'released':
+      next.screening = { ...next.screening, released: true, flagged: undefined, unreadable: undefined };
+      return next;
+    case 'screened_flagged':
+      next.screening.flagged = { at: fact.at, source: fact.source, detail: fact.detail };
+      next.screening.unreadable = undefined;
+      return next;
+    case 'screening_unreadable':
+      next.screening.unreadable = { at: fact.at, detail: fact.detail };
+      lookLater(next, fact.at);
+      return next;
+    case 'request_answered':
+      next.requests.push({ at: fact.at, outcome: 'accepted', local: fact.local, detail: fact.status });
+      next.settlementId = fact.settlementId;
+      // Its status only says when to look: a verdict waits for the status endpoint's own answer.
+      if (fact.txHash) name(next, { txHash: fact.txHash, chainId: k.chainId }, 'request_answer');
+      // A repeated request answers the settlement's current state: anything past pending is read at once.
+      next.nextLookAt = fact.status === 'pending' ? fact.at + FIRST_LOOK_MS : fact.at;
+      next.lookBackoffMs = FIRST_LOOK_MS;
+      return next;
+    case 'request_refused':
+      next.requests.push({ at: fact.at, outcome: 'refused', local: fact.local, detail: fact.detail });
+      lookLater(next, fact.at);
+      return next;
+    case 'request_unanswered':
+      next.requests.push({ at: fact.at, outcome: 'unanswered', local: fact.local, detail: fact.detail });
+      // A first local try is followed by a round at once; a round's failure waits for the next look
+      // when the provider has said something already (reports tell more than another request).
+      if (!fact.local && heardOfSettlement(next)) lookLater(next, fact.at);
+      else next.nextLookAt = fact.at;
+      return next;
+    case 'status_read':
+      next.statusUnreadable = undefined;
+      next.providerSays = { ...fact.status, at: fact.at };
+      takeStatus(next, fact.status);
+      lookLater(next, fact.at);
+      next.verifyDue = true;
+      return next;
+    case 'status_unreadable':
+      next.statusUnreadable = { at: fact.at, detail: fact.detail };
+      lookLater(next, fact.at);
+      next.verifyDue = true;
+      return next;
+    case 'reported_completed':
+      if (fact.chainId !== k.chainId) {
+        if (!next.otherChain.some((o) => o.txHash === fact.txHash)) {
+          next.otherChain.push({ txHash: fact.txHash, chainId: fact.chainId });
+        }
+        return next;
+      }
+      name(
+        next,
+        {
+          txHash: fact.txHash,
+          chainId: fact.chainId,
+          amountUnits: unitsOf(fact.amountUsdt),
+          confirmedAt: fact.confirmedAt,
+        },
+        'webhook',
+      );
+      next.verifyDue = true;
+      return next;
+    case 'reported_failed':
+      // The provider's word, not the proof that nothing was sent: its status says whether a
+      // transaction went out (then the chain decides). Read at once.
+      next.reportedFailed = { at: fact.at, reason: fact.reason };
+      next.nextLookAt = fact.at;
+      return next;
+    case 'chain_checked': {
+      const tx = next.transactions.find((t) => t.txHash === fact.txHash);
+      if (tx && tx.chain !== 'confirmed') {
+        // An amount of 0 only stands in for one nobody gave: it proves a revert, never a payment.
+        const paid = fact.verdict === 'confirmed' && fact.amountUnits !== '0';
+        tx.chain = fact.verdict === 'confirmed' && !paid ? 'mismatch' : fact.verdict;
+        if (paid) tx.provenUnits = fact.amountUnits;
+      }
+      next.verifyDue = false;
+      // Reverted: the provider may have sent another since; its status is read at once.
+      if (fact.verdict === 'reverted') next.nextLookAt = fact.at;
+      return next;
+    }
+  }
+}
+
+function lookLater(k: ProviderSettlementKnowledge, at: number): void {
+  k.nextLookAt = at + k.lookBackoffMs;
+  k.lookBackoffMs = Math.min(k.lookBackoffMs * 2, MAX_LOOK_MS);
+}
+
+function takeStatus(k: ProviderSettlementKnowledge, s: ProviderStatus): void {
+  if (s.status === 'unknown' || s.txHash === undefined) return;
+  const chainId = s.chainId ?? k.chainId;
+  if (chainId !== k.chainId) {
+    if (!k.otherChain.some((o) => o.txHash === s.txHash)) k.otherChain.push({ txHash: s.txHash, chainId });
+    return;
+  }
+  const tx = name(k, { txHash: s.txHash, chainId, amountUnits: unitsOf(s.amountUsdt) }, 'status');
+  if (s.status === 'failed') tx.providerCallsFailed = true;
+}
+
+/** Adds a source's naming of a transaction; an amount given once is kept when a later naming has none. */
+function name(
+  k: ProviderSettlementKnowledge,
+  t: { txHash: TxHash; chainId: number; amountUnits?: string | undefined; confirmedAt?: string },
+  by: TxSource,
+): NamedTransaction {
+  let tx = k.transactions.find((x) => x.txHash === t.txHash);
+  if (!tx) {
+    tx = {
+      txHash: t.txHash,
+      chainId: t.chainId,
+      amountUnits: undefined,
+      confirmedAt: undefined,
+      namedBy: [],
+      providerCallsFailed: false,
+      chain: 'unchecked',
+      provenUnits: undefined,
+    };
+    k.transactions.push(tx);
+  } else {
+    // Named again (last named is the provider's newest word): moved to the end, the candidate.
+    k.transactions = [...k.transactions.filter((x) => x !== tx), tx];
+  }
+  if (t.amountUnits !== undefined && t.amountUnits !== '0') tx.amountUnits = t.amountUnits;
+  if (t.confirmedAt !== undefined) tx.confirmedAt = t.confirmedAt;
+  if (!tx.namedBy.includes(by)) tx.namedBy.push(by);
+  // What the chain said was for an older naming; a new one is checked again unless it is proven.
+  if (tx.chain === 'unproven' || tx.chain === 'mismatch') tx.chain = 'unchecked';
+  k.verifyDue = true;
+  return tx;
+}
+
+function unitsOf(amountUsdt: string | undefined): string | undefined {
+  if (amountUsdt === undefined) return undefined;
+  try {
+    return usdtUnitsFromDecimal(amountUsdt).toString();
+  } catch {
+    return undefined;
+  }
+}
+
+// --- The money rule ---
+
+/** The provider has said anything about a settlement: a report, a status, a transaction. */
+function heardOfSettlement(k: ProviderSettlementKnowledge): boolean {
+  return (
+    k.transactions.length > 0 ||
+    k.otherChain.length > 0 ||
+    k.reportedFailed !== undefined ||
+    (k.providerSays !== undefined && k.providerSays.status !== 'unknown')
+  );
+}
+
+/** Some attempt at the request may have reached the provider (accepted, or its answer lost). */
+export function requestMayHaveReached(k: ProviderSettlementKnowledge): boolean {
+  return k.requests.some((r) => r.outcome !== 'refused');
+}
+
+/**
+ * The proof that no USDT moved for this settlement and none will, or undefined while there is none.
+ * The only way a provider-mode settlement ends FAILED.
+ * - Every attempt at the request was refused and the provider never said anything of a settlement:
+ *   a refusal proves nothing once any earlier attempt may have reached it.
+ * - The provider's status says the settlement failed with nothing broadcast, and no source ever
+ *   named a transaction.
+ * - Every transaction named on our chain reverted (at the required depth), and the provider's status
+ *   calls the settlement failed, naming one of them or none.
+ */
+export function proofNothingMoves(k: ProviderSettlementKnowledge): FailureReason | undefined {
+  const last = k.requests.at(-1);
+  if (last?.outcome === 'refused' && !requestMayHaveReached(k) && !heardOfSettlement(k)) {
+    return 'settlement_request_failed';
+  }
+  const says = k.providerSays;
+  if (says?.status !== 'failed') return undefined;
+  if (k.transactions.length === 0 && says.txHash === undefined && k.otherChain.length === 0) {
+    return 'provider_reported_failure';
+  }
+  const ours = k.transactions;
+  if (ours.length > 0 && ours.every((t) => t.chain === 'reverted')) {
+    if (says.txHash === undefined || ours.some((t) => t.txHash === says.txHash)) return 'transfer_reverted';
+  }
+  return undefined;
+}
+
+/** May USDT still move for this settlement? FAILED, and any return of the BRL, need it false. */
+export function mayStillMoveUsdt(k: ProviderSettlementKnowledge): boolean {
+  return proofNothingMoves(k) === undefined;
+}
+
+/**
+ * Why an operator may not fail the payout now, or undefined when they may. An operator can vouch for
+ * what the provider says outside its API (nothing was sent); never for a transaction the chain has
+ * not decided: only its proof ends that.
+ */
+export function operatorMayNotFail(k: ProviderSettlementKnowledge): string | undefined {
+  const open = k.transactions.find((t) => t.chain !== 'reverted' && t.chain !== 'mismatch');
+  if (open === undefined) return undefined;
+  return `transaction ${open.txHash} was named for this payout and the chain has not decided it: only its proof ends the payout`;
+}
+
+// --- Decide: the next step ---
+
+/** The transaction the chain is asked about: the newest named on our chain that is not proven reverted. */
+function candidate(k: ProviderSettlementKnowledge): NamedTransaction | undefined {
+  return [...k.transactions].reverse().find((t) => t.chain !== 'reverted');
+}
+
+export function decide(k: ProviderSettlementKnowledge, now: number): ProviderSettlementStep {
+  const confirmed = k.transactions.find((t) => t.chain === 'confirmed');
+  if (confirmed) return completion(k, confirmed);
+  const proof = proofNothingMoves(k);
+  if (proof !== undefined) return { kind: 'fail', reason: proof };
+
+  // The settlement is asked for first, even when a report came before (it is idempotent).
+  if (k.requests.length === 0) return k.screening.flagged === undefined ? { kind: 'request' } : wait();
+  const tx = candidate(k);
+  if (tx && (tx.chain === 'unchecked' || k.verifyDue)) {
+    // An amount not given stands in as 0: it proves a revert, never a payment.
+    return { kind: 'verify', txHash: tx.txHash, amountUnits: tx.amountUnits ?? '0' };
+  }
+  // A webhook's "failed" is read back at once, whatever the backoff says: by the status endpoint,
+  // or by the request while no id is known.
+  const lastAsked = k.settlementId !== undefined ? k.lastStatusAt : k.requests.at(-1)?.at;
+  const failedUnread =
+    k.reportedFailed !== undefined && (lastAsked === undefined || lastAsked < k.reportedFailed.at);
+  if (k.nextLookAt > now && !failedUnread) return { kind: 'wait', until: k.nextLookAt };
+  if (k.settlementId !== undefined) return { kind: 'read_status', settlementId: k.settlementId };
+  // No id known: the request is (re)sent, each time to a receiver screened clear since the last try.
+  if (k.screening.flagged !== undefined) return wait();
+  const lastTry = k.requests.at(-1)?.at;
+  const screened =
+    k.screening.released ||
+    (k.screening.clearAt !== undefined && (lastTry === undefined || k.screening.clearAt >= lastTry));
+  return screened ? { kind: 'request' } : { kind: 'screen' };
+}
+
+/** Nothing to ask until a fact arrives. */
+function wait(): ProviderSettlementStep {
+  return { kind: 'wait', until: undefined };
+}
+
+function completion(k: ProviderSettlementKnowledge, tx: NamedTransaction): ProviderSettlementStep {
+  const review: { kind: AttentionKind; detail: string }[] = [];
+  if (k.reportedFailed !== undefined || tx.providerCallsFailed || k.providerSays?.status === 'failed') {
+    review.push({
+      kind: 'provider_contradiction',
+      detail: `provider reported the settlement failed, but transfer ${tx.txHash} paid the receiver`,
+    });
+  }
+  return {
+    kind: 'complete',
+    txHash: tx.txHash,
+    amountUnits: tx.provenUnits!,
+    confirmedAt: tx.confirmedAt,
+    review,
+  };
+}
+
+/**
+ * The attention items the settlement waits on now, with their details: what operators see (`admin
+ * payouts attention`). Derived from knowledge, so an item is open exactly while its reason holds.
+ */
+export function attentionOf(k: ProviderSettlementKnowledge): Partial<Record<AttentionKind, string>> {
+  const open: Partial<Record<AttentionKind, string>> = {};
+  const last = k.requests.at(-1);
+  if (k.settlementId === undefined && last !== undefined && !last.local && last.outcome !== 'accepted') {
+    open.settlement_request_unanswered =
+      last.outcome === 'refused'
+        ? `settlement request not answered: refused after an earlier attempt may have reached the provider: ${last.detail}`
+        : `settlement request not answered: ${last.detail}`;
+  }
+  if (k.statusUnreadable) {
+    open.settlement_status_unknown = `settlement ${k.settlementId} status unreadable: ${k.statusUnreadable.detail}`;
+  } else if (k.providerSays?.status === 'unknown') {
+    open.settlement_status_unknown = `provider does not know settlement ${k.settlementId}`;
+  }
+  const mismatch = mismatchOf(k);
+  if (mismatch) open.transfer_mismatch = mismatch;
+  if (k.screening.flagged) {
+    const f = k.screening.flagged;
+    open.receiver_flagged =
+      `receiver flagged by ${f.source} after a settlement request may have reached the provider (${f.detail}): ` +
+      'no request is sent again; the provider and the chain decide, or an operator';
+  }
+  if (k.screening.unreadable) {
+    open.screening_unreadable = `receiver cannot be screened before the settlement request is sent again: ${k.screening.unreadable.detail}`;
+  }
+  return open;
+}
+
+function mismatchOf(k: ProviderSettlementKnowledge): string | undefined {
+  if (k.transactions.some((t) => t.chain === 'confirmed')) return undefined;
+  const tx = candidate(k);
+  if (tx?.chain === 'mismatch') {
+    const amount = tx.amountUnits === undefined ? 'the' : `${tx.amountUnits} units of`;
+    return `transfer ${tx.txHash} carries no unclaimed ${amount} USDT to the receiver`;
+  }
+  if (tx !== undefined && k.providerSays?.status === 'failed' && k.providerSays.txHash !== tx.txHash) {
+    return `transfer ${tx.txHash} was named for this payout and is not proven on chain, while the provider says the settlement failed: only the chain decides it`;
+  }
+  const reverted = [...k.transactions].reverse().find((t) => t.chain === 'reverted');
+  if (reverted && tx === undefined) {
+    return `transfer ${reverted.txHash} reverted on chain; waiting for the provider to call it failed or name another`;
+  }
+  const other = k.otherChain.at(-1);
+  if (other) return `provider reports the transfer ${other.txHash} on chain ${other.chainId}, not ${k.chainId}`;
+  return undefined;
+}

@@ -9,7 +9,9 @@ import {
 import { sameExternalId } from '../domain/ids';
 import type { ProviderEvent } from '../domain/provider-event';
 import type { Logger } from '../observability/logger';
+import type { ReceiverScreening, ScreeningVerdict } from '../domain/screening';
 import { PROVIDER_REJECTED } from './failure-types';
+import { screenBeforeMoneyMoves } from './screening.activities';
 
 /**
  * The charge as the provider reports it, each payment shaped as the pix.received event it stands for.
@@ -55,10 +57,13 @@ export type SettlementReport =
 export function createProviderActivities({
   provider,
   settlementProvider,
+  screening,
   logger,
 }: {
   provider: PixCollection;
   settlementProvider?: SettlementProvider | undefined;
+  /** The receiver is screened before every settlement request attempt. */
+  screening: ReceiverScreening;
   logger: Logger;
 }) {
   /**
@@ -117,7 +122,20 @@ export function createProviderActivities({
       chargeId: string;
       receiverWallet: string;
       chainId: number;
-    }): Promise<SettlementRequestOutcome> {
+      /** An operator released the payout after screening flagged its receiver: sent unscreened. */
+      released?: boolean;
+    }): Promise<SettlementRequestOutcome | { flagged: Extract<ScreeningVerdict, { kind: 'flagged' }> }> {
+      // Before every attempt, however long the provider has been down: a receiver listed during an
+      // outage is not paid by a retry (nothing is sent; the payout waits for an operator).
+      if (!req.released) {
+        const verdict = await screenBeforeMoneyMoves(
+          { screening, logger },
+          req.payoutId,
+          req.receiverWallet,
+          'right before the settlement request (nothing requested)',
+        );
+        if (verdict.kind === 'flagged') return { flagged: verdict };
+      }
       try {
         const result = await settling().requestSettlement({
           externalId: req.payoutId,

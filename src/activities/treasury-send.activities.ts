@@ -5,15 +5,12 @@ import { SENDER_PROBLEMS, type SenderProblem, type UsdtLedger } from '../adapter
 import { maxGasCostOf } from '../adapters/chain/treasury-signing';
 import type { Db } from '../adapters/db/pool';
 import { findTreasuryTransfer, getOrCreateTreasuryTransfer } from '../adapters/db/treasury-transfers-repo';
-import {
-  ScreeningUnavailableError,
-  type ReceiverScreening,
-  type ScreeningVerdict,
-} from '../domain/screening';
+import type { ReceiverScreening, ScreeningVerdict } from '../domain/screening';
 import type { Logger } from '../observability/logger';
 import type { Metrics } from '../observability/metrics';
 import { CHAIN_REJECTED } from './failure-types';
 import type { PaymentHoldCheck } from './payment-hold';
+import { screenBeforeMoneyMoves } from './screening.activities';
 import { latestAttempt, type TreasuryBroadcast } from './treasury-broadcast';
 
 /**
@@ -108,26 +105,13 @@ export function createTreasurySendActivities({
       // Right before signing, however long this payout waited for the treasury: a receiver listed
       // meanwhile is not paid (the payout waits for an operator), an unreadable source is retried.
       if (!req.released) {
-        const verdict = await screening.screen(req.to).catch((err: unknown) => {
-          if (!(err instanceof ScreeningUnavailableError)) throw err;
-          logger.warn(
-            { event: 'screening_unreadable', payoutId: req.payoutId, sources: err.sources },
-            err.message,
-          );
-          throw ApplicationFailure.retryable(err.message, 'ScreeningUnavailable');
-        });
-        if (verdict.kind === 'flagged') {
-          logger.error(
-            {
-              event: 'receiver_flagged',
-              payoutId: req.payoutId,
-              source: verdict.source,
-              detail: verdict.detail,
-            },
-            'receiver flagged by screening right before the treasury transfer was signed: nothing signed',
-          );
-          return { flagged: verdict };
-        }
+        const verdict = await screenBeforeMoneyMoves(
+          { screening, logger },
+          req.payoutId,
+          req.to,
+          'right before the treasury transfer was signed (nothing signed)',
+        );
+        if (verdict.kind === 'flagged') return { flagged: verdict };
       }
       if (paymentHold) {
         // Configured, the read is never skipped: a request without its payment signs nothing.

@@ -173,9 +173,17 @@ export function beginProviderSettlement(
   };
 }
 
-/** A round of the settlement request as the workflow sees it: a local try, then retries. */
-export type RequestRound = { localUnanswered?: string } & (
-  | { answer: { settlementId: string; status: string; txHash?: TxHash } }
+/**
+ * A round of the settlement request as the workflow sees it: a local try, then retries. The local
+ * try's failure is `localUnanswered` (it may have reached the provider) or `localNotSent` (the
+ * receiver could not be screened before it: nothing was sent).
+ */
+export type RequestRound = { localUnanswered?: string; localNotSent?: string } & (
+  | {
+      answer:
+        | { settlementId: string; status: string; txHash?: TxHash }
+        | { flagged: { source: string; detail: string } };
+    }
   | { refused: string; attempt: number | undefined }
   | { unanswered: string }
 );
@@ -190,20 +198,37 @@ export function requestRoundFacts(round: RequestRound, at: number): ProviderSett
   if (round.localUnanswered !== undefined) {
     facts.push({ kind: 'request_unanswered', at, local: true, detail: round.localUnanswered });
   }
+  if (round.localNotSent !== undefined)
+    facts.push({ kind: 'screening_unreadable', at, detail: round.localNotSent });
   const local = round.localUnanswered === undefined;
   if ('answer' in round) {
-    const { settlementId, status, txHash } = round.answer;
-    facts.push({
-      kind: 'request_answered',
-      at,
-      local,
-      settlementId,
-      status: isState(status) ? status : 'pending',
-      ...(txHash !== undefined && { txHash }),
-    });
+    const answer = round.answer;
+    if ('flagged' in answer) {
+      // Screened right before the attempt: nothing was requested by it.
+      facts.push({
+        kind: 'screened_flagged',
+        at,
+        source: answer.flagged.source,
+        detail: answer.flagged.detail,
+      });
+    } else {
+      facts.push({
+        kind: 'request_answered',
+        at,
+        local,
+        settlementId: answer.settlementId,
+        status: isState(answer.status) ? answer.status : 'pending',
+        ...(answer.txHash !== undefined && { txHash: answer.txHash }),
+      });
+    }
   } else if ('refused' in round) {
     if (round.attempt !== undefined && round.attempt > 1) {
-      facts.push({ kind: 'request_unanswered', at, local: false, detail: 'an earlier attempt was not answered' });
+      facts.push({
+        kind: 'request_unanswered',
+        at,
+        local: false,
+        detail: 'an earlier attempt was not answered',
+      });
     }
     facts.push({ kind: 'request_refused', at, local, detail: round.refused });
   } else {
@@ -219,7 +244,10 @@ function isState(s: string): s is ProviderSettlementState {
 
 // --- Evolve: knowledge plus one fact ---
 
-export function evolve(k: ProviderSettlementKnowledge, fact: ProviderSettlementFact): ProviderSettlementKnowledge {
+export function evolve(
+  k: ProviderSettlementKnowledge,
+  fact: ProviderSettlementFact,
+): ProviderSettlementKnowledge {
   const next: ProviderSettlementKnowledge = {
     ...k,
     requests: [...k.requests],
@@ -498,7 +526,9 @@ function completion(k: ProviderSettlementKnowledge, tx: NamedTransaction): Provi
 export function attentionOf(k: ProviderSettlementKnowledge): Partial<Record<AttentionKind, string>> {
   const open: Partial<Record<AttentionKind, string>> = {};
   const last = k.requests.at(-1);
-  if (k.settlementId === undefined && last !== undefined && !last.local && last.outcome !== 'accepted') {
+  // A local try's lost answer alone raises nothing: its round follows at once.
+  const quietLocalTry = last?.local === true && last.outcome === 'unanswered';
+  if (k.settlementId === undefined && last !== undefined && !quietLocalTry && last.outcome !== 'accepted') {
     open.settlement_request_unanswered =
       last.outcome === 'refused'
         ? `settlement request not answered: refused after an earlier attempt may have reached the provider: ${last.detail}`
@@ -513,9 +543,11 @@ export function attentionOf(k: ProviderSettlementKnowledge): Partial<Record<Atte
   if (mismatch) open.transfer_mismatch = mismatch;
   if (k.screening.flagged) {
     const f = k.screening.flagged;
-    open.receiver_flagged =
-      `receiver flagged by ${f.source} after a settlement request may have reached the provider (${f.detail}): ` +
-      'no request is sent again; the provider and the chain decide, or an operator';
+    open.receiver_flagged = requestMayHaveReached(k)
+      ? `receiver flagged by ${f.source} after a settlement request may have reached the provider (${f.detail}): ` +
+        'no request is sent again; the provider and the chain decide, or an operator'
+      : `receiver flagged by ${f.source} before the settlement was requested (${f.detail}): nothing was sent; ` +
+        'an operator fails the payout (the payer is refunded)';
   }
   if (k.screening.unreadable) {
     open.screening_unreadable = `receiver cannot be screened before the settlement request is sent again: ${k.screening.unreadable.detail}`;
@@ -538,6 +570,7 @@ function mismatchOf(k: ProviderSettlementKnowledge): string | undefined {
     return `transfer ${reverted.txHash} reverted on chain; waiting for the provider to call it failed or name another`;
   }
   const other = k.otherChain.at(-1);
-  if (other) return `provider reports the transfer ${other.txHash} on chain ${other.chainId}, not ${k.chainId}`;
+  if (other)
+    return `provider reports the transfer ${other.txHash} on chain ${other.chainId}, not ${k.chainId}`;
   return undefined;
 }

@@ -58,11 +58,20 @@ afterEach(async () => {
 
 const anvilRpc = (method: string, params: unknown[] = []) => anvil.rpc(method, params);
 
+type ProviderActivities = ReturnType<typeof createProviderActivities>;
+type RequestArgs = Parameters<ProviderActivities['requestSettlement']>[0];
+/** Every receiver in this file is clear: a request answers the provider's settlement, never a flag. */
+type ClearReceiverActivities = Omit<ProviderActivities, 'requestSettlement'> & {
+  requestSettlement(
+    req: RequestArgs,
+  ): Promise<Exclude<Awaited<ReturnType<ProviderActivities['requestSettlement']>>, { flagged: unknown }>>;
+};
+
 interface Sandbox {
   app: FastifyInstance;
   url: string;
   provider: PaymentProvider;
-  activities: ReturnType<typeof createProviderActivities>;
+  activities: ClearReceiverActivities;
   close(): Promise<void>;
 }
 
@@ -84,11 +93,21 @@ async function startSandbox(env: Record<string, string> = {}): Promise<Sandbox> 
   if (typeof address !== 'object' || !address) throw new Error('sandbox has no address');
   const url = `http://127.0.0.1:${address.port}`;
   const provider = createHttpProvider({ baseUrl: url, apiKey: API_KEY, timeoutMs: 5_000 });
-  const activities = createProviderActivities({
+  const all = createProviderActivities({
     provider,
     settlementProvider: provider,
+    // Screening is not what this file tests.
+    screening: { screen: async () => ({ kind: 'clear' as const }) },
     logger: createLogger({ level: 'silent', name: 'test' }),
   });
+  const activities: ClearReceiverActivities = {
+    ...all,
+    async requestSettlement(req) {
+      const answer = await all.requestSettlement(req);
+      if ('flagged' in answer) throw new Error('a clear receiver was flagged');
+      return answer;
+    },
+  };
   return { app, url, provider, activities, close: () => app.close() };
 }
 

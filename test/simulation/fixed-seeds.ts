@@ -4,5 +4,8 @@
  * what it found, when a fix lands.
  */
 export const FIXED_SEEDS: { seed: number; found: string }[] = [
-  { seed: 10, found: 'a transaction named, then dropped, the provider saying failed: waited with no item naming why' },
+  {
+    seed: 10,
+    found: 'a transaction named, then dropped, the provider saying failed: waited with no item naming why',
+  },
 ];

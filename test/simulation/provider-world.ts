@@ -100,7 +100,9 @@ export class ProviderWorld {
   // --- The provider's API ---
 
   /** One attempt at POST /settlements. */
-  request(at: number): { answer: { settlementId: string; status: string; txHash?: TxHash } } | 'refused' | 'unanswered' {
+  request(
+    at: number,
+  ): { answer: { settlementId: string; status: string; txHash?: TxHash } } | 'refused' | 'unanswered' {
     if (this.refusesForGood) {
       this.note(at, 'request refused (the provider will never settle this payout)');
       return 'refused';
@@ -126,7 +128,10 @@ export class ProviderWorld {
       this.note(at, `request reached the provider (${s.id}), its answer lost`);
       return 'unanswered';
     }
-    this.note(at, `request answered: ${s.id} ${now.status}${now.txHash ? ` ${now.txHash.slice(0, 10)}` : ''}`);
+    this.note(
+      at,
+      `request answered: ${s.id} ${now.status}${now.txHash ? ` ${now.txHash.slice(0, 10)}` : ''}`,
+    );
     if (now.txHash) this.revealed.add(now.txHash);
     return { answer: { settlementId: s.id, status: now.status, ...(now.txHash && { txHash: now.txHash }) } };
   }
@@ -170,7 +175,11 @@ export class ProviderWorld {
       drop_then_fail: 1,
       stay_pending: 0.5,
     });
-    const s: Settlement = { id: `stl_${at}`, plan, states: [{ from: at, status: { status: 'pending', chainId: CHAIN_ID } }] };
+    const s: Settlement = {
+      id: `stl_${at}`,
+      plan,
+      states: [{ from: at, status: { status: 'pending', chainId: CHAIN_ID } }],
+    };
     this.settlement = s;
     this.note(at, `provider created ${s.id}, plan ${plan}`);
     const t = at + r.int(100, 60_000);
@@ -190,14 +199,21 @@ export class ProviderWorld {
         const tx = this.send(t, amount, false);
         this.then(s, t, { status: 'broadcast', chainId: CHAIN_ID, txHash: tx.hash });
         const known = (tx.minedAt ?? t) + r.int(1000, 120_000);
-        this.then(s, known, { status: 'failed', chainId: CHAIN_ID, txHash: tx.hash, failureReason: 'reverted' });
+        this.then(s, known, {
+          status: 'failed',
+          chainId: CHAIN_ID,
+          txHash: tx.hash,
+          failureReason: 'reverted',
+        });
         this.report(known, { type: 'failed', reason: 'reverted' });
         break;
       }
       case 'revert_then_resend': {
         const first = this.send(t, amount, false);
         this.then(s, t, { status: 'broadcast', chainId: CHAIN_ID, txHash: first.hash });
-        const again = (first.minedAt ?? t) + r.int(1000, 120_000);
+        // Sent again at once, or only after the first revert is final (a provider that waits to be sure).
+        const again =
+          (first.minedAt ?? t) + (r.chance(0.5) ? r.int(1000, 120_000) : r.int(FINALITY_MS, 2 * 3600_000));
         const second = this.send(again, amount, true);
         this.then(s, again, { status: 'broadcast', chainId: CHAIN_ID, txHash: second.hash });
         this.completeWhenMined(s, second);
@@ -233,11 +249,19 @@ export class ProviderWorld {
 
   private completeWhenMined(s: Settlement, tx: WorldTx): void {
     const at = (tx.minedAt ?? tx.sentAt) + this.random.int(0, 30_000);
-    const amountUsdt = formatUnits(tx.amountUnits);
+    // A provider bug: the amount it reports is not the one it sent (the chain disagrees: a mismatch).
+    const reported = this.random.chance(this.faultRate / 10) ? tx.amountUnits + 1n : tx.amountUnits;
+    const amountUsdt = formatUnits(reported);
     this.then(s, at, { status: 'completed', chainId: CHAIN_ID, txHash: tx.hash, amountUsdt });
     // A provider bug: the report names another chain.
     const chainId = this.random.chance(this.faultRate / 20) ? 1 : CHAIN_ID;
-    this.report(at, { type: 'completed', txHash: tx.hash, amountUsdt, chainId, confirmedAt: new Date(at).toISOString() });
+    this.report(at, {
+      type: 'completed',
+      txHash: tx.hash,
+      amountUsdt,
+      chainId,
+      confirmedAt: new Date(at).toISOString(),
+    });
   }
 
   /** A webhook: late, lost, or twice. */
@@ -266,7 +290,10 @@ export class ProviderWorld {
         : undefined;
     const tx: WorldTx = { hash, amountUnits, success, sentAt: at, minedAt, dropped, reorg };
     this.txs.push(tx);
-    this.note(at, `tx ${hash.slice(0, 10)} sent (${success ? 'pays' : 'reverts'}${dropped ? ', will be dropped' : ''})`);
+    this.note(
+      at,
+      `tx ${hash.slice(0, 10)} sent (${success ? 'pays' : 'reverts'}${dropped ? ', will be dropped' : ''})`,
+    );
     return tx;
   }
 
@@ -285,7 +312,11 @@ export class ProviderWorld {
    * The service's verifyUsdtTransfer: confirmed (a transfer of exactly `amountUnits` to the receiver,
    * `confirmations` deep), reverted (only once final), mismatch (mined, no such transfer), or no answer.
    */
-  verify(at: number, hash: TxHash, amountUnits: string): 'confirmed' | 'reverted' | 'mismatch' | 'unanswered' {
+  verify(
+    at: number,
+    hash: TxHash,
+    amountUnits: string,
+  ): 'confirmed' | 'reverted' | 'mismatch' | 'unanswered' {
     if (this.random.chance(this.faultRate / 4)) return 'unanswered';
     const tx = this.txs.find((t) => t.hash === hash);
     const mined = tx && this.onChain(tx, at);
@@ -322,7 +353,11 @@ export class ProviderWorld {
     const times = [
       ...this.deliveries.map((d) => d.at),
       ...(this.settlement?.states.map((s) => s.from) ?? []),
-      ...this.txs.flatMap((t) => [t.minedAt ?? 0, t.reorg ? t.reorg.at + t.reorg.remineAfter : 0, (t.minedAt ?? 0) + FINALITY_MS]),
+      ...this.txs.flatMap((t) => [
+        t.minedAt ?? 0,
+        t.reorg ? t.reorg.at + t.reorg.remineAfter : 0,
+        (t.minedAt ?? 0) + FINALITY_MS,
+      ]),
       Number.isFinite(this.flagAt) ? this.flagAt : 0,
     ];
     return Math.max(0, ...times);
@@ -335,7 +370,9 @@ export class ProviderWorld {
 
   /** The provider holds a settlement it has not decided (stuck pending): overdue is all one can say. */
   providerUndecided(): boolean {
-    return this.settlement?.plan === 'stay_pending' || (this.settlement === undefined && !this.refusesForGood);
+    return (
+      this.settlement?.plan === 'stay_pending' || (this.settlement === undefined && !this.refusesForGood)
+    );
   }
 }
 

@@ -70,11 +70,21 @@ export function runWorld(seed: number, options?: WorldOptions, decider: Core = c
   };
 
   // A world that has gone quiet is judged a simulated day later: nothing new can happen in it.
-  const quiet = () => now > world.quietAfter() + QUIET_MS && (world.reached.length > 0 || world.nothingWillMove(now));
+  const quiet = () =>
+    now > world.quietAfter() + QUIET_MS && (world.reached.length > 0 || world.nothingWillMove(now));
   for (; steps < MAX_STEPS && now < HORIZON_MS && !(outcome === 'waiting' && quiet()); steps++) {
     deliverUpTo(now);
     if (now >= operatorAt) {
       operatorAt = Infinity;
+      // A transfer the operator finds paying the receiver (a provider that misreported its amount):
+      // `complete` names it, and is taken only once the chain confirms it.
+      const found = world.paid().find((t) => world.revealed.has(t.hash));
+      if (found && world.verify(now, found.hash, found.amountUnits.toString()) === 'confirmed') {
+        trace.push(`${fmt(now)} operator: complete ${found.hash} (confirmed on chain)`);
+        trace.push(`${fmt(now)} step: complete ${found.hash} with ${found.amountUnits} units`);
+        outcome = 'COMPLETED';
+        break;
+      }
       const veto = decider.operatorMayNotFail(k);
       if (veto === undefined && world.nothingWillMove(now)) {
         trace.push(`${fmt(now)} operator: fail (the provider confirms nothing was sent)`);
@@ -111,12 +121,17 @@ export function runWorld(seed: number, options?: WorldOptions, decider: Core = c
         const verdict = world.screen(now);
         now += r.int(5, 500);
         if (verdict === 'clear') learn({ kind: 'screened_clear', at: now });
-        else if (verdict === 'flagged') learn({ kind: 'screened_flagged', at: now, source: 'denylist', detail: 'listed' });
+        else if (verdict === 'flagged')
+          learn({ kind: 'screened_flagged', at: now, source: 'denylist', detail: 'listed' });
         else learn({ kind: 'screening_unreadable', at: now, detail: 'oracle unreadable' });
         break;
       }
       case 'request': {
-        const round = requestRound(world, () => (now += r.int(5, 3000)), (ms) => (now += ms));
+        const round = requestRound(
+          world,
+          () => (now += r.int(5, 3000)),
+          (ms) => (now += ms),
+        );
         for (const fact of decider.requestRoundFacts(round, now)) learn(fact);
         break;
       }
@@ -173,22 +188,39 @@ export function runWorld(seed: number, options?: WorldOptions, decider: Core = c
   };
 }
 
-/** The request as the workflow sends it: a local try, then (if unanswered) a round. */
-function requestRound(world: ProviderWorld, spend: () => number, backoff: (ms: number) => void): RequestRound {
-  const local = world.request(spend());
-  if (local === 'refused') return { refused: 'refused', attempt: 1 };
-  if (local !== 'unanswered') return local;
-  for (let attempt = 1; attempt <= ROUND_ATTEMPTS; attempt++) {
-    const answer = world.request(spend());
-    if (answer === 'refused') return { localUnanswered: 'no answer', refused: 'refused', attempt };
-    if (answer !== 'unanswered') return { localUnanswered: 'no answer', ...answer };
-    if (attempt < ROUND_ATTEMPTS) backoff(ROUND_BACKOFF_MS[attempt - 1]!);
+/**
+ * The request as the workflow sends it: a local try, then (if unanswered) a round; the activity
+ * screens the receiver before every attempt (a flag sends nothing, an unreadable source retries).
+ */
+function requestRound(
+  world: ProviderWorld,
+  spend: () => number,
+  backoff: (ms: number) => void,
+): RequestRound {
+  let local: { localUnanswered: string } | { localNotSent: string } | undefined;
+  const tried = <R extends object>(r: R) => (local === undefined ? r : { ...r, ...local });
+  for (let attempt = 0; attempt <= ROUND_ATTEMPTS; attempt++) {
+    const at = spend();
+    const screened = world.screen(at);
+    const answer =
+      screened === 'flagged' ? 'flagged' : screened === 'unreadable' ? 'not_sent' : world.request(at);
+    if (answer === 'flagged') return tried({ answer: { flagged: { source: 'denylist', detail: 'listed' } } });
+    if (answer === 'refused') return tried({ refused: 'refused', attempt: Math.max(1, attempt) });
+    if (answer !== 'unanswered' && answer !== 'not_sent') return tried(answer);
+    // The round reports its last failure; only a local try's is seen on its own.
+    if (attempt === 0)
+      local = answer === 'not_sent' ? { localNotSent: 'unreadable' } : { localUnanswered: 'no answer' };
+    else if (attempt < ROUND_ATTEMPTS) backoff(ROUND_BACKOFF_MS[attempt - 1]!);
   }
-  return { localUnanswered: 'no answer', unanswered: 'no answer in the round' };
+  return tried({ unanswered: 'no answer in the round' });
 }
 
 /** A local try, then a round, of a read that only answers or does not. */
-function inRounds<T>(read: () => T | 'unanswered', spend: () => number, backoff: (ms: number) => void): T | 'unanswered' {
+function inRounds<T>(
+  read: () => T | 'unanswered',
+  spend: () => number,
+  backoff: (ms: number) => void,
+): T | 'unanswered' {
   for (let attempt = 0; attempt <= ROUND_ATTEMPTS; attempt++) {
     spend();
     const answer = read();
@@ -221,12 +253,16 @@ function judge(
   const violations: string[] = [];
   const paid = world.paid();
   if (outcome === 'FAILED' && paid.length > 0) {
-    violations.push(`FAILED, but ${paid.length} transfer(s) paid the receiver (${paid.map((t) => t.hash.slice(0, 10)).join(', ')})`);
+    violations.push(
+      `FAILED, but ${paid.length} transfer(s) paid the receiver (${paid.map((t) => t.hash.slice(0, 10)).join(', ')})`,
+    );
   }
   if (paid.length > 1) violations.push(`${paid.length} transfers paid the receiver for one payout`);
   const afterFlag = world.reached.filter((at) => at >= world.flagAt);
   if (afterFlag.length > 0) {
-    violations.push(`a settlement request reached the provider at ${fmt(afterFlag[0]!)}, after the receiver was flagged at ${fmt(world.flagAt)}`);
+    violations.push(
+      `a settlement request reached the provider at ${fmt(afterFlag[0]!)}, after the receiver was flagged at ${fmt(world.flagAt)}`,
+    );
   }
   if (outcome === 'COMPLETED') {
     const last = trace.filter((l) => l.includes('step: complete')).at(-1) ?? '';
@@ -247,7 +283,10 @@ function judge(
 function describe(f: ProviderSettlementFact): string {
   const { kind, at: _at, ...rest } = f;
   const fields = Object.entries(rest)
-    .map(([key, v]) => `${key}=${typeof v === 'string' && v.startsWith('0x') ? v.slice(0, 10) : JSON.stringify(v)}`)
+    .map(
+      ([key, v]) =>
+        `${key}=${typeof v === 'string' && v.startsWith('0x') ? v.slice(0, 10) : JSON.stringify(v)}`,
+    )
     .join(' ');
   return `${kind} ${fields}`.trim();
 }

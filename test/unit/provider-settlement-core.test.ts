@@ -15,7 +15,11 @@ const CHAIN = 42161;
 const TX = `0x${'ab'.repeat(32)}` as const;
 const OTHER_TX = `0x${'cd'.repeat(32)}` as const;
 
-type Unstamped = ProviderSettlementFact extends infer F ? (F extends { at: number } ? Omit<F, 'at'> : never) : never;
+type Unstamped = ProviderSettlementFact extends infer F
+  ? F extends { at: number }
+    ? Omit<F, 'at'>
+    : never
+  : never;
 
 function knowing(...facts: Unstamped[]): ProviderSettlementKnowledge {
   let k = beginProviderSettlement(CHAIN, 0, true);
@@ -27,7 +31,12 @@ const at = (k: ProviderSettlementKnowledge) => decide(k, 10 ** 12);
 describe('provider settlement core', () => {
   it('asks for the settlement first, then waits for a report, then reads the status', () => {
     expect(decide(knowing(), 0)).toEqual({ kind: 'request' });
-    const accepted = knowing({ kind: 'request_answered', local: true, settlementId: 'stl_1', status: 'pending' });
+    const accepted = knowing({
+      kind: 'request_answered',
+      local: true,
+      settlementId: 'stl_1',
+      status: 'pending',
+    });
     expect(decide(accepted, 1000)).toEqual({ kind: 'wait', until: 31_000 });
     expect(decide(accepted, 31_000)).toEqual({ kind: 'read_status', settlementId: 'stl_1' });
   });
@@ -62,7 +71,13 @@ describe('provider settlement core', () => {
     expect(operatorMayNotFail(k)).toMatch(/only its proof ends the payout/);
     expect(at(k)).toEqual({ kind: 'verify', txHash: TX, amountUnits: '0' });
     // A hash without an amount is checked for a revert only: the chain confirming "0" is no payment.
-    const checked = evolve(k, { kind: 'chain_checked', at: 9000, txHash: TX, amountUnits: '0', verdict: 'confirmed' });
+    const checked = evolve(k, {
+      kind: 'chain_checked',
+      at: 9000,
+      txHash: TX,
+      amountUnits: '0',
+      verdict: 'confirmed',
+    });
     expect(decide(checked, 10 ** 12).kind).not.toBe('complete');
     expect(decide(checked, 10 ** 12).kind).not.toBe('fail');
   });

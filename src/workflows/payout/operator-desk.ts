@@ -89,7 +89,8 @@ export class OperatorDesk {
           running.then((value) => ({ value })),
           condition(() => this.decision !== undefined && this.waits.length === depth).then(() => undefined),
         ]);
-        if (first !== undefined) return this.decision === undefined ? first.value : this.proofWins(first.value);
+        if (first !== undefined)
+          return this.decision === undefined ? first.value : this.proofWins(first.value);
         scope.cancel();
         const settled = await running.then(
           (value) => ({ value }),

@@ -100,9 +100,18 @@ export async function settleThroughProvider(
             chargeId: payout.providerChargeId!,
             receiverWallet: payout.receiverWallet,
             chainId: settings.chainId,
+            ...(released && { released }),
           }),
         );
-        for (const fact of requestRoundFacts(round, Date.now())) learn(fact);
+        const { localFailure, ...rest } = round;
+        // A local try that could not screen the receiver sent nothing: no lost answer to fear.
+        const local =
+          localFailure === undefined
+            ? {}
+            : localFailure.type === 'ScreeningUnavailable'
+              ? { localNotSent: localFailure.message }
+              : { localUnanswered: localFailure.message };
+        for (const fact of requestRoundFacts({ ...rest, ...local }, Date.now())) learn(fact);
         break;
       }
       case 'read_status': {
@@ -113,7 +122,11 @@ export async function settleThroughProvider(
         learn(
           'answer' in round
             ? { kind: 'status_read', at, status: statusOf(round.answer) }
-            : { kind: 'status_unreadable', at, detail: 'refused' in round ? round.refused : round.unanswered },
+            : {
+                kind: 'status_unreadable',
+                at,
+                detail: 'refused' in round ? round.refused : round.unanswered,
+              },
         );
         break;
       }

@@ -32,20 +32,20 @@ const onceLocally = proxyLocalActivities<ProofSteps>(asLocal(SINGLE_LOCAL_ATTEMP
 
 /**
  * A round's result: the step's answer, a refusal (final), or no answer yet (try again later). With
- * `localUnanswered`, the first try in the worker got no answer before the round ran: it may have
- * reached the provider all the same. A refusal's `attempt` is the round's attempt that was refused.
+ * `localFailure`, the first try in the worker failed before the round ran (what it failed with: a
+ * lost answer may have reached the provider all the same). A refusal's `attempt` is the round's
+ * attempt that was refused.
  */
 export type RoundResult<T> = (
   | { answer: T }
   | { refused: string; attempt: number | undefined }
   | { unanswered: string; failureType: string | undefined }
-) & { localUnanswered?: string };
+) & { localFailure?: { message: string; type: string | undefined } };
 
 /** `step` once locally, then a round of remote retries unless refused. */
 export async function oneRound<T>(step: (activities: ProofSteps) => Promise<T>): Promise<RoundResult<T>> {
-  let localUnanswered: string | undefined;
-  const tried = <R extends object>(r: R) =>
-    localUnanswered === undefined ? r : { ...r, localUnanswered };
+  let localFailure: { message: string; type: string | undefined } | undefined;
+  const tried = <R extends object>(r: R) => (localFailure === undefined ? r : { ...r, localFailure });
   for (const activities of [onceLocally, inRounds]) {
     try {
       return tried({ answer: await step(activities) });
@@ -53,7 +53,7 @@ export async function oneRound<T>(step: (activities: ProofSteps) => Promise<T>):
       if (!isActivityError(err) || isCancellation(err)) throw err;
       if (isRefusal(err)) return tried({ refused: messageOf(err), attempt: attemptOf(err) });
       if (activities === inRounds) return tried({ unanswered: messageOf(err), failureType: typeOf(err) });
-      localUnanswered = messageOf(err);
+      localFailure = { message: messageOf(err), type: typeOf(err) };
     }
   }
   throw new Error('unreachable');

@@ -11,6 +11,10 @@ const MISMATCH_REASONS: readonly MismatchReason[] = ['no_matching_transfer', 'cl
 export const notYetConfirmed = (confirmations: number) =>
   ApplicationFailure.retryable(`transfer has ${confirmations} confirmation(s)`, 'NotYetConfirmed');
 
+/** Reverted, but not yet in a finalized block: no proof yet that nothing moved (retried). */
+export const revertNotFinal = (txHash: string) =>
+  ApplicationFailure.retryable(`transfer ${txHash} reverted, not yet finalized`, 'NotYetConfirmed');
+
 export type TransferProof = ReturnType<typeof createTransferProof>;
 
 /**

@@ -1,7 +1,7 @@
 import { ApplicationFailure } from '@temporalio/activity';
 import type { UsdtLedger } from '../adapters/chain/ledger-types';
 import type { Logger } from '../observability/logger';
-import { notYetConfirmed, type TransferProof } from './transfer-proof';
+import { notYetConfirmed, revertNotFinal, type TransferProof } from './transfer-proof';
 
 /** Provider settlement mode: the check of a USDT transfer the provider reported for a payout. */
 export function createTransferVerificationActivities({
@@ -15,8 +15,9 @@ export function createTransferVerificationActivities({
 }) {
   return {
     /**
-     * Confirmed (and claimed for the payout) or reverted. Anything else throws retryably: a transfer
-     * not yet mined or short of confirmations (NotYetConfirmed), and a mined transaction that does not
+     * Confirmed (and claimed for the payout) or reverted (in a finalized block). Anything else throws
+     * retryably: a transfer not yet mined, short of confirmations or reverted above the finalized
+     * block (NotYetConfirmed), and a mined transaction that does not
      * pay the payout (TransferMismatch, alerted: an operator decides).
      */
     async verifyUsdtTransfer(req: {
@@ -44,6 +45,8 @@ export function createTransferVerificationActivities({
           }
           return claimedFor(req.payoutId, 'settlement', req.txHash, check.logIndexes);
         case 'reverted':
+          // Only a final revert proves nothing moved: before, a reorganisation may mine it again.
+          if (!check.final) throw revertNotFinal(req.txHash);
           return 'reverted';
         case 'mismatch':
           return transferMismatch({

@@ -13,7 +13,7 @@ import type { Logger } from '../observability/logger';
 import type { Metrics } from '../observability/metrics';
 import { latestAttempt, type TreasuryBroadcast } from './treasury-broadcast';
 import { createNonceGapCheck } from './treasury-nonce-gap';
-import { notYetConfirmed, type TransferProof } from './transfer-proof';
+import { notYetConfirmed, revertNotFinal, type TransferProof } from './transfer-proof';
 
 /**
  * Treasury mode, the confirming side: the payout's stored transfer followed until one of its
@@ -159,8 +159,13 @@ export function createTreasuryConfirmActivities({
           case 'reverted': {
             const amountUnits = BigInt(req.amountUnits);
             const problem = await senderProblem(transfer.fromAddress as Address, amountUnits);
-            // Not the treasury's doing: proof that no USDT moved, and none will (FAILED).
-            if (!problem) return { status: 'reverted', txHash: attempt.txHash };
+            // Not the treasury's doing: proof that no USDT moved, and none will (FAILED), once final
+            // (before, a reorganisation may run it again where it succeeds). The treasury's own
+            // revert waits for finality in revertedBySender.
+            if (!problem) {
+              if (!check.final) throw revertNotFinal(attempt.txHash);
+              return { status: 'reverted', txHash: attempt.txHash };
+            }
             return revertedBySender(
               transfer,
               attempt.txHash,

@@ -430,6 +430,12 @@ describe('a mined treasury transfer that reverted', () => {
     const txHash = sentHash(await world.activities.sendTreasuryTransfer(req));
     expect((await mined(txHash)).status).toBe('reverted');
 
+    // Not yet final: a reorganisation could mine it again in a state where it succeeds.
+    await expect(world.activities.confirmTreasuryTransfer(req)).rejects.toMatchObject({
+      type: 'NotYetConfirmed',
+      message: expect.stringMatching(/not yet finalized/),
+    });
+    await finalize();
     await expect(world.activities.confirmTreasuryTransfer(req)).resolves.toEqual({
       status: 'reverted',
       txHash,

@@ -256,7 +256,26 @@ describe('verifyTransfer', () => {
       minConfirmations: 1,
     });
     const receipt = await rpc.getTransactionReceipt({ hash });
-    expect(check).toEqual({ status: 'reverted', blockNumber: receipt.blockNumber, confirmations: 1 });
+    expect(check).toEqual({
+      status: 'reverted',
+      blockNumber: receipt.blockNumber,
+      confirmations: 1,
+      final: false,
+    });
+    // Final once its block is at or below the chain's finalized one (anvil: 64 blocks behind).
+    await anvil.mine(64);
+    const final = await ledger.verifyTransfer({
+      txHash: hash,
+      to: receiver,
+      amountUnits: USDT(1_000_000),
+      minConfirmations: 1,
+    });
+    expect(final).toEqual({
+      status: 'reverted',
+      blockNumber: receipt.blockNumber,
+      confirmations: 65,
+      final: true,
+    });
   });
 });
 

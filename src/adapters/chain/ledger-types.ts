@@ -13,8 +13,12 @@ export type TransferCheck =
   | { status: 'pending'; confirmations: number; mined: boolean }
   /** No such transaction known to the node. */
   | { status: 'not_found' }
-  /** Mined and reverted: no USDT moved, and the transaction's nonce is used up. */
-  | { status: 'reverted'; blockNumber: bigint; confirmations: number }
+  /**
+   * Mined and reverted: no USDT moved, and the transaction's nonce is used up. Proof of that only once
+   * `final` (its block at or below the chain's `finalized`): before, a reorganisation may mine the
+   * same transaction again in another state, where it may succeed.
+   */
+  | { status: 'reverted'; blockNumber: bigint; confirmations: number; final: boolean }
   /** Mined OK, but no USDT Transfer(to, amount) emitted by the token contract. */
   | { status: 'mismatch'; reason: string };
 

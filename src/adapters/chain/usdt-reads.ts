@@ -133,10 +133,14 @@ export function createLedgerReads({
           : { status: 'not_found' };
       }
       if (receipt.status !== 'success') {
+        const finalized = await callNode('eth_getBlockByNumber', () =>
+          rpc.getBlock({ blockTag: 'finalized' }),
+        );
         return {
           status: 'reverted',
           blockNumber: receipt.blockNumber,
           confirmations: await confirmationsOf(receipt.blockNumber),
+          final: finalized.number >= receipt.blockNumber,
         };
       }
 

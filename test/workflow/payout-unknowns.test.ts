@@ -13,6 +13,7 @@ import {
   settlementCompleted,
   skipUntil,
   startPayout,
+  TX_HASH,
   waitForPayout,
   runPayout,
   useTimeSkippingEnv,
@@ -185,5 +186,118 @@ describe('payoutWorkflow: unknowns (time-skipping)', () => {
       return h.result();
     });
     expect(fake.callsOf('raiseAttention')).toEqual([]);
+  });
+
+  it('a refusal after an attempt whose answer was lost is no proof: the report that comes later completes the payout', async () => {
+    // The first try reaches the provider (it accepts and sends) but its answer is lost; the retry
+    // gets a 400 ("already exists", or a gateway's).
+    let attempts = 0;
+    const input = payoutInput();
+    const fake = fakeActivities({
+      requestSettlement: async () => {
+        if (++attempts === 1) throw ApplicationFailure.retryable('socket hang up', 'ProviderUnavailable');
+        throw ApplicationFailure.create({
+          message: 'settlement already exists',
+          type: 'ProviderRejected',
+          nonRetryable: true,
+          details: [{ attempt: 1 }],
+        });
+      },
+    });
+    const done = await run(fake, input, async (h) => {
+      await waitForPayout(h, (p) => p.pixCopyPaste !== '');
+      await h.signal(providerEventSignal, pixReceived(input.payoutId));
+      await skipUntil(env, () =>
+        kinds(fake, 'raiseAttention').some((a) => a.kind === 'settlement_request_unanswered'),
+      );
+      expect((await h.query(getPayoutQuery)).status).toBe('PROCESSING');
+      await h.signal(providerEventSignal, settlementCompleted(input.payoutId));
+      return (await h.result()) as PayoutRecord;
+    });
+    expect(done).toMatchObject({ status: 'COMPLETED' });
+    expect(fake.callsOf('recordLatePayment')).toHaveLength(0);
+  });
+
+  it('keeps the transaction the request named: a later "failed" without a hash waits for the chain, which completes it', async () => {
+    let mined = false;
+    const input = payoutInput();
+    const fake = fakeActivities({
+      requestSettlement: async () => ({
+        settlementId: 'stl_1',
+        status: 'broadcast' as const,
+        txHash: TX_HASH,
+      }),
+      fetchSettlementStatus: async () => ({
+        status: 'failed' as const,
+        chainId: 42161,
+        failureReason: 'internal',
+      }),
+      verifyUsdtTransfer: async (req) => {
+        if (!mined) throw ApplicationFailure.retryable('not yet', 'NotYetConfirmed');
+        // Mined and paying 17.825311 USDT: a check for another amount (0: none known) finds no such transfer.
+        if ((req as { amountUnits: string }).amountUnits === '17825311') return 'confirmed';
+        throw ApplicationFailure.retryable('no transfer of that amount', 'TransferMismatch');
+      },
+    });
+    const done = await run(fake, input, async (h) => {
+      await waitForPayout(h, (p) => p.pixCopyPaste !== '');
+      await h.signal(providerEventSignal, pixReceived(input.payoutId));
+      await skipUntil(env, () => fake.callsOf('fetchSettlementStatus').length >= 2);
+      const waiting = await h.query(getPayoutQuery);
+      expect(waiting.status).toBe('PROCESSING');
+      // The operator cannot fail it either: only the chain decides a named transaction.
+      await expect(
+        h.executeUpdate(resolvePayoutUpdate, {
+          args: [{ decision: 'fail', decidedBy: 'ops', reason: 'provider says failed' }],
+        }),
+      ).rejects.toMatchObject({
+        cause: { message: expect.stringMatching(/only its proof ends the payout/) },
+      });
+      mined = true;
+      await h.signal(providerEventSignal, settlementCompleted(input.payoutId));
+      return (await h.result()) as PayoutRecord;
+    });
+    expect(done).toMatchObject({ status: 'COMPLETED', blockchainTxId: TX_HASH });
+    expect(fake.callsOf('recordLatePayment')).toHaveLength(0);
+  });
+
+  it('sends no settlement request for a receiver flagged during a provider outage, and lets an operator fail it', async () => {
+    let flagged = false;
+    const input = payoutInput();
+    const fake = fakeActivities({
+      requestSettlement: async (req) => {
+        // The activity screens before every attempt (as the real one does).
+        if (flagged && !(req as { released?: boolean }).released) {
+          return { flagged: { kind: 'flagged' as const, source: 'denylist' as const, detail: 'listed' } };
+        }
+        throw ApplicationFailure.retryable('503', 'ProviderUnavailable');
+      },
+      screenReceiver: async () =>
+        flagged
+          ? { kind: 'flagged' as const, source: 'denylist' as const, detail: 'listed' }
+          : { kind: 'clear' as const },
+    });
+    const done = await run(fake, input, async (h) => {
+      await waitForPayout(h, (p) => p.pixCopyPaste !== '');
+      await h.signal(providerEventSignal, pixReceived(input.payoutId));
+      await skipUntil(env, () =>
+        kinds(fake, 'raiseAttention').some((a) => a.kind === 'settlement_request_unanswered'),
+      );
+      flagged = true;
+      await skipUntil(env, () => kinds(fake, 'raiseAttention').some((a) => a.kind === 'receiver_flagged'));
+      const requests = fake.callsOf('requestSettlement').length;
+      await env.sleep('2 hours');
+      expect(fake.callsOf('requestSettlement')).toHaveLength(requests);
+      return h.executeUpdate(resolvePayoutUpdate, {
+        args: [
+          {
+            decision: 'fail',
+            decidedBy: 'ops',
+            reason: 'receiver listed; provider confirms nothing was sent',
+          },
+        ],
+      });
+    });
+    expect(done).toMatchObject({ status: 'FAILED', failureReason: 'operator_decision' });
   });
 });

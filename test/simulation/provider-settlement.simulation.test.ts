@@ -5,7 +5,7 @@ import { FIXED_SEEDS } from './fixed-seeds';
 import { PLANTED } from './planted';
 import { runWorld } from './run-world';
 
-// The provider settlement's decision core over seeded worlds (docs/decisions.md D85): CI's budget of
+// The provider settlement's decision core over seeded worlds (docs/decisions.md D86): CI's budget of
 // worlds, the seeds that once found a defect, and defects planted in the core that the simulator must
 // catch (a simulator that finds nothing proves nothing until it is shown to find something). The
 // budget runs as `npm run simulate` runs it, in its own process: jest's module sandbox runs the same

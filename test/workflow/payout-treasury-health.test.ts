@@ -3,6 +3,7 @@ import type { PayoutRecord } from '../../src/domain/payout';
 import {
   getPayoutQuery,
   providerEventSignal,
+  resolvePayoutUpdate,
   type PayoutWorkflowInput,
 } from '../../src/workflows/payout.contract';
 import {
@@ -163,5 +164,30 @@ describe('payoutWorkflow: treasury health (time-skipping)', () => {
         .sort(),
     ).toEqual(['transfer_unconfirmed', 'treasury_nonce_gap']);
     expect(fake.callsOf('sendTreasuryTransfer')).toHaveLength(1);
+  });
+
+  it('an operator may fail a payout whose treasury cannot send with nothing signed; a signed transfer refuses it', async () => {
+    let signed = true;
+    const input = payoutInput({ settlementMode: 'treasury' });
+    const fake = fakeActivities({
+      sendTreasuryTransfer: async () => {
+        throw blocked();
+      },
+      hasOpenTreasuryTransfer: async () => signed,
+    });
+    const done = await run(fake, input, async (h) => {
+      await paid(h, input);
+      await skipUntil(env, () => raised(fake).some((a) => a.kind === 'treasury_cannot_send'));
+      const fail = { decision: 'fail' as const, decidedBy: 'ana@ops', reason: 'treasury blocked for days' };
+      // A transfer signed for it (an earlier round, say) may still land: refused, the payout goes on.
+      await expect(h.executeUpdate(resolvePayoutUpdate, { args: [fail] })).rejects.toMatchObject({
+        cause: { message: expect.stringMatching(/signed for this payout and may still land: no fail/) },
+      });
+      expect((await h.query(getPayoutQuery)).status).toBe('PROCESSING');
+      signed = false;
+      return h.executeUpdate(resolvePayoutUpdate, { args: [fail] });
+    });
+    expect(done).toMatchObject({ status: 'FAILED', failureReason: 'operator_decision' });
+    expect(fake.callsOf('recordOperatorDecision')).toHaveLength(1);
   });
 });

@@ -100,7 +100,7 @@ export class OperatorDesk {
           },
         );
         if (settled !== undefined) return this.proofWins(settled.value);
-        const why = veto?.(this.decision!);
+        const why = veto?.(this.decision!) ?? (await this.treasuryMayStillSend(this.decision!));
         if (why === undefined) return this.take();
         this.refusal = why;
         this.decision = undefined;
@@ -143,9 +143,13 @@ export class OperatorDesk {
     }
     const vetoed = this.waits.at(-1)?.veto?.(d);
     if (vetoed !== undefined) refuse(vetoed);
-    if (this.settings.settlementMode === 'treasury' && this.decidable === 'fail_or_complete') {
-      // Our own transaction may be signed and in a pool: only the chain can end it (D25).
-      refuse('a treasury transfer may be signed: only its proof ends the payout (see the runbook)');
+    if (
+      this.settings.settlementMode === 'treasury' &&
+      this.decidable === 'fail_or_complete' &&
+      d.decision === 'complete'
+    ) {
+      // Our own transaction may be signed and in a pool: another transfer would pay the receiver twice.
+      refuse('a treasury transfer may be signed: only its proof completes the payout (see the runbook)');
     }
     const onScreening = d.decision === 'refund' || d.decision === 'release';
     if (this.decidable === 'refund_or_release') {
@@ -181,7 +185,8 @@ export class OperatorDesk {
     const checkedAgainst = this.waits.at(-1)?.id;
     try {
       if (d.decision === 'complete') await this.proveNamedTransfer(d);
-      if (d.decision === 'refund') await this.refuseRefundWhileMoneyMayMove();
+      const signed = await this.treasuryMayStillSend(d);
+      if (signed !== undefined) throw notResolvable(signed);
       if (this.waits.at(-1)?.id !== checkedAgainst && !isTerminal(this.payout().status)) {
         // The step answered while the decision was checked and the payout moved on (a send began).
         throw notResolvable(
@@ -209,14 +214,16 @@ export class OperatorDesk {
   }
 
   /**
-   * A refund says no USDT will move. A treasury transfer signed for the payout (by an earlier run, say
-   * before an operator's reset) may still land: then only its proof ends the payout.
+   * A fail or a refund says no USDT will move. A treasury transfer signed for the payout (by this run,
+   * or an earlier one before an operator's reset) may still land: then only its proof ends the payout.
+   * Asked when the decision arrives, and again once the step it cancels has stopped (it may have
+   * signed meanwhile); nothing signed, the payout waiting on a treasury that cannot send may be failed.
    */
-  private async refuseRefundWhileMoneyMayMove(): Promise<void> {
-    if (this.settings.settlementMode !== 'treasury') return;
-    if (await treasuryBook.hasOpenTreasuryTransfer({ payoutId: this.payout().id })) {
-      throw notResolvable('a treasury transfer is signed for this payout and may still land: no refund');
-    }
+  private async treasuryMayStillSend(d: OperatorDecisionInput): Promise<string | undefined> {
+    if (this.settings.settlementMode !== 'treasury') return undefined;
+    if (d.decision !== 'fail' && d.decision !== 'refund') return undefined;
+    if (!(await treasuryBook.hasOpenTreasuryTransfer({ payoutId: this.payout().id }))) return undefined;
+    return `a treasury transfer is signed for this payout and may still land: no ${d.decision}`;
   }
 
   private async proveNamedTransfer(d: OperatorDecisionInput): Promise<void> {

@@ -2,7 +2,8 @@ import type { PayoutLocation } from '../adapters/db/payouts-repo';
 import { findPayoutLocation, upsertPayout } from '../adapters/db/payouts-repo';
 import type { Db } from '../adapters/db/pool';
 import { openRefundCase, type OpenRefundCaseResult } from '../adapters/db/refund-cases-repo';
-import type { PayoutRecord } from '../domain/payout';
+import { recordSettlementAfterEnd } from '../adapters/db/settlements-after-end-repo';
+import { PAYOUT_STATUSES, type PayoutRecord } from '../domain/payout';
 import type { ProviderEvent } from '../domain/provider-event';
 import type { Logger } from '../observability/logger';
 import type { Metrics } from '../observability/metrics';
@@ -35,6 +36,8 @@ export function createPayoutBookkeepingActivities({
   // Every kind's series exists from the start at 0: Prometheus' increase() (the PayoutRefundDue
   // alert) cannot see the first refund case of a series that first appears already at 1.
   for (const kind of REFUND_KINDS) metrics.refundCasesOpened.inc({ kind }, 0);
+  // Likewise for SettlementReportedAfterEnd: every status a payout can have when the report comes.
+  for (const status of PAYOUT_STATUSES) metrics.settlementsAfterEnd.inc({ status }, 0);
   return {
     async recordPayout(payout: PayoutRecord, workflowId: string, runId: string): Promise<void> {
       await upsertPayout(db, payout, workflowId, runId);
@@ -88,19 +91,54 @@ export function createPayoutBookkeepingActivities({
       await recordOperatorDecision(db, d);
       logger.warn({ event: 'operator_decision', ...d }, 'operator decided a payout');
     },
-    /** The provider reports USDT delivered for a payout that already ended: reconcile by hand. */
+    /**
+     * The provider reports USDT sent for a payout that already ended (FAILED, or COMPLETED by another
+     * transaction; the workflow passes on no other report): a lost provider answer, a forgotten
+     * transaction or an operator's `fail` while the provider settled. USDT may have reached the
+     * receiver while the service thinks otherwise (docs/decisions.md D85). Recorded once per payout
+     * and transaction, with the payout's `settled_after_end` review item, which holds its refund
+     * cases; counted (SettlementReportedAfterEnd) and logged as an error that once. Retries and
+     * redeliveries find the record and add nothing. A failed settlement after the end needs nothing.
+     */
     async alertLateSettlement(a: { payoutId: string; status: string; event: ProviderEvent }): Promise<void> {
       if (a.event.type !== 'settlement.completed') return;
+      const { event } = a;
+      const txHash = event.txHash.toLowerCase();
+      const fields = {
+        event: 'settlement_after_payout_ended',
+        payoutId: a.payoutId,
+        status: a.status,
+        eventId: event.eventId,
+        txHash,
+        amountUsdt: event.amountUsdt,
+        chainId: event.chainId,
+      };
+      // Histories of older code compared with a payout location that had no transaction: the report
+      // of the very transfer that completed the payout may still reach here, and is no news.
+      const payout = await findPayoutLocation(db, a.payoutId);
+      if (payout?.status === 'COMPLETED' && payout.blockchainTxId?.toLowerCase() === txHash) {
+        logger.info(fields, 'settlement report of the transfer that completed the payout: nothing to do');
+        return;
+      }
+      const { recorded, attentionOpened } = await recordSettlementAfterEnd(db, {
+        payoutId: a.payoutId,
+        txHash,
+        amountUsdt: event.amountUsdt,
+        chainId: event.chainId,
+        payoutStatus: a.status,
+        eventId: event.eventId,
+      });
+      if (!recorded) {
+        logger.warn(fields, 'settlement report after the payout ended: already recorded');
+        return;
+      }
+      // A bounded label: the payout statuses (anything else, which no workflow passes, is `unknown`).
+      const status = (PAYOUT_STATUSES as readonly string[]).includes(a.status) ? a.status : 'unknown';
+      metrics.settlementsAfterEnd.inc({ status });
+      if (attentionOpened) metrics.attentionRaised.inc({ kind: 'settled_after_end' });
       logger.error(
-        {
-          event: 'settlement_after_payout_ended',
-          payoutId: a.payoutId,
-          status: a.status,
-          eventId: a.event.eventId,
-          txHash: a.event.txHash,
-          amountUsdt: a.event.amountUsdt,
-        },
-        'provider reports a completed settlement for a payout that has ended',
+        fields,
+        'provider reports USDT sent for a payout that has ended: its refund cases are held; check the transaction on chain',
       );
     },
     async alertSettlementBelowMinimum(a: {

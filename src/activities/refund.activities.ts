@@ -7,6 +7,11 @@ import {
   type RefundCaseStatus,
 } from '../adapters/db/refund-cases-repo';
 import type { Db } from '../adapters/db/pool';
+import {
+  findSettlementsAfterEnd,
+  refundHeldBySettlement,
+  type SettlementAfterEnd,
+} from '../adapters/db/settlements-after-end-repo';
 import { ProviderError, type PaymentReturn, type PaymentReturns } from '../adapters/provider/types';
 import type { Logger } from '../observability/logger';
 import type { Metrics } from '../observability/metrics';
@@ -23,6 +28,13 @@ export type RefundStart = 'return' | 'awaiting_approval' | 'left_to_operator' | 
 export type ReturnProgress = 'returning' | 'returned' | 'refused' | 'resolved';
 
 const FINISHED: readonly RefundCaseStatus[] = ['returned', 'refused', 'resolved'];
+
+/**
+ * The failure of a return that is held: its payout has a settlement report after its end on record
+ * (USDT may have left). Retried, so the case's workflow waits in its return step until an operator
+ * resolves the case by hand, which ends it.
+ */
+export const REFUND_HELD = 'RefundHeld';
 
 /**
  * The refund workflow's activities (src/workflows/refund.workflow.ts): the policy, the approval, the
@@ -74,6 +86,32 @@ export function createRefundActivities({
     return result.refundCase;
   }
 
+  /**
+   * A case whose payout has a settlement report after its end is not returned, whatever its kind:
+   * the BRL may have bought USDT that left. Held where the policy holds a case, `awaiting_approval`
+   * (listed, alerted by RefundAwaitingOperator), with the reports in the change's detail; `admin
+   * refunds approve` refuses it while the report is on record.
+   */
+  async function hold(refundCase: RefundCase, reports: SettlementAfterEnd[]): Promise<RefundCase> {
+    const reason = refundHeldBySettlement(reports);
+    const held = await move(refundCase, {
+      from: ['open'],
+      to: 'awaiting_approval',
+      detail: `held: ${reason}`,
+    });
+    logger.error(
+      {
+        event: 'refund_case_held',
+        caseId: refundCase.id,
+        payoutId: refundCase.payoutId,
+        amountBrl: refundCase.amountBrl,
+        txHashes: reports.map((r) => r.txHash),
+      },
+      'refund case held: USDT was reported sent for its payout after it ended',
+    );
+    return held;
+  }
+
   /** The provider's answer about a return, recorded: its id, and its end once final. */
   async function record(refundCase: RefundCase, answer: PaymentReturn): Promise<ReturnProgress> {
     if (refundCase.returnId !== answer.returnId) await setRefundReturnId(db, refundCase.id, answer.returnId);
@@ -104,6 +142,12 @@ export function createRefundActivities({
       if (FINISHED.includes(refundCase.status)) return 'finished';
       if (refundCase.status === 'returning') return 'return';
       if (refundCase.status === 'awaiting_approval') return 'awaiting_approval';
+      // Ahead of the policy, and of the PIX provider's means: an operator returning a case by hand reads the hold too.
+      const reports = await findSettlementsAfterEnd(db, refundCase.payoutId);
+      if (reports.length > 0) {
+        const held = await hold(refundCase, reports);
+        return held.status === 'awaiting_approval' ? 'awaiting_approval' : 'finished';
+      }
       if (returns === undefined) {
         logger.warn(
           { event: 'refund_case_manual', caseId },
@@ -120,7 +164,11 @@ export function createRefundActivities({
       return waiting.status === 'awaiting_approval' ? 'awaiting_approval' : 'finished';
     },
 
-    /** An operator's approval, recorded: the case is `returning` from now on (or as an operator left it). */
+    /**
+     * An operator's approval, recorded: the case is `returning` from now on (or as an operator left
+     * it). A payout's settlement report after its end, on record since the CLI looked, keeps it
+     * `awaiting_approval` (the claim refuses it); the return step then holds it.
+     */
     async approveRefund(a: { caseId: string; by: string }): Promise<RefundCaseStatus> {
       const refundCase = await load(a.caseId);
       const moved = await move(refundCase, {
@@ -129,6 +177,12 @@ export function createRefundActivities({
         approvedBy: a.by,
         detail: `approved by ${a.by}`,
       });
+      if (moved.status === 'awaiting_approval') {
+        logger.error(
+          { event: 'refund_case_held', caseId: a.caseId, payoutId: refundCase.payoutId, by: a.by },
+          'refund approval not taken: USDT was reported sent for its payout after it ended',
+        );
+      }
       return moved.status;
     },
 
@@ -142,6 +196,18 @@ export function createRefundActivities({
       let refundCase = await load(caseId);
       if (refundCase.status === 'open') {
         refundCase = await move(refundCase, { from: ['open'], to: 'returning', detail: 'return requested' });
+      }
+      // Unclaimed: a settlement report after the payout's end came after the policy's look (or before
+      // an approval was taken), and the claim refused the case. It is held; never asked of the provider.
+      if (refundCase.status === 'open' || refundCase.status === 'awaiting_approval') {
+        const reports = await findSettlementsAfterEnd(db, refundCase.payoutId);
+        if (reports.length > 0) {
+          if (refundCase.status === 'open') await hold(refundCase, reports);
+          throw ApplicationFailure.retryable(
+            `refund case ${caseId} held: ${refundHeldBySettlement(reports)}`,
+            REFUND_HELD,
+          );
+        }
       }
       if (refundCase.status !== 'returning') return progressOf(refundCase.status);
       let answer: PaymentReturn;

@@ -6,6 +6,8 @@ import {
   type RefundCase,
   type RefundCaseChange,
 } from '../adapters/db/refund-cases-repo';
+import { findSettlementsAfterEnd, refundHeldBySettlement } from '../adapters/db/settlements-after-end-repo';
+import type { Db } from '../adapters/db/pool';
 import { isUuid } from '../domain/ids';
 import {
   approveRefundUpdate,
@@ -38,7 +40,8 @@ export const REFUND_COMMANDS: Commands = {
     details:
       'Only a case in status awaiting_approval (its kind is not in REFUND_AUTO_RETURN_KINDS). Its refund\n' +
       'workflow records who approved and asks the provider to return the payment; prints the case once it\n' +
-      'is returning. Approving again is harmless.',
+      'is returning. Approving again is harmless. Refused, naming the transaction, while the provider has\n' +
+      "reported USDT sent for the case's payout after it ended (docs/operations.md#settlement-reported-after-the-payout-ended).",
     options: { id: str, by: str },
     plan(values) {
       const id = requireRefundCaseId(values);
@@ -48,6 +51,7 @@ export const REFUND_COMMANDS: Commands = {
         const caseId = id.toLowerCase();
         const found = await findRefundCase(db, caseId);
         if (found === null) throw new Error(`no refund case ${id}`);
+        await refuseIfSettledAfterEnd(db, id, found.payoutId);
         if (found.status === 'open') {
           throw new Error(
             `refund case ${id} is open: its workflow has not applied the policy, or the PIX provider cannot return payments (resolve it by hand)`,
@@ -72,6 +76,8 @@ export const REFUND_COMMANDS: Commands = {
           throw err;
         }
         const after = await findRefundCase(db, caseId);
+        // A report recorded since the look above: the workflow's claim refused the approval.
+        if (after?.status === 'awaiting_approval') await refuseIfSettledAfterEnd(db, id, found.payoutId);
         return refundCaseView(after ?? found);
       };
     },
@@ -101,6 +107,13 @@ export const REFUND_COMMANDS: Commands = {
     },
   },
 };
+
+/** BRL is not returned while USDT may have left for the payout: the refusal names its transactions. */
+async function refuseIfSettledAfterEnd(db: Db, id: string, payoutId: string): Promise<void> {
+  const reports = await findSettlementsAfterEnd(db, payoutId);
+  if (reports.length > 0)
+    throw new Error(`refund case ${id} not approved: ${refundHeldBySettlement(reports)}`);
+}
 
 /** --id as given (messages name it so), checked to be a refund case id. */
 function requireRefundCaseId(values: Values): string {

@@ -31,11 +31,20 @@ export const ATTENTION_KINDS = [
   'provider_contradiction',
   /** For review, not waiting: more USDT settled than the payment could buy at the quote. */
   'settled_above_quote',
+  /**
+   * For review, not waiting: the provider reported USDT sent for the payout after it ended FAILED, or
+   * COMPLETED by another transaction; its refund cases are not returned while the report is on record.
+   */
+  'settled_after_end',
 ] as const;
 export type AttentionKind = (typeof ATTENTION_KINDS)[number];
 
 /** Kinds that flag an ended payout for review; every other kind is something a live payout waits on. */
-export const REVIEW_KINDS: readonly AttentionKind[] = ['provider_contradiction', 'settled_above_quote'];
+export const REVIEW_KINDS: readonly AttentionKind[] = [
+  'provider_contradiction',
+  'settled_above_quote',
+  'settled_after_end',
+];
 export const WAITING_KINDS: readonly AttentionKind[] = ATTENTION_KINDS.filter(
   (k) => !REVIEW_KINDS.includes(k),
 );

@@ -81,6 +81,12 @@ export function createMetrics() {
       labelNames: ['kind'],
       registers: [registry],
     }),
+    settlementsAfterEnd: new Counter({
+      name: 'payout_settlements_after_end_total',
+      help: "Settlement reports (the provider sent USDT) for payouts that had ended FAILED, or COMPLETED by another transaction, once per payout and transaction, by the payout's status then; each holds the payout's refund cases",
+      labelNames: ['status'],
+      registers: [registry],
+    }),
     refundCaseTransitions: new Counter({
       name: 'payout_refund_case_transitions_total',
       help: 'Refund cases entering a status (awaiting_approval, returning, returned, refused) by their refund workflow',

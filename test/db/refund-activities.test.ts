@@ -2,7 +2,8 @@ import { randomUUID } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import { buildSandboxApp } from '../../dev/sandbox/app';
 import { loadSandboxConfig } from '../../dev/sandbox/config';
-import { createRefundActivities } from '../../src/activities/refund.activities';
+import { createPayoutBookkeepingActivities } from '../../src/activities/payout-bookkeeping.activities';
+import { createRefundActivities, REFUND_HELD } from '../../src/activities/refund.activities';
 import { createPool, type Db } from '../../src/adapters/db/pool';
 import { findRefundCase, openRefundCase, resolveRefundCase } from '../../src/adapters/db/refund-cases-repo';
 import { createHttpProvider } from '../../src/adapters/provider/http-provider';
@@ -13,7 +14,8 @@ import { testDatabaseUrl } from '../support/env';
 
 // The refund activities on the real PostgreSQL and the real provider sandbox (over HTTP): the policy,
 // the claim before the provider is asked, the provider's answers recorded, and an unknown (a failed
-// call, a 404 on the status) never taken for a refusal (docs/decisions.md D33, D62).
+// call, a 404 on the status) never taken for a refusal (docs/decisions.md D33, D62); and no return for
+// a case whose payout got a settlement report after its end (D85), whatever its kind or when it came.
 
 describe('refund activities (PostgreSQL, provider sandbox)', () => {
   let db: Db;
@@ -56,7 +58,7 @@ describe('refund activities (PostgreSQL, provider sandbox)', () => {
     });
 
   /** A payment of 100.00 BRL at the sandbox, and its refund case of `kind`. */
-  async function paidCase(kind: string): Promise<{ caseId: string; eventId: string }> {
+  async function paidCase(kind: string): Promise<{ caseId: string; eventId: string; payoutId: string }> {
     const payoutId = randomUUID();
     const charge = await provider.createCharge({
       externalId: payoutId,
@@ -76,10 +78,49 @@ describe('refund activities (PostgreSQL, provider sandbox)', () => {
       kind,
     });
     if (opened.outcome !== 'opened') throw new Error(`case not opened: ${opened.outcome}`);
-    return { caseId: opened.caseId, eventId };
+    return { caseId: opened.caseId, eventId, payoutId };
   }
 
   const statusOf = async (caseId: string) => (await findRefundCase(db, caseId))?.status;
+
+  /** What the sandbox's payers got back for this payment. */
+  const returnsFor = async (eventId: string) =>
+    (
+      (await (await fetch(`${baseUrl}/sandbox/returns`)).json()) as { returns: { end_to_end_id: string }[] }
+    ).returns.filter((r) => r.end_to_end_id === eventId);
+
+  /** The provider reports USDT sent for the payout after it ended FAILED, as the worker records it. */
+  async function settledAfterEnd(payoutId: string): Promise<string> {
+    const txHash = `0x${randomUUID().replace(/-/g, '')}${randomUUID().replace(/-/g, '')}` as const;
+    await createPayoutBookkeepingActivities({
+      db,
+      logger: createLogger({ level: 'silent', name: 'test' }),
+      metrics: createMetrics(),
+    }).alertLateSettlement({
+      payoutId,
+      status: 'FAILED',
+      event: {
+        type: 'settlement.completed',
+        eventId: `evt_${randomUUID().slice(0, 12)}`,
+        chargeId: 'chg_late',
+        externalId: payoutId,
+        occurredAt: '2026-12-01T10:00:00.000Z',
+        txHash,
+        amountUsdt: '18.000000',
+        chainId: 42161,
+        confirmedAt: '2026-12-01T10:00:00.000Z',
+      },
+    });
+    return txHash;
+  }
+
+  const changesOf = async (caseId: string) =>
+    (
+      await db.query<{ status: string; detail: string | null }>(
+        'SELECT status, detail FROM refund_case_changes WHERE case_id = $1 ORDER BY changed_at, status',
+        [caseId],
+      )
+    ).rows;
 
   async function untilFinal(refund: ReturnType<typeof activities>, caseId: string) {
     for (let i = 0; i < 50; i++) {
@@ -155,6 +196,56 @@ describe('refund activities (PostgreSQL, provider sandbox)', () => {
       returns: { end_to_end_id: string }[];
     };
     expect(returns.returns.filter((r) => r.end_to_end_id === eventId)).toEqual([]);
+  });
+
+  it('a kind the policy returns is held when its payout got a settlement report after its end; never returned', async () => {
+    const refund = activities(['wrong_amount']);
+    const { caseId, eventId, payoutId } = await paidCase('wrong_amount');
+    const txHash = await settledAfterEnd(payoutId);
+    expect(await refund.beginRefund(caseId)).toBe('awaiting_approval');
+    expect(await findRefundCase(db, caseId)).toMatchObject({ status: 'awaiting_approval', approvedBy: null });
+    expect(await changesOf(caseId)).toEqual([
+      { status: 'open', detail: 'test' },
+      {
+        status: 'awaiting_approval',
+        detail: expect.stringMatching(new RegExp(`^held: .*18\\.000000 USDT sent in ${txHash}`)),
+      },
+    ]);
+    // An approval that got past the CLI is not taken, and the return step holds the case.
+    expect(await refund.approveRefund({ caseId, by: 'ana' })).toBe('awaiting_approval');
+    await expect(refund.requestReturn(caseId)).rejects.toMatchObject({
+      type: REFUND_HELD,
+      message: expect.stringContaining(txHash),
+    });
+    expect(await findRefundCase(db, caseId)).toMatchObject({ status: 'awaiting_approval', approvedBy: null });
+    expect(await returnsFor(eventId)).toEqual([]);
+    // An operator who checked the chain resolves it by hand; its workflow then ends.
+    expect((await resolveRefundCase(db, caseId, 'USDT delivered'))?.status).toBe('resolved');
+    expect(await refund.requestReturn(caseId)).toBe('resolved');
+    expect(await returnsFor(eventId)).toEqual([]);
+  });
+
+  it('a report that comes after the policy said return: the claim refuses the case, which is held', async () => {
+    const refund = activities(['wrong_amount']);
+    const { caseId, eventId, payoutId } = await paidCase('wrong_amount');
+    expect(await refund.beginRefund(caseId)).toBe('return');
+    const txHash = await settledAfterEnd(payoutId);
+    await expect(refund.requestReturn(caseId)).rejects.toMatchObject({ type: REFUND_HELD });
+    expect(await statusOf(caseId)).toBe('awaiting_approval');
+    expect((await changesOf(caseId)).at(-1)?.detail).toContain(txHash);
+    // Retried, it stays held: still nothing asked of the provider.
+    await expect(refund.requestReturn(caseId)).rejects.toMatchObject({ type: REFUND_HELD });
+    expect(await changesOf(caseId)).toHaveLength(2);
+    expect(await returnsFor(eventId)).toEqual([]);
+  });
+
+  it('a report for another payout holds nothing', async () => {
+    const refund = activities(['wrong_amount']);
+    const { caseId } = await paidCase('wrong_amount');
+    await settledAfterEnd(randomUUID());
+    expect(await refund.beginRefund(caseId)).toBe('return');
+    expect(await refund.requestReturn(caseId)).toBe('returning');
+    expect(await statusOf(caseId)).toBe('returning');
   });
 
   it('without a provider that returns, a case is left to an operator', async () => {

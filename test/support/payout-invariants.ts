@@ -1,6 +1,7 @@
 import type { Address } from 'viem';
 import { countTransfersTo } from '../../src/adapters/chain/usdt-reads';
 import type { Db } from '../../src/adapters/db/pool';
+import { REVIEW_KINDS } from '../../src/domain/attention';
 import { findPartnerPayout } from '../../src/adapters/db/payouts-repo';
 import type { PayoutRecord, PayoutStatus } from '../../src/domain/payout';
 import { getPayoutQuery } from '../../src/workflows/payout.contract';
@@ -93,15 +94,15 @@ export async function expectPayoutInvariants(stack: ProcessStack, p: TrackedPayo
   });
 }
 
-/** Kinds that flag an ended payout for review: they stay open until an operator acknowledges them. */
-const FOR_REVIEW = ['provider_contradiction', 'settled_above_quote'];
-
-/** The payout's open attention items that say it waits on something (not those for review). */
+/**
+ * The payout's open attention items that say it waits on something (not those for review, which stay
+ * open until an operator acknowledges them).
+ */
 export async function openWaitingAttention(db: Db, payoutId: string): Promise<string[]> {
   const { rows } = await db.query<{ kind: string }>(
     `SELECT kind FROM payout_attention
       WHERE payout_id = $1 AND cleared_at IS NULL AND NOT (kind = ANY($2)) ORDER BY kind`,
-    [payoutId, FOR_REVIEW],
+    [payoutId, REVIEW_KINDS],
   );
   return rows.map((r) => r.kind);
 }

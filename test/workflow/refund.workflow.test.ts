@@ -1,7 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { WorkflowUpdateFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
-import type { RefundActivities, RefundStart, ReturnProgress } from '../../src/activities/refund.activities';
+import {
+  REFUND_HELD,
+  type RefundActivities,
+  type RefundStart,
+  type ReturnProgress,
+} from '../../src/activities/refund.activities';
 import type { RefundCaseStatus } from '../../src/adapters/db/refund-cases-repo';
 import {
   approveRefundUpdate,
@@ -131,6 +136,21 @@ describe('refundWorkflow', () => {
     });
     expect(result).toBe('resolved_by_hand');
     expect(fake.callsOf('requestReturn')).toHaveLength(0);
+  });
+
+  test('a held return (its payout got a settlement report after the end) waits in its step until resolved by hand', async () => {
+    let held = 3;
+    const fake = fakeRefund({
+      requestReturn: async () => {
+        if (held-- > 0)
+          throw ApplicationFailure.retryable('refund case held: USDT may have left', REFUND_HELD);
+        return 'resolved';
+      },
+    });
+    const result = await withWorker(env, fake.activities, async (tq) => (await start(tq)).result());
+    expect(result).toBe('resolved_by_hand');
+    expect(fake.callsOf('requestReturn')).toHaveLength(4);
+    expect(fake.callsOf('checkReturn')).toHaveLength(0);
   });
 
   test('a provider without returns leaves the case to an operator', async () => {

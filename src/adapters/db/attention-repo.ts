@@ -30,6 +30,27 @@ export async function raiseAttention(
   return rowCount === 1;
 }
 
+/**
+ * Opens the item, or adds this detail to the payout's open item of its kind unless it already says
+ * it: one review item that several findings share (every transaction reported after the payout
+ * ended). True when it opened one, false when it extended one or had it already. Takes a client in
+ * a transaction too, so the item is written with what it reports.
+ */
+export async function raiseOrExtendAttention(
+  db: Pick<Db, 'query'>,
+  a: { payoutId: string; kind: AttentionKind; detail: string },
+): Promise<boolean> {
+  const { rows } = await db.query<{ opened: boolean }>(
+    `INSERT INTO payout_attention (payout_id, kind, detail) VALUES ($1, $2, $3)
+     ON CONFLICT (payout_id, kind) WHERE cleared_at IS NULL
+     DO UPDATE SET detail = payout_attention.detail || '; ' || EXCLUDED.detail
+      WHERE strpos(payout_attention.detail, EXCLUDED.detail) = 0
+     RETURNING (xmax = 0) AS opened`,
+    [a.payoutId, a.kind, a.detail],
+  );
+  return rows[0]?.opened ?? false;
+}
+
 /** Closes the payout's open items of these kinds (all when none given); by whom, for the record. */
 export async function clearAttention(
   db: Db,

@@ -160,6 +160,9 @@ export async function findRefundCase(db: Db, id: string): Promise<RefundCase | n
  * Moves a case from one of `from` to `to`, with the fields of the new status, and records the change.
  * A case in any other status is left as it is (a redone activity, or an operator who got there
  * first): the caller gets the case as it is now and `moved` says which happened. Null: no such case.
+ * A case is never moved to `returning` (claimed for a return) while its payout has a settlement
+ * report after its end on record (settlements_after_end): USDT may have left for it, and the case
+ * stays where it is for an operator. Checked in the same statement as the claim.
  */
 export async function moveRefundCase(
   db: Db,
@@ -184,6 +187,8 @@ export async function moveRefundCase(
               resolved_at = CASE WHEN $3 = 'resolved' THEN now() END,
               resolution_note = CASE WHEN $3 = 'resolved' THEN $7 END
         WHERE id = $1 AND status = ANY($2::text[])
+          AND ($3 <> 'returning' OR NOT EXISTS
+                (SELECT 1 FROM settlements_after_end s WHERE s.payout_id = refund_cases.payout_id))
         RETURNING ${COLUMNS}),
      changed AS (
        INSERT INTO refund_case_changes (case_id, status, changed_at, detail)

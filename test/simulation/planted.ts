@@ -4,10 +4,10 @@
  * proves less than it claims. Each is the real core with one verdict taken too early.
  */
 import * as core from '../../src/domain/provider-settlement-core';
-import type { ProviderSettlementKnowledge } from '../../src/domain/provider-settlement-core';
-import type { Core } from './run-world';
+import type { ProviderSettlementKnowledge } from '../../src/domain/provider-settlement-knowledge';
+import { REAL_CORE, type Core } from './run-world';
 
-const mutant = (decide: Core['decide']): Core => ({ ...core, decide });
+const mutant = (decide: Core['decide']): Core => ({ ...REAL_CORE, decide });
 const confirmed = (k: ProviderSettlementKnowledge) => k.transactions.some((t) => t.chain === 'confirmed');
 
 export const PLANTED: Record<string, { what: string; core: Core }> = {

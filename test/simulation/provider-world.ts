@@ -4,7 +4,7 @@
  * reorganisations), screening and the clock. Each fault is drawn from the world's seed, so a seed
  * replays the world exactly; `truth` is what really happened, for the invariants to judge.
  */
-import type { ProviderStatus, TxHash } from '../../src/domain/provider-settlement-core';
+import type { ProviderStatus, TxHash } from '../../src/domain/provider-settlement-knowledge';
 import { Random } from './random';
 
 export const CHAIN_ID = 42161;

@@ -6,19 +6,21 @@
  * world runs on to quiescence and the invariants judge what really happened.
  */
 import * as core from '../../src/domain/provider-settlement-core';
+import type { ProviderSettlementStep } from '../../src/domain/provider-settlement-core';
+import * as knowledge from '../../src/domain/provider-settlement-knowledge';
 import type {
   ProviderSettlementFact,
   ProviderSettlementKnowledge,
-  ProviderSettlementStep,
   RequestRound,
-} from '../../src/domain/provider-settlement-core';
+} from '../../src/domain/provider-settlement-knowledge';
 import { CHAIN_ID, fmt, ProviderWorld, type WorldOptions } from './provider-world';
 
 /** The core's functions the runner calls: the real ones, or a mutant to prove the simulator catches it. */
-export type Core = Pick<
-  typeof core,
-  'beginProviderSettlement' | 'evolve' | 'decide' | 'attentionOf' | 'operatorMayNotFail' | 'requestRoundFacts'
->;
+export type Core = Pick<typeof knowledge, 'beginProviderSettlement' | 'evolve' | 'requestRoundFacts'> &
+  Pick<typeof core, 'decide' | 'attentionOf' | 'operatorMayNotFail'>;
+
+/** The real one. */
+export const REAL_CORE: Core = { ...knowledge, ...core };
 
 export interface WorldResult {
   seed: number;
@@ -39,7 +41,7 @@ const MAX_STEPS = 5000;
 /** How long a quiet world keeps running before it is judged as it stands. */
 const QUIET_MS = 24 * 3600_000;
 
-export function runWorld(seed: number, options?: WorldOptions, decider: Core = core): WorldResult {
+export function runWorld(seed: number, options?: WorldOptions, decider: Core = REAL_CORE): WorldResult {
   const world = new ProviderWorld(seed, options);
   const r = world.random;
   const trace: string[] = [];

@@ -1,13 +1,15 @@
 import {
   attentionOf,
-  beginProviderSettlement,
   decide,
-  evolve,
   mayStillMoveUsdt,
   operatorMayNotFail,
+} from '../../src/domain/provider-settlement-core';
+import {
+  beginProviderSettlement,
+  evolve,
   type ProviderSettlementFact,
   type ProviderSettlementKnowledge,
-} from '../../src/domain/provider-settlement-core';
+} from '../../src/domain/provider-settlement-knowledge';
 
 // The provider settlement's decision core on its own: facts in, the next step out. The world
 // simulator (test/simulation) walks the orders; these are the cases by name.

@@ -2,17 +2,15 @@ import { condition, isCancellation, log, proxyActivities } from '@temporalio/wor
 import type { ScreeningActivities, SettlementReport } from '../../activities';
 import type { AttentionKind } from '../../domain/attention';
 import type { PayoutRecord } from '../../domain/payout';
+import { attentionOf, decide, operatorMayNotFail } from '../../domain/provider-settlement-core';
 import {
-  attentionOf,
   beginProviderSettlement,
-  decide,
   evolve,
-  operatorMayNotFail,
   requestRoundFacts,
   type ProviderSettlementFact,
   type ProviderSettlementKnowledge,
   type ProviderStatus,
-} from '../../domain/provider-settlement-core';
+} from '../../domain/provider-settlement-knowledge';
 import { isActivityError } from '../activity-errors';
 import { SCREENING_ROUND } from '../activity-options';
 import type { PayoutSettings } from '../payout.contract';
@@ -47,7 +45,7 @@ export class ProviderSettlementBook {
 /**
  * The provider converts the payment and sends the USDT. This step carries out what the decision core
  * (src/domain/provider-settlement-core.ts) asks, and turns every answer, report and chain check into a
- * fact for it: the core alone decides COMPLETED (a transfer the chain confirms, claimed for the
+ * fact it folds in (src/domain/provider-settlement-knowledge.ts): the core alone decides COMPLETED (a transfer the chain confirms, claimed for the
  * payout), FAILED (proof nothing moved or will), or what to ask next. Webhooks end a wait at once.
  */
 export async function settleThroughProvider(

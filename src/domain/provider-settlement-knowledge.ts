@@ -1,0 +1,382 @@
+/**
+ * What the service knows of one payout's provider-mode settlement: facts with their times (request
+ * attempts and whether their answers came back, every transaction any source named and what the
+ * chain said of it, the provider's status and reports, screening), and `evolve`, the one way a fact
+ * changes the knowledge. The verdicts on it are provider-settlement-core.ts's. Pure: no Temporal, no
+ * I/O, time comes in as a fact.
+ */
+import { usdtUnitsFromDecimal } from './money';
+
+export type TxHash = `0x${string}`;
+
+/** The provider's settlement states, as its API names them; `unknown`: it answered 404. */
+export type ProviderSettlementState = 'pending' | 'broadcast' | 'completed' | 'failed' | 'unknown';
+
+/** What the provider's status endpoint (or a repeated request) says of the settlement. */
+export interface ProviderStatus {
+  status: ProviderSettlementState;
+  txHash?: TxHash;
+  amountUsdt?: string;
+  chainId?: number;
+  failureReason?: string;
+}
+
+/** Where a transaction hash came from. Once any source named one, only the chain decides it. */
+export type TxSource = 'request_answer' | 'status' | 'webhook';
+
+/** What the chain says of a named transaction, as far as the last check went. */
+export type ChainView = 'unchecked' | 'unproven' | 'mismatch' | 'reverted' | 'confirmed';
+
+export interface NamedTransaction {
+  txHash: TxHash;
+  /** In USDT base units; undefined while no source gave an amount for it. */
+  amountUnits: string | undefined;
+  /** The provider's own confirmation time, when a webhook gave one. */
+  confirmedAt: string | undefined;
+  namedBy: TxSource[];
+  /** The provider's status calls this transaction's settlement failed (it reverted, by its account). */
+  providerCallsFailed: boolean;
+  chain: ChainView;
+  /** The amount the chain confirmed (and the payout claimed), once `chain` is confirmed. */
+  provenUnits: string | undefined;
+}
+
+/** One try at the settlement request: answered, refused (a 400), or no answer (timeout, 5xx, ...). */
+export interface RequestAttempt {
+  at: number;
+  outcome: 'accepted' | 'refused' | 'unanswered';
+  /** A first try in the worker: its failure alone raises nothing, a round of retries follows. */
+  local: boolean;
+  detail: string;
+}
+
+export interface ProviderSettlementKnowledge {
+  chainId: number;
+  requests: RequestAttempt[];
+  /** The provider's id for the settlement, from any answer to the request. */
+  settlementId: string | undefined;
+  transactions: NamedTransaction[];
+  /** What the provider's status endpoint last said of the settlement. */
+  providerSays: (ProviderStatus & { at: number }) | undefined;
+  /** A webhook said the settlement failed: its status is read before anything else. */
+  reportedFailed: { at: number; reason: string } | undefined;
+  /** The status endpoint did not answer its last round. */
+  statusUnreadable: { at: number; detail: string } | undefined;
+  /** Transfers reported on another chain: never a candidate, always an attention item. */
+  otherChain: { txHash: TxHash; chainId: number }[];
+  /** Screening of the receiver before each request after the first (the first is the payout's). */
+  screening: {
+    /** When the receiver was last screened clear (or released by an operator: `released`). */
+    clearAt: number | undefined;
+    released: boolean;
+    flagged: { at: number; source: string; detail: string } | undefined;
+    unreadable: { at: number; detail: string } | undefined;
+  };
+  /** When the provider is next asked (its status, or the request while no id is known). */
+  nextLookAt: number;
+  /** When the settlement's status was last asked for. */
+  lastStatusAt: number | undefined;
+  lookBackoffMs: number;
+  /** Set by any fact that may change what the chain is asked: the candidate is verified again. */
+  verifyDue: boolean;
+}
+
+export type ProviderSettlementFact =
+  | { kind: 'screened_clear'; at: number }
+  | { kind: 'screened_flagged'; at: number; source: string; detail: string }
+  | { kind: 'screening_unreadable'; at: number; detail: string }
+  | {
+      kind: 'request_answered';
+      at: number;
+      local: boolean;
+      settlementId: string;
+      status: ProviderSettlementState;
+      txHash?: TxHash;
+    }
+  | { kind: 'request_refused'; at: number; local: boolean; detail: string }
+  | { kind: 'request_unanswered'; at: number; local: boolean; detail: string }
+  | { kind: 'status_read'; at: number; status: ProviderStatus }
+  | { kind: 'status_unreadable'; at: number; detail: string }
+  | {
+      kind: 'reported_completed';
+      at: number;
+      txHash: TxHash;
+      amountUsdt: string;
+      chainId: number;
+      confirmedAt: string;
+    }
+  | { kind: 'reported_failed'; at: number; reason: string }
+  | {
+      kind: 'chain_checked';
+      at: number;
+      txHash: TxHash;
+      /** The amount the chain was asked about ('0': none known, a check for a revert only). */
+      amountUnits: string;
+      verdict: Exclude<ChainView, 'unchecked'>;
+    };
+
+/** No report within this long after acceptance: the provider's settlement status is asked. */
+export const FIRST_LOOK_MS = 30_000;
+/** Later looks back off to this; any fact ends a wait at once. */
+export const MAX_LOOK_MS = 10 * 60_000;
+
+/** Knowledge at the start: the receiver was screened clear right before (the payout's own screening). */
+export function beginProviderSettlement(
+  chainId: number,
+  at: number,
+  screenedClear: boolean,
+): ProviderSettlementKnowledge {
+  return {
+    chainId,
+    requests: [],
+    settlementId: undefined,
+    transactions: [],
+    providerSays: undefined,
+    reportedFailed: undefined,
+    statusUnreadable: undefined,
+    otherChain: [],
+    screening: {
+      clearAt: screenedClear ? at : undefined,
+      released: !screenedClear,
+      flagged: undefined,
+      unreadable: undefined,
+    },
+    nextLookAt: at,
+    lastStatusAt: undefined,
+    lookBackoffMs: FIRST_LOOK_MS,
+    verifyDue: false,
+  };
+}
+
+/**
+ * A round of the settlement request as the workflow sees it: a local try, then retries. The local
+ * try's failure is `localUnanswered` (it may have reached the provider) or `localNotSent` (the
+ * receiver could not be screened before it: nothing was sent).
+ */
+export type RequestRound = { localUnanswered?: string; localNotSent?: string } & (
+  | {
+      answer:
+        | { settlementId: string; status: string; txHash?: TxHash }
+        | { flagged: { source: string; detail: string } };
+    }
+  | { refused: string; attempt: number | undefined }
+  | { unanswered: string }
+);
+
+/**
+ * The settlement request's round as facts. A refusal proves nothing once an earlier try may have
+ * reached the provider: the local try's lost answer, or an earlier attempt of the round (the
+ * activity puts its attempt number in the refusal).
+ */
+export function requestRoundFacts(round: RequestRound, at: number): ProviderSettlementFact[] {
+  const facts: ProviderSettlementFact[] = [];
+  if (round.localUnanswered !== undefined) {
+    facts.push({ kind: 'request_unanswered', at, local: true, detail: round.localUnanswered });
+  }
+  if (round.localNotSent !== undefined)
+    facts.push({ kind: 'screening_unreadable', at, detail: round.localNotSent });
+  const local = round.localUnanswered === undefined;
+  if ('answer' in round) {
+    const answer = round.answer;
+    if ('flagged' in answer) {
+      // Screened right before the attempt: nothing was requested by it.
+      facts.push({
+        kind: 'screened_flagged',
+        at,
+        source: answer.flagged.source,
+        detail: answer.flagged.detail,
+      });
+    } else {
+      facts.push({
+        kind: 'request_answered',
+        at,
+        local,
+        settlementId: answer.settlementId,
+        status: isState(answer.status) ? answer.status : 'pending',
+        ...(answer.txHash !== undefined && { txHash: answer.txHash }),
+      });
+    }
+  } else if ('refused' in round) {
+    if (round.attempt !== undefined && round.attempt > 1) {
+      facts.push({
+        kind: 'request_unanswered',
+        at,
+        local: false,
+        detail: 'an earlier attempt was not answered',
+      });
+    }
+    facts.push({ kind: 'request_refused', at, local, detail: round.refused });
+  } else {
+    facts.push({ kind: 'request_unanswered', at, local: false, detail: round.unanswered });
+  }
+  return facts;
+}
+
+const STATES: readonly string[] = ['pending', 'broadcast', 'completed', 'failed', 'unknown'];
+function isState(s: string): s is ProviderSettlementState {
+  return STATES.includes(s);
+}
+
+// --- Evolve: knowledge plus one fact ---
+
+export function evolve(
+  k: ProviderSettlementKnowledge,
+  fact: ProviderSettlementFact,
+): ProviderSettlementKnowledge {
+  const next: ProviderSettlementKnowledge = {
+    ...k,
+    requests: [...k.requests],
+    transactions: k.transactions.map((t) => ({ ...t, namedBy: [...t.namedBy] })),
+    otherChain: [...k.otherChain],
+    screening: { ...k.screening },
+  };
+  if (fact.kind === 'status_read' || fact.kind === 'status_unreadable') next.lastStatusAt = fact.at;
+  switch (fact.kind) {
+    case 'screened_clear':
+      next.screening = { ...next.screening, clearAt: fact.at, flagged: undefined, unreadable: undefined };
+      return next;
+    case 'screened_flagged':
+      next.screening.flagged = { at: fact.at, source: fact.source, detail: fact.detail };
+      next.screening.unreadable = undefined;
+      return next;
+    case 'screening_unreadable':
+      next.screening.unreadable = { at: fact.at, detail: fact.detail };
+      lookLater(next, fact.at);
+      return next;
+    case 'request_answered':
+      next.requests.push({ at: fact.at, outcome: 'accepted', local: fact.local, detail: fact.status });
+      next.settlementId = fact.settlementId;
+      // Its status only says when to look: a verdict waits for the status endpoint's own answer.
+      if (fact.txHash) name(next, { txHash: fact.txHash }, 'request_answer');
+      // A repeated request answers the settlement's current state: anything past pending is read at once.
+      next.nextLookAt = fact.status === 'pending' ? fact.at + FIRST_LOOK_MS : fact.at;
+      next.lookBackoffMs = FIRST_LOOK_MS;
+      return next;
+    case 'request_refused':
+      next.requests.push({ at: fact.at, outcome: 'refused', local: fact.local, detail: fact.detail });
+      lookLater(next, fact.at);
+      return next;
+    case 'request_unanswered':
+      next.requests.push({ at: fact.at, outcome: 'unanswered', local: fact.local, detail: fact.detail });
+      // A first local try is followed by a round at once; a round's failure waits for the next look
+      // when the provider has said something already (reports tell more than another request).
+      if (!fact.local && heardOfSettlement(next)) lookLater(next, fact.at);
+      else next.nextLookAt = fact.at;
+      return next;
+    case 'status_read':
+      next.statusUnreadable = undefined;
+      next.providerSays = { ...fact.status, at: fact.at };
+      takeStatus(next, fact.status);
+      lookLater(next, fact.at);
+      next.verifyDue = true;
+      return next;
+    case 'status_unreadable':
+      next.statusUnreadable = { at: fact.at, detail: fact.detail };
+      lookLater(next, fact.at);
+      next.verifyDue = true;
+      return next;
+    case 'reported_completed':
+      if (fact.chainId !== k.chainId) {
+        if (!next.otherChain.some((o) => o.txHash === fact.txHash)) {
+          next.otherChain.push({ txHash: fact.txHash, chainId: fact.chainId });
+        }
+        return next;
+      }
+      name(
+        next,
+        {
+          txHash: fact.txHash,
+          amountUnits: unitsOf(fact.amountUsdt),
+          confirmedAt: fact.confirmedAt,
+        },
+        'webhook',
+      );
+      next.verifyDue = true;
+      return next;
+    case 'reported_failed':
+      // The provider's word, not the proof that nothing was sent: its status says whether a
+      // transaction went out (then the chain decides). Read at once.
+      next.reportedFailed = { at: fact.at, reason: fact.reason };
+      next.nextLookAt = fact.at;
+      return next;
+    case 'chain_checked': {
+      const tx = next.transactions.find((t) => t.txHash === fact.txHash);
+      if (tx && tx.chain !== 'confirmed') {
+        // An amount of 0 only stands in for one nobody gave: it proves a revert, never a payment.
+        const paid = fact.verdict === 'confirmed' && fact.amountUnits !== '0';
+        tx.chain = fact.verdict === 'confirmed' && !paid ? 'mismatch' : fact.verdict;
+        if (paid) tx.provenUnits = fact.amountUnits;
+      }
+      next.verifyDue = false;
+      // Reverted: the provider may have sent another since; its status is read at once.
+      if (fact.verdict === 'reverted') next.nextLookAt = fact.at;
+      return next;
+    }
+  }
+}
+
+function lookLater(k: ProviderSettlementKnowledge, at: number): void {
+  k.nextLookAt = at + k.lookBackoffMs;
+  k.lookBackoffMs = Math.min(k.lookBackoffMs * 2, MAX_LOOK_MS);
+}
+
+function takeStatus(k: ProviderSettlementKnowledge, s: ProviderStatus): void {
+  if (s.status === 'unknown' || s.txHash === undefined) return;
+  const chainId = s.chainId ?? k.chainId;
+  if (chainId !== k.chainId) {
+    if (!k.otherChain.some((o) => o.txHash === s.txHash)) k.otherChain.push({ txHash: s.txHash, chainId });
+    return;
+  }
+  const tx = name(k, { txHash: s.txHash, amountUnits: unitsOf(s.amountUsdt) }, 'status');
+  if (s.status === 'failed') tx.providerCallsFailed = true;
+}
+
+/** Adds a source's naming of a transaction; an amount given once is kept when a later naming has none. */
+function name(
+  k: ProviderSettlementKnowledge,
+  t: { txHash: TxHash; amountUnits?: string | undefined; confirmedAt?: string },
+  by: TxSource,
+): NamedTransaction {
+  let tx = k.transactions.find((x) => x.txHash === t.txHash);
+  if (!tx) {
+    tx = {
+      txHash: t.txHash,
+      amountUnits: undefined,
+      confirmedAt: undefined,
+      namedBy: [],
+      providerCallsFailed: false,
+      chain: 'unchecked',
+      provenUnits: undefined,
+    };
+    k.transactions.push(tx);
+  } else {
+    // Named again (last named is the provider's newest word): moved to the end, the candidate.
+    k.transactions = [...k.transactions.filter((x) => x !== tx), tx];
+  }
+  if (t.amountUnits !== undefined && t.amountUnits !== '0') tx.amountUnits = t.amountUnits;
+  if (t.confirmedAt !== undefined) tx.confirmedAt = t.confirmedAt;
+  if (!tx.namedBy.includes(by)) tx.namedBy.push(by);
+  // What the chain said was for an older naming; a new one is checked again unless it is proven.
+  if (tx.chain === 'unproven' || tx.chain === 'mismatch') tx.chain = 'unchecked';
+  k.verifyDue = true;
+  return tx;
+}
+
+function unitsOf(amountUsdt: string | undefined): string | undefined {
+  if (amountUsdt === undefined) return undefined;
+  try {
+    return usdtUnitsFromDecimal(amountUsdt).toString();
+  } catch {
+    return undefined;
+  }
+}
+
+/** The provider has said anything about a settlement: a report, a status, a transaction. */
+export function heardOfSettlement(k: ProviderSettlementKnowledge): boolean {
+  return (
+    k.transactions.length > 0 ||
+    k.otherChain.length > 0 ||
+    k.reportedFailed !== undefined ||
+    (k.providerSays !== undefined && k.providerSays.status !== 'unknown')
+  );
+}

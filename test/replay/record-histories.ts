@@ -184,6 +184,36 @@ async function main(): Promise<void> {
       (id) => [pixReceived(id)],
     );
 
+    // The long waits (a bounded history): a treasury blocked by its issuer for hours of rounds.
+    let blockedSends = 0;
+    const longBlockedTreasury = fakeActivities({
+      sendTreasuryTransfer: async () => {
+        if (++blockedSends <= 400) {
+          throw ApplicationFailure.retryable(
+            'treasury cannot send (blocked_by_issuer)',
+            'TreasuryCannotSend',
+          );
+        }
+        return { txHash: TREASURY_TX_HASH };
+      },
+    });
+    await payout(
+      env,
+      'payout-treasury-blocked-long',
+      { settlementMode: 'treasury' },
+      longBlockedTreasury,
+      (id) => [pixReceived(id)],
+    );
+    // The provider's transfer mined without the payment to the receiver, looked at for hours.
+    let mismatchLooks = 0;
+    const mismatched = fakeActivities({
+      verifyUsdtTransfer: async () => (++mismatchLooks <= 60 ? 'mismatch' : 'confirmed'),
+    });
+    await payout(env, 'payout-provider-mismatch-long', {}, mismatched, (id) => [
+      pixReceived(id),
+      settlementCompleted(id),
+    ]);
+
     // A provider event for a payout that has already ended: the late-payment branch.
     let location: PayoutLocation | null = null;
     let event: ProviderEvent | null = null;
@@ -240,6 +270,22 @@ async function main(): Promise<void> {
       });
       await handle.result();
       await save(env, 'refund-returned', handle.workflowId);
+    });
+
+    // A return the provider keeps `returning` for hours.
+    let longReads = 0;
+    const longReturning = fakeActivities({
+      checkReturn: async () => (++longReads <= 120 ? 'returning' : 'returned'),
+    });
+    await withWorker(env, longReturning.activities, async (taskQueue) => {
+      const caseId = randomUUID();
+      const handle = await env.client.workflow.start(refundWorkflow, {
+        workflowId: refundWorkflowId(caseId),
+        taskQueue,
+        args: [{ caseId }],
+      });
+      await handle.result();
+      await save(env, 'refund-returning-long', handle.workflowId);
     });
 
     // A refund case that waits for an operator's approval, then returns.

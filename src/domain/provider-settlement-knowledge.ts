@@ -6,6 +6,7 @@
  * I/O, time comes in as a fact.
  */
 import { usdtUnitsFromDecimal } from './money';
+import { lookCapAfter } from './long-waits';
 
 export type TxHash = `0x${string}`;
 
@@ -77,6 +78,15 @@ export interface ProviderSettlementKnowledge {
   /** When the settlement's status was last asked for. */
   lastStatusAt: number | undefined;
   lookBackoffMs: number;
+  /** When the settlement began (workflow time): how long its wait has lasted. */
+  begunAt: number;
+  /**
+   * The long-wait rules are in force: a wait past a day looks once an hour (src/domain/long-waits.ts),
+   * and a transfer named again with the same amount keeps its mismatch verdict until the chain is
+   * asked again (its attention item stays up instead of flapping with each look). False for a
+   * settlement whose run began before these rules (it replays as it ran) until its workflow turns them on.
+   */
+  longWaitRules: boolean;
   /** Set by any fact that may change what the chain is asked: the candidate is verified again. */
   verifyDue: boolean;
 }
@@ -106,6 +116,8 @@ export type ProviderSettlementFact =
       confirmedAt: string;
     }
   | { kind: 'reported_failed'; at: number; reason: string }
+  /** The long-wait rules are in force from now on (the workflow's patch is in: src/workflows/hand-over.ts). */
+  | { kind: 'long_wait_rules'; at: number }
   | {
       kind: 'chain_checked';
       at: number;
@@ -125,6 +137,7 @@ export function beginProviderSettlement(
   chainId: number,
   at: number,
   screenedClear: boolean,
+  longWaitRules = true,
 ): ProviderSettlementKnowledge {
   return {
     chainId,
@@ -144,6 +157,8 @@ export function beginProviderSettlement(
     nextLookAt: at,
     lastStatusAt: undefined,
     lookBackoffMs: FIRST_LOOK_MS,
+    begunAt: at,
+    longWaitRules,
     verifyDue: false,
   };
 }
@@ -293,6 +308,9 @@ export function evolve(
       );
       next.verifyDue = true;
       return next;
+    case 'long_wait_rules':
+      next.longWaitRules = true;
+      return next;
     case 'reported_failed':
       // The provider's word, not the proof that nothing was sent: its status says whether a
       // transaction went out (then the chain decides). Read at once.
@@ -317,7 +335,8 @@ export function evolve(
 
 function lookLater(k: ProviderSettlementKnowledge, at: number): void {
   k.nextLookAt = at + k.lookBackoffMs;
-  k.lookBackoffMs = Math.min(k.lookBackoffMs * 2, MAX_LOOK_MS);
+  const cap = k.longWaitRules ? lookCapAfter(at - k.begunAt, MAX_LOOK_MS) : MAX_LOOK_MS;
+  k.lookBackoffMs = Math.min(k.lookBackoffMs * 2, cap);
 }
 
 function takeStatus(k: ProviderSettlementKnowledge, s: ProviderStatus): void {
@@ -353,11 +372,14 @@ function name(
     // Named again (last named is the provider's newest word): moved to the end, the candidate.
     k.transactions = [...k.transactions.filter((x) => x !== tx), tx];
   }
+  const amountBefore = tx.amountUnits;
   if (t.amountUnits !== undefined && t.amountUnits !== '0') tx.amountUnits = t.amountUnits;
   if (t.confirmedAt !== undefined) tx.confirmedAt = t.confirmedAt;
   if (!tx.namedBy.includes(by)) tx.namedBy.push(by);
-  // What the chain said was for an older naming; a new one is checked again unless it is proven.
-  if (tx.chain === 'unproven' || tx.chain === 'mismatch') tx.chain = 'unchecked';
+  // What the chain said was for an older naming; a new one is checked again unless it is proven. A
+  // mismatch of the same amount stands until that check answers (verifyDue asks it at once).
+  const sameMismatch = k.longWaitRules && tx.chain === 'mismatch' && tx.amountUnits === amountBefore;
+  if ((tx.chain === 'unproven' || tx.chain === 'mismatch') && !sameMismatch) tx.chain = 'unchecked';
   k.verifyDue = true;
   return tx;
 }

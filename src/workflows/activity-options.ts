@@ -100,6 +100,16 @@ export const TREASURY_ROUND: ActivityOptions = {
   },
 };
 
+/**
+ * One look of a treasury wait that has lasted past its burst of rounds (src/domain/long-waits.ts):
+ * a single attempt, the workflow pausing between looks. Same attempt, same refusals as a round.
+ */
+export const TREASURY_LOOK: ActivityOptions = {
+  startToCloseTimeout: '30 seconds',
+  cancellationType: SEE_THE_ANSWER,
+  retry: { maximumAttempts: 1, nonRetryableErrorTypes: [CHAIN_REJECTED] },
+};
+
 /** One try, no retry: the caller decides what follows a failure. */
 export const SINGLE_LOCAL_ATTEMPT: ActivityOptions = {
   startToCloseTimeout: '30 seconds',

@@ -6,6 +6,7 @@ import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import type { PayoutRecord } from '../domain/payout';
 import type { PixKeyType } from '../domain/pix-key';
 import type { ProviderEvent } from '../domain/provider-event';
+import type { PayoutHandOver } from './payout/handed-over';
 
 export type SettlementMode = 'provider' | 'treasury';
 
@@ -44,6 +45,11 @@ export interface PayoutWorkflowInput {
    * provider again, which answers the same charge.
    */
   charge?: PixCharge;
+  /**
+   * Set by a run that waited long and continued as new (src/workflows/hand-over.ts): this run goes
+   * on settling from what the earlier one knew.
+   */
+  handOver?: PayoutHandOver;
 }
 
 /** A PIX charge as the provider created it; `expiresAt` is the provider's clock. */

@@ -1,5 +1,6 @@
 import {
   condition,
+  continueAsNew,
   log,
   proxyActivities,
   proxyLocalActivities,
@@ -24,12 +25,14 @@ import { Attention } from './payout/attention';
 import { ChargeWindow } from './payout/charge-window';
 import { isDecided, OperatorDesk, type Decided } from './payout/operator-desk';
 import { PaymentInbox } from './payout/payment-inbox';
+import type { PayoutHandOver } from './payout/handed-over';
 import { ProviderSettlementBook, settleThroughProvider } from './payout/provider-settlement';
 import { RefundsAndLateReports } from './payout/refunds-and-late-reports';
 import { decideFlaggedReceiver, screenBeforeSending } from './payout/screening-step';
 import type { ScreeningVerdict } from '../domain/screening';
 import { type SettlementOutcome } from './payout/settlement-steps';
-import { settleFromTreasury } from './payout/treasury-settlement';
+import { beginTreasurySettlement, settleFromTreasury, type TreasuryBook } from './payout/treasury-settlement';
+import { timeToHandOver } from './hand-over';
 import { upsertPayoutSearchAttributes } from './search-attributes';
 
 const bookkeeping =
@@ -64,7 +67,8 @@ const localWrite = proxyLocalActivities<Pick<PayoutBookkeepingActivities, 'recor
 export async function payoutWorkflow(input: PayoutWorkflowInput): Promise<PayoutRecord> {
   const payout = new PayoutProcess(input);
   await payout.open();
-  if ((await payout.createCharge()) && (await payout.awaitPayment())) {
+  // A run handed over by one that waited long (src/workflows/hand-over.ts) goes on settling.
+  if (payout.handedOver || ((await payout.createCharge()) && (await payout.awaitPayment()))) {
     await payout.settle();
   }
   // Every path ends here with the payout COMPLETED or FAILED, saved.
@@ -91,15 +95,33 @@ class PayoutProcess {
   private readonly refunds: RefundsAndLateReports;
   /** What is known of the provider settlement: kept across an operator's decision that it refuses. */
   private readonly providerSettlement = new ProviderSettlementBook();
+  /** Where the treasury settlement stands, once it has begun. */
+  private treasury: TreasuryBook | undefined;
+  /** An operator released the receiver after a flag: the USDT is sent without screening it again. */
+  private released = false;
+  /** When the settlement began (workflow time). */
+  private settlingSince: number | undefined;
+  /** Set when an earlier run of this payout handed it over: this run settles from there. */
+  readonly handedOver: PayoutHandOver | undefined;
 
-  constructor(input: PayoutWorkflowInput) {
+  constructor(private readonly input: PayoutWorkflowInput) {
     this.settings = input.settings;
     this.maxExpectedUsdtUnits = input.maxExpectedUsdtUnits;
-    this.record = openingRecord(input);
+    const handedOver = (this.handedOver = input.handOver);
+    this.record = handedOver?.record ?? openingRecord(input);
     this.charge = input.charge;
     const payout = () => this.record;
-    this.inbox = new PaymentInbox(payout, input.settings.settlementMode);
-    this.attention = new Attention(input.payoutId);
+    this.inbox = new PaymentInbox(payout, input.settings.settlementMode, handedOver?.inbox);
+    this.attention = new Attention(input.payoutId, handedOver?.attention);
+    if (handedOver !== undefined) {
+      this.settlingSince = handedOver.settlingSince;
+      const { settlement } = handedOver;
+      if (settlement.mode === 'treasury') this.treasury = { ...settlement.book, handedOver: true };
+      else {
+        this.providerSettlement.knowledge = settlement.knowledge;
+        this.released = settlement.released;
+      }
+    }
     this.desk = new OperatorDesk(payout, this.settings, this.attention);
     this.window = new ChargeWindow(payout, this.settings, this.inbox, this.attention, this.desk, (reason) =>
       this.fail(reason),
@@ -119,12 +141,14 @@ class PayoutProcess {
     // before the workflow returns, and is refunded or alerted rather than lost.
     // A charge the api created (D81) may have expired before this first task: a payment after its
     // expiry (the provider's clock) is late from the first one judged, as reconciliation would judge it.
-    if (this.charge) this.inbox.closeAt(this.charge.expiresAt);
+    if (this.charge && !this.handedOver) this.inbox.closeAt(this.charge.expiresAt);
     setHandler(providerEventSignal, (event) => this.inbox.take(event));
     this.window.open();
     this.desk.open();
     this.refunds.start();
-    await this.save(this.record);
+    // Handed over: the read model holds the payout as it stands; the new run's search attributes are set.
+    if (this.handedOver) upsertPayoutSearchAttributes(this.record);
+    else await this.save(this.record);
   }
 
   /** The PIX charge the payer pays; false when the provider could not create it (FAILED). */
@@ -180,28 +204,52 @@ class PayoutProcess {
    * been screened again: a wallet flagged since POST is paid only if an operator releases it.
    */
   async settle(): Promise<void> {
-    const screened = await screenBeforeSending(this.record, this.attention, this.desk);
-    if (screened !== 'clear') {
-      await this.recordDecision(screened.decided);
-      if (screened.decided.decision.decision !== 'release') return this.fail(screened.refundReason);
+    if (!this.handedOver) {
+      const screened = await screenBeforeSending(this.record, this.attention, this.desk);
+      if (screened !== 'clear') {
+        await this.recordDecision(screened.decided);
+        if (screened.decided.decision.decision !== 'release') return this.fail(screened.refundReason);
+      }
+      this.released = screened !== 'clear';
+      this.settlingSince = Date.now();
+      if (this.settings.settlementMode === 'treasury') this.treasury = beginTreasurySettlement(this.released);
     }
-    /** An operator released the flagged receiver: the treasury signs without screening it again. */
-    const released = screened !== 'clear';
-    const { record, settings, inbox, attention, providerSettlement } = this;
-    const outcome = await attention.whenLate(
-      settings.settlementTimeoutSeconds * 1000,
-      () => this.alertOverdue(),
-      () =>
-        settings.settlementMode === 'provider'
-          ? this.desk.untilDecided(
-              'fail_or_complete',
-              () => settleThroughProvider(record, settings, inbox, attention, providerSettlement, released),
-              (d) => (d.decision === 'fail' ? providerSettlement.vetoFail() : undefined),
-            )
-          : this.desk.untilDecided('fail_or_complete', () =>
-              settleFromTreasury(record, settings, attention, (flag) => this.decideFlagged(flag), released),
+    const { record, settings, inbox, attention, providerSettlement, released } = this;
+    const mayHandOver = () => this.handOverIfLong();
+    const settling = () =>
+      settings.settlementMode === 'provider'
+        ? this.desk.untilDecided(
+            'fail_or_complete',
+            () =>
+              settleThroughProvider(
+                record,
+                settings,
+                inbox,
+                attention,
+                providerSettlement,
+                released,
+                mayHandOver,
+              ),
+            (d) => (d.decision === 'fail' ? providerSettlement.vetoFail() : undefined),
+          )
+        : this.desk.untilDecided('fail_or_complete', () =>
+            settleFromTreasury(
+              record,
+              settings,
+              attention,
+              (flag) => this.decideFlagged(flag),
+              this.treasury!,
+              mayHandOver,
             ),
-    );
+          );
+    // Overdue counts from the settlement's start, in whichever run; alerted once.
+    const outcome = attention.has('settlement_overdue')
+      ? await settling()
+      : await attention.whenLate(
+          this.settlingSince! + settings.settlementTimeoutSeconds * 1000 - Date.now(),
+          () => this.alertOverdue(),
+          settling,
+        );
     if (isDecided(outcome)) return this.applyDecision(outcome);
     await this.conclude(outcome);
   }
@@ -209,6 +257,32 @@ class PayoutProcess {
   /** After COMPLETED or FAILED: refund cases for what was received and not settled, late reports alerted. */
   async refundWhatWasNotSettled(): Promise<void> {
     await this.refunds.finish();
+  }
+
+  /**
+   * Between the looks of a long wait: once the history is long and nothing is in flight (no refund
+   * case being opened, no update handler at work), the payout continues as new with what it knows
+   * (src/workflows/hand-over.ts). Throws to end this run; returns when it is not time.
+   */
+  private async handOverIfLong(): Promise<void> {
+    if (!this.refunds.idle || !timeToHandOver()) return;
+    const { settlementMode } = this.settings;
+    const handOver: PayoutHandOver = {
+      record: this.record,
+      settlingSince: this.settlingSince!,
+      inbox: this.inbox.handOver(),
+      settlement:
+        settlementMode === 'treasury'
+          ? { mode: 'treasury', book: { ...this.treasury! } }
+          : { mode: 'provider', released: this.released, knowledge: this.providerSettlement.knowledge! },
+      // Last: from here on this run raises and clears nothing.
+      attention: this.attention.handOver(),
+    };
+    log.info('long wait: the payout continues as new', {
+      payoutId: this.record.id,
+      historyLength: workflowInfo().historyLength,
+    });
+    await continueAsNew<typeof payoutWorkflow>({ ...this.input, handOver });
   }
 
   /** A receiver flagged right before the treasury signs: the operator's decision, recorded. */

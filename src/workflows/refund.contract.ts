@@ -7,7 +7,16 @@ import { defineUpdate } from '@temporalio/workflow';
 
 export interface RefundWorkflowInput {
   caseId: string;
+  /** Set by a run that waited long and continued as new (src/workflows/hand-over.ts): where the case stands. */
+  handOver?: RefundHandOver;
 }
+
+/**
+ * What a refund run hands to the next: the case waits for an operator's approval, or its return is
+ * `returning` at the provider since `since` (workflow time), read again after `pollMs`.
+ */
+export type RefundHandOver =
+  { phase: 'awaiting_approval' } | { phase: 'returning'; since: number; pollMs: number };
 
 /**
  * returned / refused: the provider's final answer; resolved_by_hand: an operator resolved the case

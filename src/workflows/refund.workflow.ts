@@ -2,6 +2,7 @@ import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 import {
   ApplicationFailure,
   condition,
+  continueAsNew,
   log,
   ParentClosePolicy,
   proxyActivities,
@@ -11,12 +12,15 @@ import {
   WorkflowIdReusePolicy,
 } from '@temporalio/workflow';
 import type { RefundActivities } from '../activities/refund.activities';
+import { lookCapAfter, LONG_WAIT_AFTER_MS } from '../domain/long-waits';
 import { BOOKKEEPING, REFUND_PROVIDER } from './activity-options';
+import { boundsItsWaits, timeToHandOver } from './hand-over';
 import {
   approveRefundUpdate,
   REFUND_NOT_AWAITING_APPROVAL,
   refundWorkflowId,
   type RefundApproval,
+  type RefundHandOver,
   type RefundOutcome,
   type RefundWorkflowInput,
 } from './refund.contract';
@@ -40,7 +44,7 @@ const RESOLVED_BY_HAND_CHECK = '1 hour';
  * read keeps the case `returning` (D33): only the provider's own answer makes it `refused`.
  */
 export async function refundWorkflow(input: RefundWorkflowInput): Promise<RefundOutcome> {
-  const { caseId } = input;
+  const { caseId, handOver } = input;
   let awaiting = false;
   let approvedBy: string | undefined;
   /** The case's status once the approval is recorded: what the update answers. */
@@ -63,29 +67,53 @@ export async function refundWorkflow(input: RefundWorkflowInput): Promise<Refund
       },
     },
   );
+  /** The long wait goes on in a new run (src/workflows/hand-over.ts): this one ends here. */
+  const handOverAs = (next: RefundHandOver) =>
+    continueAsNew<typeof refundWorkflow>({ caseId, handOver: next });
 
-  const begun = await bookkeeping.beginRefund(caseId);
-  if (begun === 'left_to_operator' || begun === 'finished') return finishedAs(begun, caseId);
-  if (begun === 'awaiting_approval') {
-    awaiting = true;
-    let by: string | undefined;
-    for (;;) {
-      by = approvedBy;
-      if (by !== undefined) break;
-      if (await condition(() => approvedBy !== undefined, RESOLVED_BY_HAND_CHECK)) continue;
-      if ((await bookkeeping.refundCaseStatus(caseId)) === 'resolved') return 'resolved_by_hand';
+  let returning = handOver?.phase === 'returning' ? handOver : undefined;
+  if (returning === undefined) {
+    const begun = handOver === undefined ? await bookkeeping.beginRefund(caseId) : 'awaiting_approval';
+    if (begun === 'left_to_operator' || begun === 'finished') return finishedAs(begun, caseId);
+    if (begun === 'awaiting_approval') {
+      awaiting = true;
+      let by: string | undefined;
+      for (;;) {
+        by = approvedBy;
+        if (by !== undefined) break;
+        if (await condition(() => approvedBy !== undefined, RESOLVED_BY_HAND_CHECK)) continue;
+        if ((await bookkeeping.refundCaseStatus(caseId)) === 'resolved') return 'resolved_by_hand';
+        if (timeToHandOver()) await handOverAs({ phase: 'awaiting_approval' });
+      }
+      awaiting = false;
+      afterApproval = await bookkeeping.approveRefund({ caseId, by });
+      if (afterApproval === 'resolved') return 'resolved_by_hand';
     }
-    awaiting = false;
-    afterApproval = await bookkeeping.approveRefund({ caseId, by });
-    if (afterApproval === 'resolved') return 'resolved_by_hand';
+    const answer = await provider.requestReturn(caseId);
+    if (answer !== 'returning') return answer === 'resolved' ? 'resolved_by_hand' : answer;
+    returning = { phase: 'returning', since: Date.now(), pollMs: FIRST_POLL_MS };
   }
+  return awaitReturn(caseId, returning, handOverAs);
+}
 
-  let answer = await provider.requestReturn(caseId);
-  for (let delay = FIRST_POLL_MS; answer === 'returning'; delay = Math.min(delay * 2, MAX_POLL_MS)) {
+/**
+ * Reads the return's status with backoff until the provider's answer is final; past a day it reads
+ * once an hour (src/domain/long-waits.ts), and a long wait hands over to a new run.
+ */
+async function awaitReturn(
+  caseId: string,
+  from: Extract<RefundHandOver, { phase: 'returning' }>,
+  handOverAs: (next: RefundHandOver) => Promise<never>,
+): Promise<RefundOutcome> {
+  let delay = from.pollMs;
+  for (;;) {
     await sleep(delay);
-    answer = await provider.checkReturn(caseId);
+    const answer = await provider.checkReturn(caseId);
+    if (answer !== 'returning') return answer === 'resolved' ? 'resolved_by_hand' : answer;
+    const long = Date.now() - from.since >= LONG_WAIT_AFTER_MS && boundsItsWaits();
+    delay = Math.min(delay * 2, long ? lookCapAfter(Date.now() - from.since, MAX_POLL_MS) : MAX_POLL_MS);
+    if (timeToHandOver()) await handOverAs({ phase: 'returning', since: from.since, pollMs: delay });
   }
-  return answer === 'resolved' ? 'resolved_by_hand' : answer;
 }
 
 async function finishedAs(begun: 'left_to_operator' | 'finished', caseId: string): Promise<RefundOutcome> {

@@ -12,9 +12,28 @@ const alerts =
  * waits on an unknown always has one open, which is also what lets an operator decide it.
  */
 export class Attention {
-  private readonly open = new Set<AttentionKind>();
+  private readonly open: Set<AttentionKind>;
+  /** The run is handing over (continue-as-new): the next run holds the items, this one touches none. */
+  private handingOver = false;
 
-  constructor(private readonly payoutId: string) {}
+  constructor(
+    private readonly payoutId: string,
+    /** The items an earlier run of the payout left open (src/workflows/hand-over.ts). */
+    handedOver: readonly AttentionKind[] = [],
+  ) {
+    this.open = new Set(handedOver);
+  }
+
+  /** The items open now, for the run the payout is handed over to; from now on this run raises and clears nothing. */
+  handOver(): AttentionKind[] {
+    this.handingOver = true;
+    return [...this.open];
+  }
+
+  /** Whether `kind` is open. */
+  has(kind: AttentionKind): boolean {
+    return this.open.has(kind);
+  }
 
   /** True while the payout waits on an unknown (items for review do not count). */
   get waiting(): boolean {
@@ -22,7 +41,7 @@ export class Attention {
   }
 
   async raise(kind: AttentionKind, detail: string): Promise<void> {
-    if (this.open.has(kind)) return;
+    if (this.handingOver || this.open.has(kind)) return;
     this.open.add(kind);
     // Raised even by a step an operator's decision is cancelling: it may be raising what it proved.
     await CancellationScope.nonCancellable(() =>
@@ -31,6 +50,7 @@ export class Attention {
   }
 
   async clear(...kinds: AttentionKind[]): Promise<void> {
+    if (this.handingOver) return;
     const open = kinds.filter((kind) => this.open.delete(kind));
     if (open.length === 0) return;
     // Runs even when the step that raised it was cancelled by an operator's decision.

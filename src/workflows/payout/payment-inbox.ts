@@ -9,6 +9,15 @@ import { paymentAfterTheEnd } from './refunds-and-late-reports';
 
 export type Payment = Extract<ProviderEvent, { type: 'pix.received' }>;
 export type SettlementEvent = Extract<ProviderEvent, { type: 'settlement.completed' | 'settlement.failed' }>;
+/** What the inbox knows, handed from one run of the payout to the next (src/workflows/hand-over.ts). */
+export interface InboxState {
+  payment: Payment | undefined;
+  settlementReports: SettlementEvent[];
+  /** The event ids taken so far: each counts once, in whichever run it arrives. */
+  seen: string[];
+  paidBy: number | undefined;
+}
+
 export interface RefundDue {
   event: Payment;
   kind: RefundKind;
@@ -42,7 +51,35 @@ export class PaymentInbox {
   constructor(
     private readonly payout: () => PayoutRecord,
     private readonly mode: SettlementMode,
-  ) {}
+    handedOver?: InboxState,
+  ) {
+    if (handedOver === undefined) return;
+    this.payment = handedOver.payment;
+    this.settlementReports.push(...handedOver.settlementReports);
+    for (const id of handedOver.seen) this.seen.add(id);
+    this.paidBy = handedOver.paidBy;
+  }
+
+  /** Nothing held or due: all the inbox knows is in its state, and can be handed over. */
+  get quiet(): boolean {
+    return (
+      this.holds === 0 &&
+      this.held.length === 0 &&
+      this.refundsDue.length === 0 &&
+      this.lateSettlements.length === 0
+    );
+  }
+
+  /** The state for the next run; only when quiet. */
+  handOver(): InboxState {
+    if (!this.quiet) throw new Error('the inbox is handed over only when quiet');
+    return {
+      payment: this.payment,
+      settlementReports: [...this.settlementReports],
+      seen: [...this.seen],
+      paidBy: this.paidBy,
+    };
+  }
 
   /** A provider event, by signal. Synchronous: judged in the activation it arrives in. */
   take(event: ProviderEvent): void {

@@ -11,8 +11,10 @@ import {
   type ProviderSettlementKnowledge,
   type ProviderStatus,
 } from '../../domain/provider-settlement-knowledge';
+import { LONG_WAIT_AFTER_MS } from '../../domain/long-waits';
 import { isActivityError } from '../activity-errors';
 import { SCREENING_ROUND } from '../activity-options';
+import { boundsItsWaits } from '../hand-over';
 import type { PayoutSettings } from '../payout.contract';
 import type { Attention } from './attention';
 import type { PaymentInbox, SettlementEvent } from './payment-inbox';
@@ -56,15 +58,24 @@ export async function settleThroughProvider(
   book: ProviderSettlementBook,
   /** An operator released the receiver after a flag: requests are sent without screening it again. */
   released: boolean,
+  /** Called before each step: may hand the payout over to a new run (it then throws). */
+  mayHandOver: () => Promise<void>,
 ): Promise<SettlementOutcome> {
-  book.knowledge ??= beginProviderSettlement(settings.chainId, Date.now(), !released);
+  // The long-wait rules come in once a wait is long or a transfer mismatches (below): a settlement
+  // begun before them replays as it ran.
+  book.knowledge ??= beginProviderSettlement(settings.chainId, Date.now(), !released, false);
   const learn = (fact: ProviderSettlementFact) => {
     book.knowledge = evolve(book.knowledge!, fact);
   };
   for (;;) {
+    await mayHandOver();
     for (let r = inbox.settlementReports.shift(); r !== undefined; r = inbox.settlementReports.shift()) {
       learn(reportFact(r));
     }
+    const k = book.knowledge;
+    const waitsLong =
+      Date.now() - k.begunAt >= LONG_WAIT_AFTER_MS || k.transactions.some((t) => t.chain === 'mismatch');
+    if (!k.longWaitRules && waitsLong && boundsItsWaits()) learn({ kind: 'long_wait_rules', at: Date.now() });
     await followAttention(attention, book.knowledge);
     const step = decide(book.knowledge, Date.now());
     switch (step.kind) {

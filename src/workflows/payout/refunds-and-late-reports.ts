@@ -75,12 +75,19 @@ export function paymentAfterTheEnd(status: PayoutStatus): string {
  */
 export class RefundsAndLateReports {
   private ended = false;
+  /** A refund case is being opened (its activities or child start in flight). */
+  private opening = false;
   private whileRunning: Promise<void> = Promise.resolve();
 
   constructor(
     private readonly payout: () => PayoutRecord,
     private readonly inbox: PaymentInbox,
   ) {}
+
+  /** No refund case due or being opened: the payout may hand over to a new run. */
+  get idle(): boolean {
+    return !this.opening && this.inbox.quiet;
+  }
 
   /** Starts opening refund cases as they become due; runs until `finish`. */
   start(): void {
@@ -117,9 +124,14 @@ export class RefundsAndLateReports {
 
   private async openDueRefunds(): Promise<void> {
     const due = this.inbox.refundsDue;
-    for (let next = due.shift(); next !== undefined; next = due.shift()) {
-      const { event, kind, reason } = next;
-      await openRefund({ payoutId: this.payout().id, event, reason, kind });
+    this.opening = true;
+    try {
+      for (let next = due.shift(); next !== undefined; next = due.shift()) {
+        const { event, kind, reason } = next;
+        await openRefund({ payoutId: this.payout().id, event, reason, kind });
+      }
+    } finally {
+      this.opening = false;
     }
   }
 }

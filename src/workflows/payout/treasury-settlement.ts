@@ -1,15 +1,19 @@
-import { ActivityFailure, isCancellation, log, proxyActivities } from '@temporalio/workflow';
+import { ActivityFailure, isCancellation, log, proxyActivities, sleep } from '@temporalio/workflow';
 import type { AttentionKind, ChainActivities } from '../../activities';
+import { TREASURY_BURST_MS, treasuryPauseAfter } from '../../domain/long-waits';
 import type { PayoutRecord } from '../../domain/payout';
 import type { ScreeningVerdict } from '../../domain/screening';
 import { isActivityError, isRefusal, lastApplicationFailure } from '../activity-errors';
-import { TREASURY_ROUND } from '../activity-options';
+import { TREASURY_LOOK, TREASURY_ROUND } from '../activity-options';
+import { boundsItsWaits } from '../hand-over';
 import type { PayoutSettings } from '../payout.contract';
 import type { Attention } from './attention';
 import { ATTENTION_AFTER_MS, type SettlementOutcome } from './settlement-steps';
 
-const treasury =
-  proxyActivities<Pick<ChainActivities, 'sendTreasuryTransfer' | 'confirmTreasuryTransfer'>>(TREASURY_ROUND);
+type TreasuryActivities = Pick<ChainActivities, 'sendTreasuryTransfer' | 'confirmTreasuryTransfer'>;
+const inRound = proxyActivities<TreasuryActivities>(TREASURY_ROUND);
+/** One attempt: how a long wait looks, once per pause (src/domain/long-waits.ts). */
+const inOneLook = proxyActivities<TreasuryActivities>(TREASURY_LOOK);
 
 /** What a round that ended unanswered last failed with, and the attention item the payout then waits on. */
 const WAITS_ON: Readonly<Record<string, AttentionKind>> = {
@@ -20,6 +24,28 @@ const WAITS_ON: Readonly<Record<string, AttentionKind>> = {
   ChargeStatusUnreadable: 'charge_status_unreadable',
 };
 const ROUND_KINDS: readonly AttentionKind[] = Object.values(WAITS_ON);
+
+/**
+ * Where the treasury settlement stands, kept outside the step: an operator's decision cancels the
+ * step and a refused one resumes it, and a long wait hands it to the payout's next run.
+ */
+export interface TreasuryBook {
+  /** An operator released the payout after the receiver was flagged: its transfers are signed unscreened. */
+  released: boolean;
+  /** `confirm` once a transfer is signed for the payout: the next run confirms it, sending nothing. */
+  stage: 'send' | 'confirm';
+  /** Since when (workflow time) the current stage has gone unanswered; undefined while it answers. */
+  unansweredSince: number | undefined;
+  /**
+   * Handed over by an earlier run: the step resumes at `stage`. Otherwise (the first call, or a call
+   * after an operator's refused decision) it starts by sending, which re-sends a transfer already signed.
+   */
+  handedOver: boolean;
+}
+
+export function beginTreasurySettlement(released: boolean): TreasuryBook {
+  return { released, stage: 'send', unansweredSince: undefined, handedOver: false };
+}
 
 /**
  * The worker pays the guaranteed minimum from the operator's treasury (the margin is the spread
@@ -37,8 +63,9 @@ export async function settleFromTreasury(
   settings: PayoutSettings,
   attention: Attention,
   onFlagged: (flag: Extract<ScreeningVerdict, { kind: 'flagged' }>) => Promise<'refund' | 'release'>,
-  /** An operator released the payout after the receiver was flagged: its transfers are signed unscreened. */
-  released = false,
+  book: TreasuryBook,
+  /** Called between looks of a long wait: may hand the payout over to a new run (it then throws). */
+  mayHandOver: () => Promise<void>,
 ): Promise<SettlementOutcome> {
   const amountUnits = payout.minAmountUsdtUnits;
   const transfer = {
@@ -52,32 +79,39 @@ export async function settleFromTreasury(
         paymentEventId: payout.paymentEventId,
       }),
   };
+  const waits = { attention, book, mayHandOver };
+  if (!book.handedOver) book.stage = 'send';
+  book.handedOver = false;
   for (;;) {
-    let sent: Awaited<ReturnType<typeof treasury.sendTreasuryTransfer>>;
-    try {
-      sent = await inRounds(attention, () =>
-        treasury.sendTreasuryTransfer(released ? { ...transfer, released } : transfer),
-      );
-    } catch (err) {
-      if (err instanceof ActivityFailure && isRefusal(err)) {
-        return { kind: 'failed', reason: 'settlement_request_failed' };
+    if (book.stage === 'send') {
+      let sent: Awaited<ReturnType<TreasuryActivities['sendTreasuryTransfer']>>;
+      try {
+        sent = await inRounds(waits, (treasury) =>
+          treasury.sendTreasuryTransfer(book.released ? { ...transfer, released: true } : transfer),
+        );
+      } catch (err) {
+        if (err instanceof ActivityFailure && isRefusal(err)) {
+          return { kind: 'failed', reason: 'settlement_request_failed' };
+        }
+        throw err;
       }
-      throw err;
+      if ('flagged' in sent) {
+        // Screened right before signing, nothing signed: the operator refunds the payer or releases it.
+        if ((await onFlagged(sent.flagged)) === 'refund')
+          return { kind: 'failed', reason: 'receiver_flagged' };
+        book.released = true;
+        continue;
+      }
+      book.stage = 'confirm';
     }
-    if ('flagged' in sent) {
-      // Screened right before signing, nothing signed: the operator refunds the payer or releases it.
-      if ((await onFlagged(sent.flagged)) === 'refund') return { kind: 'failed', reason: 'receiver_flagged' };
-      released = true;
-      continue;
-    }
-    let check: Awaited<ReturnType<typeof treasury.confirmTreasuryTransfer>>;
+    let check: Awaited<ReturnType<TreasuryActivities['confirmTreasuryTransfer']>>;
     try {
       check = await attention.whileUnanswered(
         'transfer_unconfirmed',
         'treasury transfer not confirmed: see the worker log (transfer_mismatch, treasury_transfer_repriced, treasury_nonce_gap) and the treasury nonce',
         ATTENTION_AFTER_MS,
         () =>
-          inRounds(attention, () =>
+          inRounds(waits, (treasury) =>
             treasury.confirmTreasuryTransfer({
               ...transfer,
               minConfirmations: settings.settlementConfirmations,
@@ -99,6 +133,7 @@ export async function settleFromTreasury(
     }
     // Mined and reverted, the treasury unable to send: no USDT moved and its nonce is spent, so the
     // next send signs a new transfer, which waits until the treasury can send.
+    book.stage = 'send';
     log.warn('treasury transfer reverted by the treasury: sending again once it can send', {
       payoutId: payout.id,
       txHash: check.txHash,
@@ -109,20 +144,39 @@ export async function settleFromTreasury(
 /**
  * `step` in rounds until it answers, or throws a refusal. A round that ends unanswered raises the
  * attention item of what it last failed with (the activity's message is the detail, e.g. the gap's
- * nonces) and clears the others; an answer clears them all.
+ * nonces) and clears the others; an answer clears them all. Rounds run back to back for the first
+ * half hour unanswered; then the payout looks once per pause, one attempt each time, and may hand
+ * over to a new run between looks.
  */
-async function inRounds<T>(attention: Attention, step: () => Promise<T>): Promise<T> {
+async function inRounds<T>(
+  {
+    attention,
+    book,
+    mayHandOver,
+  }: { attention: Attention; book: TreasuryBook; mayHandOver: () => Promise<void> },
+  step: (treasury: TreasuryActivities) => Promise<T>,
+): Promise<T> {
   for (;;) {
+    const startedAt = Date.now();
+    const waited = book.unansweredSince === undefined ? 0 : startedAt - book.unansweredSince;
+    const looking = waited >= TREASURY_BURST_MS && boundsItsWaits();
     try {
-      const answer = await step();
+      const answer = await step(looking ? inOneLook : inRound);
+      book.unansweredSince = undefined;
       await attention.clear(...ROUND_KINDS);
       return answer;
     } catch (err) {
       if (!isActivityError(err) || isCancellation(err) || isRefusal(err)) throw err;
+      book.unansweredSince ??= startedAt;
       const last = lastApplicationFailure(err);
       const kind = last?.type ? WAITS_ON[last.type] : undefined;
       await attention.clear(...ROUND_KINDS.filter((k) => k !== kind));
       if (kind) await attention.raise(kind, last!.message);
+    }
+    const unanswered = Date.now() - book.unansweredSince;
+    if (unanswered >= TREASURY_BURST_MS && boundsItsWaits()) {
+      await mayHandOver();
+      await sleep(treasuryPauseAfter(unanswered));
     }
   }
 }

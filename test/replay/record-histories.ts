@@ -49,9 +49,14 @@ const LABEL = process.argv[2] ? `.${process.argv[2]}` : '';
 /** RECORD_ONLY=name,name: writes only these fixtures (a scenario added to the baseline), the rest untouched. */
 const ONLY = process.env.RECORD_ONLY ? new Set(process.env.RECORD_ONLY.split(',')) : undefined;
 
-async function save(env: TestWorkflowEnvironment, name: string, workflowId: string): Promise<void> {
+async function save(
+  env: TestWorkflowEnvironment,
+  name: string,
+  workflowId: string,
+  runId?: string,
+): Promise<void> {
   if (ONLY && !ONLY.has(name)) return;
-  const history = await env.client.workflow.getHandle(workflowId).fetchHistory();
+  const history = await env.client.workflow.getHandle(workflowId, runId).fetchHistory();
   const json = await format(JSON.stringify(historyToObject(history)), { parser: 'json' });
   writeFileSync(path.join(DIR, `${name}${LABEL}.json`), json);
   console.log(`recorded ${name} (${history.events?.length ?? 0} events)`);
@@ -77,12 +82,32 @@ async function payout(
       });
       await waitForPayout(handle, (p) => p.pixCopyPaste !== '');
       for (const event of events(input.payoutId)) await handle.signal(providerEventSignal, event);
-      await handle.result();
+      await env.client.workflow.getHandle(handle.workflowId).result();
       await endChildren(env, handle.workflowId);
       await save(env, name, handle.workflowId);
+      // A payout that handed over (continue-as-new): its first run too, ending in the hand-over.
+      const last = await env.client.workflow.getHandle(handle.workflowId).describe();
+      if (last.runId !== handle.firstExecutionRunId) {
+        await save(env, `${name}-first-run`, handle.workflowId, handle.firstExecutionRunId);
+      }
     },
     { children: true },
   );
+}
+
+/** A stand-in step that fails (or answers `waiting`) for `days` of workflow time from its first call, then answers `done`. */
+function forDays<T>(
+  env: TestWorkflowEnvironment,
+  days: number,
+  waiting: () => T,
+  done: () => T,
+): () => Promise<T> {
+  let since: number | undefined;
+  return async () => {
+    const now = await env.currentTimeMs();
+    since ??= now;
+    return now - since < days * 86_400_000 ? waiting() : done();
+  };
 }
 
 async function main(): Promise<void> {
@@ -214,6 +239,42 @@ async function main(): Promise<void> {
       settlementCompleted(id),
     ]);
 
+    // 60-day waits (patch bounded-long-waits): each hands over to new runs; the first run and the last are kept.
+    const blocked60 = fakeActivities({
+      sendTreasuryTransfer: forDays(
+        env,
+        60,
+        () => {
+          throw ApplicationFailure.retryable(
+            'treasury cannot send (blocked_by_issuer)',
+            'TreasuryCannotSend',
+          );
+        },
+        () => ({ txHash: TREASURY_TX_HASH }),
+      ),
+    });
+    await payout(env, 'payout-treasury-blocked-60-days', { settlementMode: 'treasury' }, blocked60, (id) => [
+      pixReceived(id),
+    ]);
+    const mismatch60 = fakeActivities({
+      fetchSettlementStatus: async () => ({
+        status: 'completed' as const,
+        chainId: 42161,
+        txHash: TX_HASH,
+        amountUsdt: '17.825311',
+      }),
+      verifyUsdtTransfer: forDays(
+        env,
+        60,
+        () => 'mismatch' as const,
+        () => 'confirmed' as const,
+      ),
+    });
+    await payout(env, 'payout-provider-mismatch-60-days', {}, mismatch60, (id) => [
+      pixReceived(id),
+      settlementCompleted(id),
+    ]);
+
     // A provider event for a payout that has already ended: the late-payment branch.
     let location: PayoutLocation | null = null;
     let event: ProviderEvent | null = null;
@@ -286,6 +347,27 @@ async function main(): Promise<void> {
       });
       await handle.result();
       await save(env, 'refund-returning-long', handle.workflowId);
+    });
+
+    // A return `returning` for 60 days: handed over to new runs; the first run and the last are kept.
+    const returning60 = fakeActivities({
+      checkReturn: forDays(
+        env,
+        60,
+        () => 'returning' as const,
+        () => 'returned' as const,
+      ),
+    });
+    await withWorker(env, returning60.activities, async (taskQueue) => {
+      const caseId = randomUUID();
+      const handle = await env.client.workflow.start(refundWorkflow, {
+        workflowId: refundWorkflowId(caseId),
+        taskQueue,
+        args: [{ caseId }],
+      });
+      await env.client.workflow.getHandle(handle.workflowId).result();
+      await save(env, 'refund-returning-60-days', handle.workflowId);
+      await save(env, 'refund-returning-60-days-first-run', handle.workflowId, handle.firstExecutionRunId);
     });
 
     // A refund case that waits for an operator's approval, then returns.

@@ -39,7 +39,7 @@ export type ProviderSettlementStep =
 
 /** Some attempt at the request may have reached the provider (accepted, or its answer lost). */
 export function requestMayHaveReached(k: ProviderSettlementKnowledge): boolean {
-  return k.requests.some((r) => r.outcome !== 'refused');
+  return k.earlierRequests.mayHaveReached || k.requests.some((r) => r.outcome !== 'refused');
 }
 
 /**
@@ -181,7 +181,9 @@ export function attentionOf(k: ProviderSettlementKnowledge): Partial<Record<Atte
 function mismatchOf(k: ProviderSettlementKnowledge): string | undefined {
   if (k.transactions.some((t) => t.chain === 'confirmed')) return undefined;
   const tx = candidate(k);
-  if (tx?.chain === 'mismatch') {
+  // Checked again after a naming of the same amount: the item stays up (under the long-wait rules).
+  const rechecking = k.longWaitRules && tx?.chain === 'unchecked' && tx.recheckingMismatch;
+  if (tx?.chain === 'mismatch' || rechecking) {
     const amount = tx.amountUnits === undefined ? 'the' : `${tx.amountUnits} units of`;
     return `transfer ${tx.txHash} carries no unclaimed ${amount} USDT to the receiver`;
   }

@@ -6,7 +6,7 @@
  * I/O, time comes in as a fact.
  */
 import { usdtUnitsFromDecimal } from './money';
-import { lookCapAfter } from './long-waits';
+import { LONG_WAIT_AFTER_MS, lookCapAfter } from './long-waits';
 
 export type TxHash = `0x${string}`;
 
@@ -40,6 +40,8 @@ export interface NamedTransaction {
   chain: ChainView;
   /** The amount the chain confirmed (and the payout claimed), once `chain` is confirmed. */
   provenUnits: string | undefined;
+  /** Its last check found a mismatch, and it was named again with the same amount: checked again now. */
+  recheckingMismatch: boolean;
 }
 
 /** One try at the settlement request: answered, refused (a 400), or no answer (timeout, 5xx, ...). */
@@ -82,11 +84,13 @@ export interface ProviderSettlementKnowledge {
   begunAt: number;
   /**
    * The long-wait rules are in force: a wait past a day looks once an hour (src/domain/long-waits.ts),
-   * and a transfer named again with the same amount keeps its mismatch verdict until the chain is
-   * asked again (its attention item stays up instead of flapping with each look). False for a
-   * settlement whose run began before these rules (it replays as it ran) until its workflow turns them on.
+   * the request included, and a transfer in mismatch keeps its attention item while it is checked
+   * again (instead of clearing and raising it with each look). False for a settlement whose run began
+   * before these rules (it replays as it ran) until its workflow turns them on.
    */
   longWaitRules: boolean;
+  /** The attempts dropped from `requests` (all but the last REQUESTS_KEPT): how many, and whether any may have reached the provider. */
+  earlierRequests: { count: number; mayHaveReached: boolean };
   /** Set by any fact that may change what the chain is asked: the candidate is verified again. */
   verifyDue: boolean;
 }
@@ -142,6 +146,7 @@ export function beginProviderSettlement(
   return {
     chainId,
     requests: [],
+    earlierRequests: { count: 0, mayHaveReached: false },
     settlementId: undefined,
     transactions: [],
     providerSays: undefined,
@@ -260,6 +265,7 @@ export function evolve(
       return next;
     case 'request_answered':
       next.requests.push({ at: fact.at, outcome: 'accepted', local: fact.local, detail: fact.status });
+      keepRecentRequests(next);
       next.settlementId = fact.settlementId;
       // Its status only says when to look: a verdict waits for the status endpoint's own answer.
       if (fact.txHash) name(next, { txHash: fact.txHash }, 'request_answer');
@@ -269,13 +275,16 @@ export function evolve(
       return next;
     case 'request_refused':
       next.requests.push({ at: fact.at, outcome: 'refused', local: fact.local, detail: fact.detail });
+      keepRecentRequests(next);
       lookLater(next, fact.at);
       return next;
     case 'request_unanswered':
       next.requests.push({ at: fact.at, outcome: 'unanswered', local: fact.local, detail: fact.detail });
+      keepRecentRequests(next);
       // A first local try is followed by a round at once; a round's failure waits for the next look
-      // when the provider has said something already (reports tell more than another request).
-      if (!fact.local && heardOfSettlement(next)) lookLater(next, fact.at);
+      // when the provider has said something already (reports tell more than another request), or
+      // when it has gone unanswered for a day (then hourly).
+      if (!fact.local && (heardOfSettlement(next) || waitsLong(next, fact.at))) lookLater(next, fact.at);
       else next.nextLookAt = fact.at;
       return next;
     case 'status_read':
@@ -324,12 +333,32 @@ export function evolve(
         const paid = fact.verdict === 'confirmed' && fact.amountUnits !== '0';
         tx.chain = fact.verdict === 'confirmed' && !paid ? 'mismatch' : fact.verdict;
         if (paid) tx.provenUnits = fact.amountUnits;
+        tx.recheckingMismatch = false;
       }
       next.verifyDue = false;
       // Reverted: the provider may have sent another since; its status is read at once.
       if (fact.verdict === 'reverted') next.nextLookAt = fact.at;
       return next;
     }
+  }
+}
+
+/** Past its first day under the long-wait rules. */
+function waitsLong(k: ProviderSettlementKnowledge, at: number): boolean {
+  return k.longWaitRules && at - k.begunAt >= LONG_WAIT_AFTER_MS;
+}
+
+/** How many request attempts the knowledge keeps in full; older ones are counted in `earlierRequests`. */
+export const REQUESTS_KEPT = 16;
+
+/** Keeps the knowledge's size bounded however long the request goes unanswered (it is handed over whole). */
+function keepRecentRequests(k: ProviderSettlementKnowledge): void {
+  while (k.requests.length > REQUESTS_KEPT) {
+    const dropped = k.requests.shift()!;
+    k.earlierRequests = {
+      count: k.earlierRequests.count + 1,
+      mayHaveReached: k.earlierRequests.mayHaveReached || dropped.outcome !== 'refused',
+    };
   }
 }
 
@@ -366,6 +395,7 @@ function name(
       providerCallsFailed: false,
       chain: 'unchecked',
       provenUnits: undefined,
+      recheckingMismatch: false,
     };
     k.transactions.push(tx);
   } else {
@@ -376,10 +406,11 @@ function name(
   if (t.amountUnits !== undefined && t.amountUnits !== '0') tx.amountUnits = t.amountUnits;
   if (t.confirmedAt !== undefined) tx.confirmedAt = t.confirmedAt;
   if (!tx.namedBy.includes(by)) tx.namedBy.push(by);
-  // What the chain said was for an older naming; a new one is checked again unless it is proven. A
-  // mismatch of the same amount stands until that check answers (verifyDue asks it at once).
-  const sameMismatch = k.longWaitRules && tx.chain === 'mismatch' && tx.amountUnits === amountBefore;
-  if ((tx.chain === 'unproven' || tx.chain === 'mismatch') && !sameMismatch) tx.chain = 'unchecked';
+  // A mismatch named again with the same amount is being checked again: its attention item stays up
+  // meanwhile (the verdict itself is gone: an operator may not fail it until the chain answers).
+  tx.recheckingMismatch = tx.chain === 'mismatch' && tx.amountUnits === amountBefore;
+  // What the chain said was for an older naming; a new one is checked again unless it is proven.
+  if (tx.chain === 'unproven' || tx.chain === 'mismatch') tx.chain = 'unchecked';
   k.verifyDue = true;
   return tx;
 }

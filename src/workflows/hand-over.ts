@@ -9,6 +9,18 @@
 import { allHandlersFinished, patched, workflowInfo } from '@temporalio/workflow';
 
 /**
+ * Thrown by a step of a long wait when it is time to hand over: it unwinds every scope the step runs
+ * in (their `finally` blocks included), and the workflow function, where nothing is left running,
+ * takes what it knows and continues as new.
+ */
+export class HandOver extends Error {
+  constructor() {
+    super('the long wait continues in a new run');
+    this.name = 'HandOver';
+  }
+}
+
+/**
  * Past this many events a waiting run hands over: well before Temporal suggests it (4,096 events by
  * default: `continueAsNewSuggested`) and far from its warning at 10,240. No payout that does not wait
  * comes near it (a payout's whole history is about a hundred events).

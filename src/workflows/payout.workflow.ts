@@ -1,4 +1,5 @@
 import {
+  allHandlersFinished,
   condition,
   continueAsNew,
   log,
@@ -32,7 +33,7 @@ import { decideFlaggedReceiver, screenBeforeSending } from './payout/screening-s
 import type { ScreeningVerdict } from '../domain/screening';
 import { type SettlementOutcome } from './payout/settlement-steps';
 import { beginTreasurySettlement, settleFromTreasury, type TreasuryBook } from './payout/treasury-settlement';
-import { timeToHandOver } from './hand-over';
+import { HandOver, timeToHandOver } from './hand-over';
 import { upsertPayoutSearchAttributes } from './search-attributes';
 
 const bookkeeping =
@@ -67,9 +68,14 @@ const localWrite = proxyLocalActivities<Pick<PayoutBookkeepingActivities, 'recor
 export async function payoutWorkflow(input: PayoutWorkflowInput): Promise<PayoutRecord> {
   const payout = new PayoutProcess(input);
   await payout.open();
-  // A run handed over by one that waited long (src/workflows/hand-over.ts) goes on settling.
-  if (payout.handedOver || ((await payout.createCharge()) && (await payout.awaitPayment()))) {
-    await payout.settle();
+  try {
+    // A run handed over by one that waited long (src/workflows/hand-over.ts) goes on settling.
+    if (payout.handedOver || ((await payout.createCharge()) && (await payout.awaitPayment()))) {
+      await payout.settle();
+    }
+  } catch (err) {
+    if (err instanceof HandOver) return payout.continueAsNew();
+    throw err;
   }
   // Every path ends here with the payout COMPLETED or FAILED, saved.
   await payout.refundWhatWasNotSettled();
@@ -101,6 +107,7 @@ class PayoutProcess {
   private released = false;
   /** When the settlement began (workflow time). */
   private settlingSince: number | undefined;
+  private overdueAlerted = false;
   /** Set when an earlier run of this payout handed it over: this run settles from there. */
   readonly handedOver: PayoutHandOver | undefined;
 
@@ -115,6 +122,7 @@ class PayoutProcess {
     this.attention = new Attention(input.payoutId, handedOver?.attention);
     if (handedOver !== undefined) {
       this.settlingSince = handedOver.settlingSince;
+      this.overdueAlerted = handedOver.overdueAlerted;
       const { settlement } = handedOver;
       if (settlement.mode === 'treasury') this.treasury = { ...settlement.book, handedOver: true };
       else {
@@ -144,7 +152,9 @@ class PayoutProcess {
     if (this.charge && !this.handedOver) this.inbox.closeAt(this.charge.expiresAt);
     setHandler(providerEventSignal, (event) => this.inbox.take(event));
     this.window.open();
-    this.desk.open();
+    // A handed-over run takes decisions once its settlement waits again (settle): one sent during the
+    // hand-over reaches this run's first task, where the wait would not yet exist.
+    if (!this.handedOver) this.desk.open();
     this.refunds.start();
     // Handed over: the read model holds the payout as it stands; the new run's search attributes are set.
     if (this.handedOver) upsertPayoutSearchAttributes(this.record);
@@ -215,8 +225,13 @@ class PayoutProcess {
       if (this.settings.settlementMode === 'treasury') this.treasury = beginTreasurySettlement(this.released);
     }
     const { record, settings, inbox, attention, providerSettlement, released } = this;
-    const mayHandOver = () => this.handOverIfLong();
-    const settling = () =>
+    const mayHandOver = () => this.mayHandOver();
+    const settling = () => {
+      const running = settlingInMode();
+      this.desk.open();
+      return running;
+    };
+    const settlingInMode = () =>
       settings.settlementMode === 'provider'
         ? this.desk.untilDecided(
             'fail_or_complete',
@@ -242,9 +257,14 @@ class PayoutProcess {
               mayHandOver,
             ),
           );
-    // Overdue counts from the settlement's start, in whichever run; alerted once.
-    const outcome = attention.has('settlement_overdue')
-      ? await settling()
+    // Overdue counts from the settlement's start, in whichever run; alerted once. Its item, if the
+    // run before handed over while raising it, is raised beside the settlement, which starts first.
+    const raisingOverdue = (running: Promise<SettlementOutcome | Decided>) =>
+      attention.has('settlement_overdue')
+        ? running
+        : Promise.all([running, this.raiseOverdue()]).then(([outcome]) => outcome);
+    const outcome = this.overdueAlerted
+      ? await raisingOverdue(settling())
       : await attention.whenLate(
           this.settlingSince! + settings.settlementTimeoutSeconds * 1000 - Date.now(),
           () => this.alertOverdue(),
@@ -260,29 +280,41 @@ class PayoutProcess {
   }
 
   /**
-   * Between the looks of a long wait: once the history is long and nothing is in flight (no refund
-   * case being opened, no update handler at work), the payout continues as new with what it knows
-   * (src/workflows/hand-over.ts). Throws to end this run; returns when it is not time.
+   * Between the looks of a long wait: once the history is long and no update handler is at work, the
+   * step is ended (HandOver) so that the payout continues as new with what it knows
+   * (src/workflows/hand-over.ts). Returns when it is not time.
    */
-  private async handOverIfLong(): Promise<void> {
-    if (!this.refunds.idle || !timeToHandOver()) return;
-    const { settlementMode } = this.settings;
+  private async mayHandOver(): Promise<void> {
+    if (!timeToHandOver()) return;
+    // From here this run raises, clears and decides nothing: the next run holds it all.
+    this.attention.freeze();
+    this.desk.close();
+    throw new HandOver();
+  }
+
+  /**
+   * Ends this run and starts the next with what it knows, once the step has unwound and no refund case
+   * or handler is still at work. Taken in one go, after every wait: a provider event that arrived
+   * meanwhile is in the inbox handed over.
+   */
+  async continueAsNew(): Promise<never> {
+    await condition(() => this.refunds.idle && allHandlersFinished());
     const handOver: PayoutHandOver = {
       record: this.record,
       settlingSince: this.settlingSince!,
+      overdueAlerted: this.overdueAlerted,
       inbox: this.inbox.handOver(),
+      attention: this.attention.openKinds(),
       settlement:
-        settlementMode === 'treasury'
+        this.settings.settlementMode === 'treasury'
           ? { mode: 'treasury', book: { ...this.treasury! } }
           : { mode: 'provider', released: this.released, knowledge: this.providerSettlement.knowledge! },
-      // Last: from here on this run raises and clears nothing.
-      attention: this.attention.handOver(),
     };
     log.info('long wait: the payout continues as new', {
       payoutId: this.record.id,
       historyLength: workflowInfo().historyLength,
     });
-    await continueAsNew<typeof payoutWorkflow>({ ...this.input, handOver });
+    return continueAsNew<typeof payoutWorkflow>({ ...this.input, handOver });
   }
 
   /** A receiver flagged right before the treasury signs: the operator's decision, recorded. */
@@ -357,6 +389,11 @@ class PayoutProcess {
       mode: this.settings.settlementMode,
       overdueSeconds: this.settings.settlementTimeoutSeconds,
     });
+    this.overdueAlerted = true;
+    await this.raiseOverdue();
+  }
+
+  private async raiseOverdue(): Promise<void> {
     await this.attention.raise(
       'settlement_overdue',
       `no proof of the settlement ${this.settings.settlementTimeoutSeconds} s after payment; still verifying`,

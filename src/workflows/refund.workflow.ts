@@ -45,7 +45,9 @@ const RESOLVED_BY_HAND_CHECK = '1 hour';
  */
 export async function refundWorkflow(input: RefundWorkflowInput): Promise<RefundOutcome> {
   const { caseId, handOver } = input;
-  let awaiting = false;
+  // Handed over while awaiting approval: an approval sent during the hand-over reaches this run's
+  // first task, whose validator runs before the code below.
+  let awaiting = handOver?.phase === 'awaiting_approval';
   let approvedBy: string | undefined;
   /** The case's status once the approval is recorded: what the update answers. */
   let afterApproval: string | undefined;

@@ -3,12 +3,31 @@ import { ApplicationFailure } from '@temporalio/common';
 import type { WorkflowHandle } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { PayoutRecord } from '../../src/domain/payout';
+import { Worker } from '@temporalio/worker';
+import { transition } from '../../src/domain/payout';
+import {
+  beginProviderSettlement,
+  evolve,
+  type ProviderSettlementFact,
+} from '../../src/domain/provider-settlement-knowledge';
+import { tracingSinks } from '../../src/temporal/tracing';
 import { HAND_OVER_AT_EVENTS } from '../../src/workflows/hand-over';
-import { getPayoutQuery, payoutWorkflowId, providerEventSignal } from '../../src/workflows/payout.contract';
+import type { PayoutHandOver } from '../../src/workflows/payout/handed-over';
+import type { Payment } from '../../src/workflows/payout/payment-inbox';
+import { payoutWorkflow } from '../../src/workflows/payout.workflow';
+import {
+  getPayoutQuery,
+  openingRecord,
+  payoutWorkflowId,
+  providerEventSignal,
+  resolvePayoutUpdate,
+} from '../../src/workflows/payout.contract';
 import { approveRefundUpdate, refundWorkflowId } from '../../src/workflows/refund.contract';
 import { refundWorkflow } from '../../src/workflows/refund.workflow';
 import {
+  CHARGE_ID,
   fakeActivities,
+  isolatedBundle,
   payoutInput,
   pixReceived,
   settlementCompleted,
@@ -165,6 +184,117 @@ describe('long waits: paced, and handed over to new runs (time-skipping)', () =>
     expect(fake.callsOf('beginRefund')).toHaveLength(1);
     expect(fake.callsOf('approveRefund')).toHaveLength(1);
   }, 300_000);
+});
+
+describe('the first task of a handed-over run (time-skipping)', () => {
+  const env = useTimeSkippingEnv();
+
+  /**
+   * Starts the run with its worker not yet polling and sends `update`, so that the run's first task
+   * holds the update beside its start, as when the server retries onto the new run an update sent
+   * while the earlier one closed; then lets the worker in.
+   */
+  async function firstTaskWith<T>(
+    activities: object,
+    start: (taskQueue: string) => Promise<() => Promise<T>>,
+  ): Promise<T> {
+    const taskQueue = `wf-test-${randomUUID().slice(0, 8)}`;
+    const sent = await start(taskQueue);
+    // The update reaches the server before any worker polls (it then waits in the first task).
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    const worker = await Worker.create({
+      sinks: tracingSinks(),
+      connection: env.nativeConnection,
+      namespace: env.namespace ?? 'default',
+      taskQueue,
+      workflowBundle: await isolatedBundle(),
+      activities,
+    });
+    return worker.runUntil(sent);
+  }
+
+  it("takes a refund's approval", async () => {
+    const fake = fakeActivities({ refundCaseStatus: async () => 'awaiting_approval' as const });
+    const caseId = randomUUID();
+    const answer = await firstTaskWith(fake.activities, async (taskQueue) => {
+      const h = await env.client.workflow.start(refundWorkflow, {
+        workflowId: refundWorkflowId(caseId),
+        taskQueue,
+        args: [{ caseId, handOver: { phase: 'awaiting_approval' } }],
+      });
+      const approved = h.executeUpdate(approveRefundUpdate, { args: [{ by: 'ops' }] });
+      return async () => {
+        const status = await approved;
+        await h.result();
+        return status;
+      };
+    });
+    expect(answer).toBe('returning');
+    expect(fake.callsOf('beginRefund')).toHaveLength(0);
+  }, 60_000);
+
+  it("takes an operator's decision on a payout waiting on a transfer in mismatch", async () => {
+    const fake = fakeActivities({
+      fetchSettlementStatus: async () => ({
+        status: 'completed' as const,
+        chainId: 42161,
+        txHash: TX_HASH,
+        amountUsdt: '17.825311',
+      }),
+      verifyUsdtTransfer: async () => 'mismatch',
+    });
+    const input = payoutInput();
+    const now = Date.now();
+    const payment = pixReceived(input.payoutId) as Payment;
+    const opened = {
+      ...openingRecord(input),
+      pixCopyPaste: '000201...6304ABCD',
+      providerChargeId: CHARGE_ID,
+    };
+    const record = transition(opened, 'PROCESSING', new Date(now).toISOString(), {
+      paidAt: payment.paidAt,
+      paymentEventId: payment.eventId,
+    });
+    const facts: ProviderSettlementFact[] = [
+      { kind: 'request_answered', at: now - 900, local: true, settlementId: 'stl_1', status: 'pending' },
+      {
+        kind: 'status_read',
+        at: now - 800,
+        status: { status: 'completed', chainId: 42161, txHash: TX_HASH, amountUsdt: '17.825311' },
+      },
+      { kind: 'chain_checked', at: now - 700, txHash: TX_HASH, amountUnits: '17825311', verdict: 'mismatch' },
+    ];
+    const knowledge = facts.reduce(evolve, beginProviderSettlement(42161, now - 1000, true, true));
+    const handOver: PayoutHandOver = {
+      record,
+      settlingSince: now - 1000,
+      overdueAlerted: true,
+      inbox: { payment, settlementReports: [], seen: [payment.eventId], paidBy: undefined },
+      attention: ['transfer_mismatch', 'settlement_overdue'],
+      settlement: { mode: 'provider', released: false, knowledge },
+    };
+    const decided = await firstTaskWith(fake.activities, async (taskQueue) => {
+      const h = await env.client.workflow.start(payoutWorkflow, {
+        workflowId: payoutWorkflowId(input.payoutId),
+        taskQueue,
+        args: [{ ...input, handOver }],
+      });
+      const failed = h.executeUpdate(resolvePayoutUpdate, {
+        args: [{ decision: 'fail', decidedBy: 'ops', reason: 'the provider sent nothing' }],
+      });
+      return async () => {
+        const payout = await failed;
+        await h.result();
+        return payout;
+      };
+    });
+    expect(decided).toMatchObject({ status: 'FAILED', failureReason: 'operator_decision' });
+    // Nothing of the opening again: no charge, no screening, no PENDING write, no second overdue alert.
+    expect(fake.callsOf('createPixCharge')).toHaveLength(0);
+    expect(fake.callsOf('screenReceiver')).toHaveLength(0);
+    expect(fake.callsOf('alertSettlementOverdue')).toHaveLength(0);
+    expect(fake.callsOf('recordPayout').map(([p]) => (p as PayoutRecord).status)).toEqual(['FAILED']);
+  }, 60_000);
 });
 
 interface Run {

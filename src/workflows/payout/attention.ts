@@ -24,9 +24,13 @@ export class Attention {
     this.open = new Set(handedOver);
   }
 
-  /** The items open now, for the run the payout is handed over to; from now on this run raises and clears nothing. */
-  handOver(): AttentionKind[] {
+  /** The run is handing over: from now on it raises and clears nothing (the next run holds the items). */
+  freeze(): void {
     this.handingOver = true;
+  }
+
+  /** The items open now, for the run the payout is handed over to. */
+  openKinds(): AttentionKind[] {
     return [...this.open];
   }
 

@@ -13,6 +13,8 @@ export interface PayoutHandOver {
   record: PayoutRecord;
   /** When the settlement began (workflow time): its overdue alert counts from there. */
   settlingSince: number;
+  /** The overdue alert went out: the next run does not send it again. */
+  overdueAlerted: boolean;
   inbox: InboxState;
   attention: AttentionKind[];
   settlement:

@@ -50,6 +50,8 @@ export class OperatorDesk {
   private waitsOpened = 0;
   /** A decision is being taken (its transfer checked): a second one is refused meanwhile. */
   private deciding = false;
+  private opened = false;
+  private closed = false;
   /** Why the decision being taken did not apply (proof arrived first). */
   private refusal: string | undefined;
   /** The last decision handed to the payout. */
@@ -63,9 +65,16 @@ export class OperatorDesk {
 
   /** Takes `resolvePayout` updates from now on. */
   open(): void {
+    if (this.opened) return;
+    this.opened = true;
     setHandler(resolvePayoutUpdate, (d) => this.accept(d), {
       validator: (d) => this.refuseUnlessWaiting(d),
     });
+  }
+
+  /** The run hands the payout over to a new one: decisions are refused, to be sent again there. */
+  close(): void {
+    this.closed = true;
   }
 
   /**
@@ -135,6 +144,9 @@ export class OperatorDesk {
       throw notResolvable(message);
     };
     if (!d.decidedBy?.trim() || !d.reason?.trim()) refuse('a decision needs who decided and why');
+    if (this.closed) {
+      refuse('the payout is moving to a new run (its long wait continues as new): send the decision again');
+    }
     const { status } = this.payout();
     if (isTerminal(status)) refuse(`payout is already ${status}`);
     if (this.decision !== undefined || this.deciding) refuse('payout already has a decision being taken');

@@ -4,7 +4,12 @@ import { ChainError } from '../adapters/chain/chain-error';
 import { SENDER_PROBLEMS, type SenderProblem, type UsdtLedger } from '../adapters/chain/ledger-types';
 import { maxGasCostOf } from '../adapters/chain/treasury-signing';
 import type { Db } from '../adapters/db/pool';
-import { findTreasuryTransfer, getOrCreateTreasuryTransfer } from '../adapters/db/treasury-transfers-repo';
+import {
+  closeTreasuryRounds,
+  findTreasuryTransfer,
+  getOrCreateTreasuryTransfer,
+  TreasuryClosedError,
+} from '../adapters/db/treasury-transfers-repo';
 import type { ReceiverScreening, ScreeningVerdict } from '../domain/screening';
 import type { Logger } from '../observability/logger';
 import type { Metrics } from '../observability/metrics';
@@ -71,6 +76,23 @@ export function createTreasurySendActivities({
     async hasOpenTreasuryTransfer(req: { payoutId: string }): Promise<boolean> {
       const transfer = await findTreasuryTransfer(db, req.payoutId);
       return transfer !== null && transfer.revertedAt === null;
+    },
+    /**
+     * Right before a treasury-mode payout ends FAILED: closes its rounds for good ('closed': nothing is
+     * signed and nothing can be any more, not even by an attempt of sendTreasuryTransfer still running
+     * on a worker that lost its lease), or answers 'signed': a transfer may still land, so the payout
+     * may not fail. Idempotent.
+     */
+    async closeTreasuryRounds(req: {
+      payoutId: string;
+      /** The open round's transaction is proven unable to land (see the repository). */
+      openRoundCannotLand?: boolean;
+    }): Promise<'closed' | 'signed'> {
+      const closed = await closeTreasuryRounds(db, req.payoutId, req);
+      if (closed === 'signed') {
+        logger.warn({ payoutId: req.payoutId }, 'payout not failed: a treasury transfer is signed for it');
+      }
+      return closed;
     },
     /**
      * Treasury mode: sign once (persisted before broadcast), then (re)broadcast that same transaction
@@ -158,6 +180,11 @@ export function createTreasurySendActivities({
           });
         },
       ).catch(async (err: unknown) => {
+        if (err instanceof TreasuryClosedError) {
+          // The payout failed meanwhile (this is an attempt its workflow no longer waits for).
+          logger.warn({ payoutId: req.payoutId }, 'treasury transfer not signed: the payout has failed');
+          throw ApplicationFailure.nonRetryable(err.message, 'TreasuryClosed');
+        }
         if (err instanceof ChainError && err.kind === 'insufficient_funds')
           insufficientFunds(req.payoutId, err);
         if (err instanceof ChainError && err.kind === 'reverted') {

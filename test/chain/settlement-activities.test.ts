@@ -484,3 +484,37 @@ function parseTx(raw: Hex): { nonce: number; maxFee: bigint; tip: bigint } {
   const tx = parseTransaction(raw);
   return { nonce: tx.nonce!, maxFee: tx.maxFeePerGas!, tip: tx.maxPriorityFeePerGas! };
 }
+
+describe("a treasury payout's rounds closed before it fails", () => {
+  it('refuse every later signing for it, even by an attempt still running elsewhere; a signed transfer keeps them open', async () => {
+    const world = await treasuryWorld(10_000_000n);
+    const to = privateKeyToAddress(generatePrivateKey());
+    const failing = { payoutId: randomUUID(), to, amountUnits: '1000000' };
+    // Nothing signed: closed, and an attempt that signs now (a worker that lost its lease) is refused.
+    await expect(world.activities.closeTreasuryRounds({ payoutId: failing.payoutId })).resolves.toBe(
+      'closed',
+    );
+    await expect(world.activities.closeTreasuryRounds({ payoutId: failing.payoutId })).resolves.toBe(
+      'closed',
+    );
+    const late = await failureOf(world.activities.sendTreasuryTransfer(failing));
+    expect({ type: late.type, nonRetryable: late.nonRetryable }).toEqual({
+      type: 'TreasuryClosed',
+      nonRetryable: true,
+    });
+    const { rowCount } = await db.query('SELECT 1 FROM treasury_transfers WHERE payout_id = $1', [
+      failing.payoutId,
+    ]);
+    expect(rowCount).toBe(0);
+
+    // Signed: it may still land, so the payout may not fail; its re-send goes on.
+    const signed = { payoutId: randomUUID(), to, amountUnits: '1000000' };
+    const { txHash } = (await world.activities.sendTreasuryTransfer(signed)) as { txHash: Hex };
+    await expect(world.activities.closeTreasuryRounds({ payoutId: signed.payoutId })).resolves.toBe('signed');
+    await expect(world.activities.sendTreasuryTransfer(signed)).resolves.toEqual({ txHash });
+    // Its transaction proven unable to land (reverted at finality, its nonce taken): closed all the same.
+    await expect(
+      world.activities.closeTreasuryRounds({ payoutId: signed.payoutId, openRoundCannotLand: true }),
+    ).resolves.toBe('closed');
+  });
+});

@@ -101,6 +101,7 @@ export function fakeActivities(overrides: Partial<Fakes> = {}) {
     recordOperatorDecision: async () => {},
     screenReceiver: async () => ({ kind: 'clear' as const }),
     hasOpenTreasuryTransfer: async () => false,
+    closeTreasuryRounds: async () => 'closed' as const,
     fetchProviderEvent: async () => null,
     verifyUsdtTransfer: async () => 'confirmed',
     sendTreasuryTransfer: async () => ({ txHash: TREASURY_TX_HASH }),

@@ -176,7 +176,11 @@ describe('payoutWorkflow: screening before money moves (time-skipping)', () => {
   it('treasury mode: a refund is refused while a transfer signed for the payout may still land', async () => {
     const input = payoutInput({ settlementMode: 'treasury' });
     let signed = true;
-    const fake = fakeActivities({ screenReceiver: flagged, hasOpenTreasuryTransfer: async () => signed });
+    const fake = fakeActivities({
+      screenReceiver: flagged,
+      hasOpenTreasuryTransfer: async () => signed,
+      closeTreasuryRounds: async () => (signed ? 'signed' : 'closed'),
+    });
     const done = await run(fake, input, async (h) => {
       await paid(h, input);
       await skipUntil(env, () => raised(fake).includes('receiver_flagged'));

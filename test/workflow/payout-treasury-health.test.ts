@@ -174,6 +174,7 @@ describe('payoutWorkflow: treasury health (time-skipping)', () => {
         throw blocked();
       },
       hasOpenTreasuryTransfer: async () => signed,
+      closeTreasuryRounds: async () => (signed ? 'signed' : 'closed'),
     });
     const done = await run(fake, input, async (h) => {
       await paid(h, input);

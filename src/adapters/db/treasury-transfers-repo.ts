@@ -86,6 +86,10 @@ export async function getOrCreateTreasuryTransfer(
       await client.query('COMMIT');
       return transfer!;
     }
+    const closed = await client.query('SELECT 1 FROM treasury_closed_payouts WHERE payout_id = $1', [
+      req.payoutId,
+    ]);
+    if (closed.rowCount) throw new TreasuryClosedError(req.payoutId);
     const round = latest ? latest.round + 1 : 0;
     const fromAddress = req.fromAddress.toLowerCase();
     const { rows } = await client.query<{ next: bigint | null }>(
@@ -131,6 +135,48 @@ export async function getOrCreateTreasuryTransfer(
     return transfer!;
   } catch (err) {
     await client.query('ROLLBACK');
+    throw err;
+  } finally {
+    client.release();
+  }
+}
+
+/** The payout's treasury rounds were closed (it is failing): nothing may be signed for it any more. */
+export class TreasuryClosedError extends Error {
+  constructor(readonly payoutId: string) {
+    super(`payout ${payoutId} has failed with nothing signed: no transfer may be signed for it`);
+    this.name = 'TreasuryClosedError';
+  }
+}
+
+/**
+ * Closes the payout's treasury rounds for good, unless a transfer is signed for it and not reverted
+ * ('signed': it may still land, so the payout may not fail). `openRoundCannotLand`: the open round's
+ * transaction is proven unable to land (reverted at finality, its nonce taken by another), so only
+ * new signings are closed off. Under the nonce lock every signing takes, so no attempt can sign after
+ * 'closed' is answered. Idempotent.
+ */
+export async function closeTreasuryRounds(
+  db: Db,
+  payoutId: string,
+  opts: { openRoundCannotLand?: boolean } = {},
+): Promise<'closed' | 'signed'> {
+  const client = await db.connect();
+  try {
+    await client.query('BEGIN');
+    await client.query('SELECT pg_advisory_xact_lock($1)', [TREASURY_NONCE_LOCK]);
+    const { rows } = await client.query<TransferRow>(LATEST_ROUND, [payoutId]);
+    if (rows[0] && rows[0].reverted_at === null && !opts.openRoundCannotLand) {
+      await client.query('COMMIT');
+      return 'signed';
+    }
+    await client.query('INSERT INTO treasury_closed_payouts (payout_id) VALUES ($1) ON CONFLICT DO NOTHING', [
+      payoutId,
+    ]);
+    await client.query('COMMIT');
+    return 'closed';
+  } catch (err) {
+    await client.query('ROLLBACK').catch(() => undefined);
     throw err;
   } finally {
     client.release();

@@ -16,6 +16,7 @@ import {
   type PayoutSettings,
 } from '../payout.contract';
 import type { Attention } from './attention';
+import { closeTreasuryRounds } from './settlement-steps';
 
 const verifying = proxyActivities<Pick<ChainActivities, 'verifyUsdtTransfer'>>(PROOF_ROUND);
 const treasuryBook = proxyActivities<Pick<ChainActivities, 'hasOpenTreasuryTransfer'>>(BOOKKEEPING);
@@ -109,7 +110,7 @@ export class OperatorDesk {
           },
         );
         if (settled !== undefined) return this.proofWins(settled.value);
-        const why = veto?.(this.decision!) ?? (await this.treasuryMayStillSend(this.decision!));
+        const why = veto?.(this.decision!) ?? (await this.treasuryMayStillSend(this.decision!, 'taking it'));
         if (why === undefined) return this.take();
         this.refusal = why;
         this.decision = undefined;
@@ -231,11 +232,20 @@ export class OperatorDesk {
    * Asked when the decision arrives, and again once the step it cancels has stopped (it may have
    * signed meanwhile); nothing signed, the payout waiting on a treasury that cannot send may be failed.
    */
-  private async treasuryMayStillSend(d: OperatorDecisionInput): Promise<string | undefined> {
+  private async treasuryMayStillSend(
+    d: OperatorDecisionInput,
+    /** The decision is taken right after (the last ask): the treasury's rounds are then closed for good. */
+    taking?: 'taking it',
+  ): Promise<string | undefined> {
     if (this.settings.settlementMode !== 'treasury') return undefined;
     if (d.decision !== 'fail' && d.decision !== 'refund') return undefined;
-    if (!(await treasuryBook.hasOpenTreasuryTransfer({ payoutId: this.payout().id }))) return undefined;
-    return `a treasury transfer is signed for this payout and may still land: no ${d.decision}`;
+    const payoutId = this.payout().id;
+    const closed = taking !== undefined ? await closeTreasuryRounds(payoutId) : undefined;
+    const signed =
+      closed !== undefined ? closed === 'signed' : await treasuryBook.hasOpenTreasuryTransfer({ payoutId });
+    return signed
+      ? `a treasury transfer is signed for this payout and may still land: no ${d.decision}`
+      : undefined;
   }
 
   private async proveNamedTransfer(d: OperatorDecisionInput): Promise<void> {

@@ -6,13 +6,14 @@ import {
   ApplicationFailure,
   isCancellation,
   log,
+  patched,
   proxyActivities,
   proxyLocalActivities,
 } from '@temporalio/workflow';
 import type { ChainActivities, ProviderActivities } from '../../activities';
 import type { FailureReason } from '../../domain/payout';
 import { isActivityError, isRefusal } from '../activity-errors';
-import { asLocal, PROOF_ROUND, SINGLE_LOCAL_ATTEMPT } from '../activity-options';
+import { asLocal, BOOKKEEPING, PROOF_ROUND, SINGLE_LOCAL_ATTEMPT } from '../activity-options';
 
 export type SettlementOutcome =
   | { kind: 'completed'; txHash: `0x${string}`; amountUnits: string; confirmedAt: string }
@@ -57,6 +58,22 @@ export async function oneRound<T>(step: (activities: ProofSteps) => Promise<T>):
     }
   }
   throw new Error('unreachable');
+}
+
+const treasuryRounds = proxyActivities<Pick<ChainActivities, 'closeTreasuryRounds'>>(BOOKKEEPING);
+
+/**
+ * Right before a treasury payout ends FAILED (by its own proof or an operator's decision): its rounds
+ * are closed for good, so that no attempt of a send still running on some worker can sign for it
+ * afterwards. 'signed': a transfer is signed for it and may still land, so the payout does not fail.
+ * Undefined for a run that passed this point before the rule (it replays as it ran, without it).
+ */
+export async function closeTreasuryRounds(
+  payoutId: string,
+  opts: { openRoundCannotLand?: boolean } = {},
+): Promise<'closed' | 'signed' | undefined> {
+  if (!patched('treasury-closed-on-failure')) return undefined;
+  return treasuryRounds.closeTreasuryRounds({ payoutId, ...opts });
 }
 
 /** How long a step may go unanswered before its attention item is raised. */

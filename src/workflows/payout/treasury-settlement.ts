@@ -8,7 +8,7 @@ import { TREASURY_LOOK, TREASURY_ROUND } from '../activity-options';
 import { boundsItsWaits } from '../hand-over';
 import type { PayoutSettings } from '../payout.contract';
 import type { Attention } from './attention';
-import { ATTENTION_AFTER_MS, type SettlementOutcome } from './settlement-steps';
+import { ATTENTION_AFTER_MS, closeTreasuryRounds, type SettlementOutcome } from './settlement-steps';
 
 type TreasuryActivities = Pick<ChainActivities, 'sendTreasuryTransfer' | 'confirmTreasuryTransfer'>;
 const inRound = proxyActivities<TreasuryActivities>(TREASURY_ROUND);
@@ -84,23 +84,28 @@ export async function settleFromTreasury(
   book.handedOver = false;
   for (;;) {
     if (book.stage === 'send') {
-      let sent: Awaited<ReturnType<TreasuryActivities['sendTreasuryTransfer']>>;
+      let sent: Awaited<ReturnType<TreasuryActivities['sendTreasuryTransfer']>> | undefined;
       try {
         sent = await inRounds(waits, (treasury) =>
           treasury.sendTreasuryTransfer(book.released ? { ...transfer, released: true } : transfer),
         );
       } catch (err) {
-        if (err instanceof ActivityFailure && isRefusal(err)) {
+        if (!(err instanceof ActivityFailure && isRefusal(err))) throw err;
+        if ((await closeTreasuryRounds(payout.id)) !== 'signed') {
           return { kind: 'failed', reason: 'settlement_request_failed' };
         }
-        throw err;
+        // Refused, yet an earlier attempt signed a transfer: it is confirmed like any other.
+        sent = undefined;
       }
-      if ('flagged' in sent) {
+      if (sent !== undefined && 'flagged' in sent) {
         // Screened right before signing, nothing signed: the operator refunds the payer or releases it.
-        if ((await onFlagged(sent.flagged)) === 'refund')
+        if ((await onFlagged(sent.flagged)) === 'release') {
+          book.released = true;
+          continue;
+        }
+        if ((await closeTreasuryRounds(payout.id)) !== 'signed')
           return { kind: 'failed', reason: 'receiver_flagged' };
-        book.released = true;
-        continue;
+        // Refunded, yet an earlier attempt signed a transfer: only its proof ends the payout.
       }
       book.stage = 'confirm';
     }
@@ -121,11 +126,15 @@ export async function settleFromTreasury(
     } catch (err) {
       // Only the proof that the nonce went to another transaction is final (see the activity).
       if (err instanceof ActivityFailure && isRefusal(err)) {
+        await closeTreasuryRounds(payout.id, { openRoundCannotLand: true });
         return { kind: 'failed', reason: 'transfer_nonce_taken' };
       }
       throw err;
     }
-    if (check.status === 'reverted') return { kind: 'failed', reason: 'transfer_reverted' };
+    if (check.status === 'reverted') {
+      await closeTreasuryRounds(payout.id, { openRoundCannotLand: true });
+      return { kind: 'failed', reason: 'transfer_reverted' };
+    }
     if (check.status === 'confirmed') {
       // No provider confirms anything in this mode: confirmed_at is when the transfer was seen with
       // its required confirmations. The hash is the mined one (a re-priced replacement, perhaps).

@@ -973,6 +973,25 @@ describe('payoutWorkflow (time-skipping)', () => {
       });
       expect(done).toMatchObject({ status: 'FAILED', failureReason: 'settlement_request_failed' });
       expect(fake.callsOf('confirmTreasuryTransfer')).toHaveLength(0);
+      // Its rounds closed first: no attempt still running elsewhere can sign for it afterwards.
+      expect(fake.callsOf('closeTreasuryRounds')).toEqual([[{ payoutId: done.id }]]);
+    });
+
+    it('a refusal while an earlier attempt signed a transfer does not fail: that transfer is confirmed', async () => {
+      const fake = fakeActivities({
+        sendTreasuryTransfer: async () => {
+          throw ApplicationFailure.nonRetryable('treasury holds 0 USDT units', 'ChainRejected');
+        },
+        closeTreasuryRounds: async () => 'signed' as const,
+      });
+      const done = await run(fake, { settlementMode: 'treasury' }, async (h, input) => {
+        await charged(h);
+        await signal(h, pixReceived(input.payoutId));
+        return result(h);
+      });
+      expect(done).toMatchObject({ status: 'COMPLETED', blockchainTxId: TREASURY_TX_HASH });
+      expect(fake.callsOf('confirmTreasuryTransfer')).toHaveLength(1);
+      expect(fake.callsOf('recordLatePayment')).toHaveLength(0);
     });
 
     it('fails when the treasury transfer reverted, and when its nonce went to another transaction', async () => {
@@ -997,6 +1016,12 @@ describe('payoutWorkflow (time-skipping)', () => {
         return result(h);
       });
       expect(b).toMatchObject({ status: 'FAILED', failureReason: 'transfer_nonce_taken' });
+      // Proven unable to land: only later signings are closed off.
+      for (const fake of [reverted, replaced]) {
+        expect(fake.callsOf('closeTreasuryRounds')).toEqual([
+          [{ payoutId: expect.any(String), openRoundCannotLand: true }],
+        ]);
+      }
     });
 
     it('completes with the hash that was mined: a re-priced replacement', async () => {

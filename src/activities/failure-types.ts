@@ -11,3 +11,6 @@ export const PROVIDER_REJECTED = 'ProviderRejected';
 /** The chain refused before anything was signed (a transfer that would revert, a misconfigured
  * chain, no treasury key), or a treasury nonce was taken by another transaction. */
 export const CHAIN_REJECTED = 'ChainRejected';
+
+/** The settling payment is back with the payer, all of it, before anything was signed: final, nothing to refund. */
+export const PAYMENT_RETURNED_IN_FULL = 'PaymentReturnedInFull';

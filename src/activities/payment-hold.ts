@@ -1,6 +1,7 @@
 import { ApplicationFailure } from '@temporalio/activity';
 import { ProviderError, type PixCollection } from '../adapters/provider/types';
 import type { Logger } from '../observability/logger';
+import { PAYMENT_RETURNED_IN_FULL } from './failure-types';
 
 /** The payment a treasury transfer pays for: its charge and the event id of the payment that settles. */
 export interface SettlingPayment {
@@ -13,8 +14,9 @@ export interface SettlingPayment {
  * Right before the treasury signs, the payment it pays for is read again at the PIX provider: a
  * payment the payer is getting back (a devolução the payer's bank obtained, say by MED, while the
  * payout waited for the treasury or an operator) must not be paid in USDT as well. Throws retryably:
- * `PaymentReturned` (the payout waits with an attention item for an operator) or
- * `ChargeStatusUnreadable` (nothing is signed on an unknown: a read that fails is not "still held").
+ * `PaymentReturned` (a return under way, or done for part of it: the payout waits with an attention item)
+ * or `ChargeStatusUnreadable` (nothing is signed on an unknown: a read that fails is not "still held").
+ * A return done for the whole amount is final: `PaymentReturnedInFull`, not retried.
  */
 export function createPaymentHoldCheck(deps: { collection: PixCollection; logger: Logger }) {
   return async function assertPaymentHeld(payment: SettlingPayment): Promise<void> {
@@ -39,6 +41,17 @@ export function createPaymentHoldCheck(deps: { collection: PixCollection; logger
       throw ApplicationFailure.retryable(
         `payment ${payment.paymentEventId} is not listed on charge ${payment.chargeId} yet`,
         'ChargeStatusUnreadable',
+      );
+    }
+    if (settling.returnedInFull === true) {
+      // Done, for the whole amount: the payer has it all back. Final: the payout fails, with no refund.
+      deps.logger.error(
+        { event: 'payment_returned', payoutId: payment.payoutId, paymentEventId: payment.paymentEventId },
+        'the payment was returned to the payer in full right before the treasury transfer: nothing signed',
+      );
+      throw ApplicationFailure.nonRetryable(
+        `payment ${payment.paymentEventId} was returned to the payer in full: nothing is sent, nothing is refunded`,
+        PAYMENT_RETURNED_IN_FULL,
       );
     }
     if (settling.returned === true) {

@@ -31,6 +31,8 @@ export type FailureReason =
   | 'operator_decision'
   /** The receiver was flagged by screening before the USDT was sent; an operator decided to refund the payer. */
   | 'receiver_flagged'
+  /** Treasury mode: before anything was signed, the payment was found returned to the payer in full (nothing to refund). */
+  | 'payment_returned'
   /** Reasons of earlier code, kept so stored rows still parse: no longer decided by a timeout or a mismatch. */
   | 'transfer_mismatch'
   | 'settlement_timeout';

@@ -7,6 +7,7 @@ import { randomUUID } from 'node:crypto';
 
 import { createPaymentHoldCheck } from '../../src/activities/payment-hold';
 import { createLogger } from '../../src/observability/logger';
+import { until } from '../support/until';
 import { serviceClientOf, startApiPixSandbox, type ApiPixSandbox } from './api-pix-support';
 
 let sandbox: ApiPixSandbox;
@@ -33,6 +34,14 @@ async function paidCharge(): Promise<{ payoutId: string; chargeId: string; payme
   return { payoutId, chargeId: charge.chargeId, paymentEventId: status.payments[0]!.eventId };
 }
 
+/** Waits until the institution reports the devolução done (DEVOLVIDO). */
+async function returnDone(e2eid: string, id: string): Promise<void> {
+  await until(`devolução ${id} DEVOLVIDO`, async () => {
+    const d = await sandbox.api('GET', `/pix/${e2eid}/devolucao/${id}`);
+    return (d.json as { status?: string }).status === 'DEVOLVIDO' ? true : undefined;
+  });
+}
+
 const check = () =>
   createPaymentHoldCheck({
     collection: institution(),
@@ -52,15 +61,30 @@ it('lets a payment that is held be paid', async () => {
   await expect(check()(await paidCharge())).resolves.toBeUndefined();
 });
 
-it('stops a payment that is being returned, and one returned, from being paid', async () => {
+it('stops a payment that is being returned from being paid, and ends one returned in full', async () => {
   const payment = await paidCharge();
   const devolucao = await sandbox.api('PUT', `/pix/${payment.paymentEventId}/devolucao/med1`, {
     valor: '100.00',
   });
   expect(devolucao.status).toBe(201);
-  // EM_PROCESSAMENTO at first, DEVOLVIDO shortly after: neither may settle.
+  // EM_PROCESSAMENTO at first: it may yet be refused, the payout waits.
   expect(await failureType(check()(payment))).toBe('PaymentReturned');
-  await new Promise((resolve) => setTimeout(resolve, 400));
+  // DEVOLVIDO for the whole amount: final, the payer has it all back.
+  await returnDone(payment.paymentEventId, 'med1');
+  const final = await check()(payment).then(
+    () => undefined,
+    (err: unknown) => err,
+  );
+  expect(final).toMatchObject({ type: 'PaymentReturnedInFull', nonRetryable: true });
+});
+
+it("keeps waiting on a payment returned in part: what is left is an operator's to settle or refund", async () => {
+  const payment = await paidCharge();
+  const devolucao = await sandbox.api('PUT', `/pix/${payment.paymentEventId}/devolucao/part1`, {
+    valor: '40.00',
+  });
+  expect(devolucao.status).toBe(201);
+  await returnDone(payment.paymentEventId, 'part1');
   expect(await failureType(check()(payment))).toBe('PaymentReturned');
 });
 

@@ -977,6 +977,26 @@ describe('payoutWorkflow (time-skipping)', () => {
       expect(fake.callsOf('closeTreasuryRounds')).toEqual([[{ payoutId: done.id }]]);
     });
 
+    it('ends FAILED payment_returned, with no refund case, when the payment was returned in full before signing', async () => {
+      const fake = fakeActivities({
+        sendTreasuryTransfer: async () => {
+          throw ApplicationFailure.nonRetryable(
+            'payment returned to the payer in full',
+            'PaymentReturnedInFull',
+          );
+        },
+      });
+      const done = await run(fake, { settlementMode: 'treasury' }, async (h, input) => {
+        await charged(h);
+        await signal(h, pixReceived(input.payoutId));
+        return result(h);
+      });
+      expect(done).toMatchObject({ status: 'FAILED', failureReason: 'payment_returned' });
+      expect(fake.callsOf('closeTreasuryRounds')).toEqual([[{ payoutId: done.id }]]);
+      // The payer has the BRL back: refunding it again would pay it twice.
+      expect(fake.callsOf('recordLatePayment')).toHaveLength(0);
+    });
+
     it('a refusal while an earlier attempt signed a transfer does not fail: that transfer is confirmed', async () => {
       const fake = fakeActivities({
         sendTreasuryTransfer: async () => {

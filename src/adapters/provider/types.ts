@@ -125,6 +125,11 @@ export interface ChargeStatus {
      * settle: its USDT would be paid on BRL that left again.
      */
     returned?: boolean;
+    /**
+     * Returns done (API Pix: devoluções DEVOLVIDO) add up to the payment's whole amount: the payer has
+     * all of it back, so nothing of it is to settle or to refund.
+     */
+    returnedInFull?: boolean;
   }[];
 }
 

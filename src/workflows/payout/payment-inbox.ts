@@ -131,7 +131,12 @@ export class PaymentInbox {
     for (const p of this.held.splice(0)) this.judge(p);
     // Reports the settlement step never looked at are late now: a completed one is alerted.
     this.lateSettlements.push(...this.settlementReports.splice(0));
-    if (payout().status === 'FAILED' && this.payment !== undefined) {
+    // A payment the payer got back in full before anything was sent (payment_returned) has nothing left to refund.
+    if (
+      payout().status === 'FAILED' &&
+      this.payment !== undefined &&
+      payout().failureReason !== 'payment_returned'
+    ) {
       this.refund(this.payment, 'payout_failed', `payout failed (${reason}) after its payment was received`);
       this.payment = undefined;
     }

@@ -1,5 +1,6 @@
 import { ActivityFailure, isCancellation, log, proxyActivities, sleep } from '@temporalio/workflow';
 import type { AttentionKind, ChainActivities } from '../../activities';
+import { PAYMENT_RETURNED_IN_FULL } from '../../activities/failure-types';
 import { TREASURY_BURST_MS, treasuryPauseAfter } from '../../domain/long-waits';
 import type { PayoutRecord } from '../../domain/payout';
 import type { ScreeningVerdict } from '../../domain/screening';
@@ -92,7 +93,9 @@ export async function settleFromTreasury(
       } catch (err) {
         if (!(err instanceof ActivityFailure && isRefusal(err))) throw err;
         if ((await closeTreasuryRounds(payout.id)) !== 'signed') {
-          return { kind: 'failed', reason: 'settlement_request_failed' };
+          // The payer got the payment back in full before anything was signed: nothing to send or refund.
+          const returned = lastApplicationFailure(err)?.type === PAYMENT_RETURNED_IN_FULL;
+          return { kind: 'failed', reason: returned ? 'payment_returned' : 'settlement_request_failed' };
         }
         // Refused, yet an earlier attempt signed a transfer: it is confirmed like any other.
         sent = undefined;

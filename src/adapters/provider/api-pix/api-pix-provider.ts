@@ -237,8 +237,17 @@ function statusOf(cob: Cob, now: Date): ChargeStatus {
       paidAt: p.horario,
       // A devolução under way or done: the payer is getting this payment back (MED, the portal).
       ...((p.devolucoes ?? []).some((d) => d.status !== 'NAO_REALIZADO') && { returned: true }),
+      ...(returnedInFull(p) && { returnedInFull: true }),
     })),
   };
+}
+
+/** The devoluções done for a Pix add up to its whole amount (amounts in centavos, never floats). */
+function returnedInFull(pix: z.infer<typeof pixSchema>): boolean {
+  const done = (pix.devolucoes ?? [])
+    .filter((d) => d.status === 'DEVOLVIDO')
+    .reduce((sum, d) => sum + parseDecimal(d.valor, 2), 0n);
+  return done > 0n && done >= parseDecimal(pix.valor, 2);
 }
 
 /**

@@ -38,6 +38,8 @@ import {
   pixReceived,
   settlementCompleted,
   settlementFailed,
+  statusNamingTx,
+  treasuryBlocked,
   TREASURY_TX_HASH,
   TX_HASH,
   waitForPayout,
@@ -188,10 +190,7 @@ async function main(): Promise<void> {
       sendTreasuryTransfer: async () => {
         // More attempts than a 5-minute round holds: the first round ends refused.
         if (++sends <= 15) {
-          throw ApplicationFailure.retryable(
-            'treasury cannot send (blocked_by_issuer)',
-            'TreasuryCannotSend',
-          );
+          throw treasuryBlocked();
         }
         return { txHash: TREASURY_TX_HASH };
       },
@@ -214,10 +213,7 @@ async function main(): Promise<void> {
     const longBlockedTreasury = fakeActivities({
       sendTreasuryTransfer: async () => {
         if (++blockedSends <= 400) {
-          throw ApplicationFailure.retryable(
-            'treasury cannot send (blocked_by_issuer)',
-            'TreasuryCannotSend',
-          );
+          throw treasuryBlocked();
         }
         return { txHash: TREASURY_TX_HASH };
       },
@@ -245,10 +241,7 @@ async function main(): Promise<void> {
         env,
         60,
         () => {
-          throw ApplicationFailure.retryable(
-            'treasury cannot send (blocked_by_issuer)',
-            'TreasuryCannotSend',
-          );
+          throw treasuryBlocked();
         },
         () => ({ txHash: TREASURY_TX_HASH }),
       ),
@@ -257,12 +250,7 @@ async function main(): Promise<void> {
       pixReceived(id),
     ]);
     const mismatch60 = fakeActivities({
-      fetchSettlementStatus: async () => ({
-        status: 'completed' as const,
-        chainId: 42161,
-        txHash: TX_HASH,
-        amountUsdt: '17.825311',
-      }),
+      fetchSettlementStatus: statusNamingTx,
       verifyUsdtTransfer: forDays(
         env,
         60,

@@ -171,6 +171,16 @@ export function fakeActivities(overrides: Partial<Fakes> = {}) {
 }
 
 export const notYet = () => ApplicationFailure.retryable('not yet', 'NotYetConfirmed');
+/** A treasury round refused because the token's issuer blocked the treasury: the payout waits. */
+export const treasuryBlocked = () =>
+  ApplicationFailure.retryable('treasury cannot send (blocked_by_issuer)', 'TreasuryCannotSend');
+/** The provider's status naming TX_HASH as the settlement's completed transfer. */
+export const statusNamingTx = async () => ({
+  status: 'completed' as const,
+  chainId: 42161,
+  txHash: TX_HASH,
+  amountUsdt: '17.825311',
+});
 
 let bundle: Promise<WorkflowBundleWithSourceMap> | undefined;
 let isolated: Promise<WorkflowBundleWithSourceMap> | undefined;
@@ -234,6 +244,23 @@ export async function startPayout(
   });
   startedOn.get(taskQueue)?.push(handle);
   return handle;
+}
+
+/** A worker on `taskQueue` serving the workflows without children (isolatedBundle) and `activities`. */
+export async function isolatedWorker(
+  env: TestWorkflowEnvironment,
+  taskQueue: string,
+  activities: object,
+): Promise<Worker> {
+  return Worker.create({
+    // The bundle's tracing interceptors export through this sink (off here: it drops them).
+    sinks: tracingSinks(),
+    connection: env.nativeConnection,
+    namespace: env.namespace ?? 'default',
+    taskQueue,
+    workflowBundle: await isolatedBundle(),
+    activities,
+  });
 }
 
 /** Runs `fn` with a worker on a fresh task queue, serving the real workflows and `activities`. */

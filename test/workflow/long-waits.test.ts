@@ -1,16 +1,13 @@
 import { randomUUID } from 'node:crypto';
-import { ApplicationFailure } from '@temporalio/common';
 import type { WorkflowHandle } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { PayoutRecord } from '../../src/domain/payout';
-import { Worker } from '@temporalio/worker';
 import { transition } from '../../src/domain/payout';
 import {
   beginProviderSettlement,
   evolve,
   type ProviderSettlementFact,
 } from '../../src/domain/provider-settlement-knowledge';
-import { tracingSinks } from '../../src/temporal/tracing';
 import { HAND_OVER_AT_EVENTS } from '../../src/workflows/hand-over';
 import type { PayoutHandOver } from '../../src/workflows/payout/handed-over';
 import type { Payment } from '../../src/workflows/payout/payment-inbox';
@@ -27,7 +24,9 @@ import { refundWorkflow } from '../../src/workflows/refund.workflow';
 import {
   CHARGE_ID,
   fakeActivities,
-  isolatedBundle,
+  isolatedWorker,
+  statusNamingTx,
+  treasuryBlocked,
   payoutInput,
   pixReceived,
   settlementCompleted,
@@ -71,10 +70,7 @@ describe('long waits: paced, and handed over to new runs (time-skipping)', () =>
           midWait = await handle().query(getPayoutQuery);
         }
         if (now - since < WAIT_MS) {
-          throw ApplicationFailure.retryable(
-            'treasury cannot send (blocked_by_issuer)',
-            'TreasuryCannotSend',
-          );
+          throw treasuryBlocked();
         }
         return { txHash: TREASURY_TX_HASH };
       },
@@ -108,12 +104,7 @@ describe('long waits: paced, and handed over to new runs (time-skipping)', () =>
     let since: number | undefined;
     const input = payoutInput();
     const fake = fakeActivities({
-      fetchSettlementStatus: async () => ({
-        status: 'completed' as const,
-        chainId: 42161,
-        txHash: TX_HASH,
-        amountUsdt: '17.825311',
-      }),
+      fetchSettlementStatus: statusNamingTx,
       verifyUsdtTransfer: async () => {
         const now = await clock();
         since ??= now;
@@ -202,14 +193,7 @@ describe('the first task of a handed-over run (time-skipping)', () => {
     const sent = await start(taskQueue);
     // The update reaches the server before any worker polls (it then waits in the first task).
     await new Promise((resolve) => setTimeout(resolve, 500));
-    const worker = await Worker.create({
-      sinks: tracingSinks(),
-      connection: env.nativeConnection,
-      namespace: env.namespace ?? 'default',
-      taskQueue,
-      workflowBundle: await isolatedBundle(),
-      activities,
-    });
+    const worker = await isolatedWorker(env, taskQueue, activities);
     return worker.runUntil(sent);
   }
 
@@ -235,12 +219,7 @@ describe('the first task of a handed-over run (time-skipping)', () => {
 
   it("takes an operator's decision on a payout waiting on a transfer in mismatch", async () => {
     const fake = fakeActivities({
-      fetchSettlementStatus: async () => ({
-        status: 'completed' as const,
-        chainId: 42161,
-        txHash: TX_HASH,
-        amountUsdt: '17.825311',
-      }),
+      fetchSettlementStatus: statusNamingTx,
       verifyUsdtTransfer: async () => 'mismatch',
     });
     const input = payoutInput();

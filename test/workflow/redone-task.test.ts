@@ -5,7 +5,6 @@ import os from 'node:os';
 import path from 'node:path';
 import { ApplicationFailure } from '@temporalio/common';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { Worker } from '@temporalio/worker';
 import { createPartner } from '../../src/adapters/db/partners-repo';
 import { createPool, type Db } from '../../src/adapters/db/pool';
 import { openRefundCase } from '../../src/adapters/db/refund-cases-repo';
@@ -22,6 +21,7 @@ import {
   fakeActivities,
   gate,
   isolatedBundle,
+  isolatedWorker,
   payoutInput,
   pixReceived,
   settlementCompleted,
@@ -30,7 +30,6 @@ import type { KilledWorkerMessage } from './killed-worker';
 import type { WorkflowHandle } from '@temporalio/client';
 import { historyOf } from '../support/history';
 import { until } from '../support/until';
-import { tracingSinks } from '../../src/temporal/tracing';
 
 // A local activity acts before the workflow task that decided it is recorded. Here the worker dies
 // (SIGKILL, in a process of its own) right after such a side effect, the task times out and is
@@ -139,15 +138,7 @@ describe('a workflow task redone after its worker died past a local side effect'
 
   /** Worker #2, in this process, on worker #1's task queue: the redo lands here. */
   async function withWorkerTwo<T>(taskQueue: string, activities: object, fn: () => Promise<T>): Promise<T> {
-    const worker = await Worker.create({
-      // The bundle's tracing interceptors export through this sink (off here: it drops them).
-      sinks: tracingSinks(),
-      connection: env.nativeConnection,
-      namespace: env.namespace ?? 'default',
-      taskQueue,
-      workflowBundle: await isolatedBundle(),
-      activities,
-    });
+    const worker = await isolatedWorker(env, taskQueue, activities);
     return worker.runUntil(fn);
   }
 

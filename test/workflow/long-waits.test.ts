@@ -151,7 +151,8 @@ describe('long waits: paced, and handed over to new runs (time-skipping)', () =>
     expect(fake.callsOf('checkReturn').length).toBeLessThan(2_000);
   }, 300_000);
 
-  it("a case awaiting approval for 60 days: the operator's approval reaches the current run", async () => {
+  // Not one of the waits that grew without bound (an hourly check), but long enough to hand over: 10 days.
+  it("a case awaiting approval for 10 days: the operator's approval reaches the current run", async () => {
     const fake = fakeActivities({
       beginRefund: async () => 'awaiting_approval' as const,
       refundCaseStatus: async () => 'awaiting_approval' as const,
@@ -163,7 +164,7 @@ describe('long waits: paced, and handed over to new runs (time-skipping)', () =>
         taskQueue,
         args: [{ caseId }],
       });
-      await env.sleep(WAIT_MS);
+      await env.sleep(10 * DAY_MS);
       const h = env.client.workflow.getHandle(refundWorkflowId(caseId));
       await expect(h.executeUpdate(approveRefundUpdate, { args: [{ by: 'ops' }] })).resolves.toBe(
         'returning',

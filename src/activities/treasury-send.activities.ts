@@ -124,17 +124,8 @@ export function createTreasurySendActivities({
         await broadcastTreasuryTransfer(signedBefore);
         return { txHash: latestAttempt(signedBefore).txHash };
       }
-      // Right before signing, however long this payout waited for the treasury: a receiver listed
-      // meanwhile is not paid (the payout waits for an operator), an unreadable source is retried.
-      if (!req.released) {
-        const verdict = await screenBeforeMoneyMoves(
-          { screening, logger },
-          req.payoutId,
-          req.to,
-          'right before the treasury transfer was signed (nothing signed)',
-        );
-        if (verdict.kind === 'flagged') return { flagged: verdict };
-      }
+      // The payment first: one the payer got back in full ends the payout with nothing to refund, flagged
+      // receiver or not.
       if (paymentHold) {
         // Configured, the read is never skipped: a request without its payment signs nothing.
         if (req.chargeId === undefined || req.paymentEventId === undefined) {
@@ -148,6 +139,17 @@ export function createTreasurySendActivities({
           chargeId: req.chargeId,
           paymentEventId: req.paymentEventId,
         });
+      }
+      // Right before signing, however long this payout waited for the treasury: a receiver listed
+      // meanwhile is not paid (the payout waits for an operator), an unreadable source is retried.
+      if (!req.released) {
+        const verdict = await screenBeforeMoneyMoves(
+          { screening, logger },
+          req.payoutId,
+          req.to,
+          'right before the treasury transfer was signed (nothing signed)',
+        );
+        if (verdict.kind === 'flagged') return { flagged: verdict };
       }
       const treasury = treasuryAddressOf(ledger);
       const transfer = await getOrCreateTreasuryTransfer(

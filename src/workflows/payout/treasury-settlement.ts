@@ -1,4 +1,4 @@
-import { ActivityFailure, isCancellation, log, proxyActivities, sleep } from '@temporalio/workflow';
+import { ActivityFailure, isCancellation, log, patched, proxyActivities, sleep } from '@temporalio/workflow';
 import type { AttentionKind, ChainActivities } from '../../activities';
 import { PAYMENT_RETURNED_IN_FULL } from '../../activities/failure-types';
 import { TREASURY_BURST_MS, treasuryPauseAfter } from '../../domain/long-waits';
@@ -94,7 +94,9 @@ export async function settleFromTreasury(
         if (!(err instanceof ActivityFailure && isRefusal(err))) throw err;
         if ((await closeTreasuryRounds(payout.id)) !== 'signed') {
           // The payer got the payment back in full before anything was signed: nothing to send or refund.
-          const returned = lastApplicationFailure(err)?.type === PAYMENT_RETURNED_IN_FULL;
+          const returned =
+            lastApplicationFailure(err)?.type === PAYMENT_RETURNED_IN_FULL &&
+            patched('payment-returned-in-full');
           return { kind: 'failed', reason: returned ? 'payment_returned' : 'settlement_request_failed' };
         }
         // Refused, yet an earlier attempt signed a transfer: it is confirmed like any other.

@@ -182,7 +182,8 @@ function mismatchOf(k: ProviderSettlementKnowledge): string | undefined {
   if (k.transactions.some((t) => t.chain === 'confirmed')) return undefined;
   const tx = candidate(k);
   // Checked again after a naming of the same amount: the item stays up (under the long-wait rules).
-  const rechecking = k.longWaitRules && tx?.chain === 'unchecked' && tx.recheckingMismatch;
+  const rechecking =
+    k.longWaitRules && (tx?.chain === 'unchecked' || tx?.chain === 'unproven') && tx.recheckingMismatch;
   if (tx?.chain === 'mismatch' || rechecking) {
     const amount = tx.amountUnits === undefined ? 'the' : `${tx.amountUnits} units of`;
     return `transfer ${tx.txHash} carries no unclaimed ${amount} USDT to the receiver`;

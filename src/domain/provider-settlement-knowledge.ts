@@ -333,7 +333,8 @@ export function evolve(
         const paid = fact.verdict === 'confirmed' && fact.amountUnits !== '0';
         tx.chain = fact.verdict === 'confirmed' && !paid ? 'mismatch' : fact.verdict;
         if (paid) tx.provenUnits = fact.amountUnits;
-        tx.recheckingMismatch = false;
+        // A check that did not answer (unproven) leaves a mismatch being checked again as it was.
+        if (fact.verdict !== 'unproven') tx.recheckingMismatch = false;
       }
       next.verifyDue = false;
       // Reverted: the provider may have sent another since; its status is read at once.
@@ -408,7 +409,10 @@ function name(
   if (!tx.namedBy.includes(by)) tx.namedBy.push(by);
   // A mismatch named again with the same amount is being checked again: its attention item stays up
   // meanwhile (the verdict itself is gone: an operator may not fail it until the chain answers).
-  tx.recheckingMismatch = tx.chain === 'mismatch' && tx.amountUnits === amountBefore;
+  tx.recheckingMismatch =
+    (tx.chain === 'mismatch' ||
+      (tx.chain !== 'confirmed' && tx.chain !== 'reverted' && tx.recheckingMismatch)) &&
+    tx.amountUnits === amountBefore;
   // What the chain said was for an older naming; a new one is checked again unless it is proven.
   if (tx.chain === 'unproven' || tx.chain === 'mismatch') tx.chain = 'unchecked';
   k.verifyDue = true;

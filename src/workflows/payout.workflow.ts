@@ -260,9 +260,7 @@ class PayoutProcess {
     // Overdue counts from the settlement's start, in whichever run; alerted once. Its item, if the
     // run before handed over while raising it, is raised beside the settlement, which starts first.
     const raisingOverdue = (running: Promise<SettlementOutcome | Decided>) =>
-      attention.has('settlement_overdue')
-        ? running
-        : Promise.all([running, this.raiseOverdue()]).then(([outcome]) => outcome);
+      attention.has('settlement_overdue') ? running : waitingAlsoFor(running, this.raiseOverdue());
     const outcome = this.overdueAlerted
       ? await raisingOverdue(settling())
       : await attention.whenLate(
@@ -419,6 +417,15 @@ class PayoutProcess {
     if (this.record.failureReason === 'charge_creation_failed') return;
     // Partner callback, started once the read model agrees, so a partner who GETs on receipt sees it.
     await startPartnerCallback(this.record);
+  }
+}
+
+/** `running`'s outcome, once `beside` has ended too, however `running` ends (a hand-over included). */
+async function waitingAlsoFor<T>(running: Promise<T>, beside: Promise<void>): Promise<T> {
+  try {
+    return await running;
+  } finally {
+    await beside;
   }
 }
 

@@ -83,6 +83,17 @@ describe('provider settlement knowledge under the long-wait rules', () => {
     expect(operatorMayNotFail(checked)).toBeUndefined();
   });
 
+  it('keeps the item up through a second naming and a check the chain did not answer', () => {
+    let k = evolve(mismatched(true), statusNaming(4, '17.825311'));
+    k = evolve(k, statusNaming(5, '17.825311'));
+    expect(attentionOf(k).transfer_mismatch).toMatch(/carries no unclaimed/);
+    k = evolve(k, { kind: 'chain_checked', at: 6, txHash: TX, amountUnits: '17825311', verdict: 'unproven' });
+    expect(attentionOf(k).transfer_mismatch).toMatch(/carries no unclaimed/);
+    expect(operatorMayNotFail(k)).toMatch(/the chain has not decided it/);
+    k = evolve(k, statusNaming(7, '17.825311'));
+    expect(attentionOf(k).transfer_mismatch).toMatch(/carries no unclaimed/);
+  });
+
   it('checks a transaction named again with another amount afresh: no mismatch item, no operator fail', () => {
     const k = evolve(mismatched(true), statusNaming(4, '20.000000'));
     expect(k.transactions[0]!.chain).toBe('unchecked');

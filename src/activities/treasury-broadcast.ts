@@ -73,7 +73,8 @@ export function createTreasuryBroadcast({
           },
           'treasury nonce used by another transaction: this transfer can never be mined',
         );
-        throw ApplicationFailure.nonRetryable(err.message, CHAIN_REJECTED);
+        // The round is named: the payout closes it, and only it, as unable to land.
+        throw ApplicationFailure.nonRetryable(err.message, CHAIN_REJECTED, { round: transfer.round });
       }
       throw ApplicationFailure.retryable(err instanceof Error ? err.message : String(err), 'BroadcastFailed');
     }

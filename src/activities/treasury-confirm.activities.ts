@@ -72,7 +72,7 @@ export function createTreasuryConfirmActivities({
     confirmations: number,
     minConfirmations: number,
     problem: { reason: SenderProblem | 'insufficient_funds'; detail: string },
-  ): Promise<{ status: 'reverted_by_sender'; txHash: `0x${string}` }> => {
+  ): Promise<{ status: 'reverted_by_sender'; txHash: `0x${string}`; round: number }> => {
     if (confirmations < minConfirmations) throw notYetConfirmed(confirmations);
     // Closing the round lets a new one be signed at the next nonce. A revert that a reorg undid could
     // then run again, after the block is lifted, and succeed beside the new round: paid twice. So the
@@ -99,7 +99,7 @@ export function createTreasuryConfirmActivities({
         'treasury transfer mined and reverted, the treasury unable to send: the payout sends again once it can',
       );
     }
-    return { status: 'reverted_by_sender', txHash };
+    return { status: 'reverted_by_sender', txHash, round: transfer.round };
   };
 
   return {
@@ -119,7 +119,12 @@ export function createTreasuryConfirmActivities({
       to: string;
       amountUnits: string;
       minConfirmations: number;
-    }): Promise<{ status: 'confirmed' | 'reverted' | 'reverted_by_sender'; txHash: `0x${string}` }> {
+    }): Promise<{
+      status: 'confirmed' | 'reverted' | 'reverted_by_sender';
+      txHash: `0x${string}`;
+      /** The round the answer is about: a 'reverted' one is closed by the payout as unable to land. */
+      round: number;
+    }> {
       const transfer = await findTreasuryTransfer(db, req.payoutId);
       if (transfer === null) {
         // sendTreasuryTransfer returned its hash, so the row existed: a database that lost it (a
@@ -132,7 +137,7 @@ export function createTreasuryConfirmActivities({
       }
       if (transfer.revertedAt !== null) {
         // Closed by an earlier attempt whose answer was lost: the same answer.
-        return { status: 'reverted_by_sender', txHash: transfer.minedTxHash! };
+        return { status: 'reverted_by_sender', txHash: transfer.minedTxHash!, round: transfer.round };
       }
       let latestKnown = false;
       // Newest first: a replacement is the likelier one to be mined. At most one of them can be.
@@ -155,6 +160,7 @@ export function createTreasuryConfirmActivities({
             return {
               status: await claimedFor(req.payoutId, 'treasury', attempt.txHash, check.logIndexes),
               txHash: attempt.txHash,
+              round: transfer.round,
             };
           case 'reverted': {
             const amountUnits = BigInt(req.amountUnits);
@@ -164,7 +170,7 @@ export function createTreasuryConfirmActivities({
             // revert waits for finality in revertedBySender.
             if (!problem) {
               if (!check.final) throw revertNotFinal(attempt.txHash);
-              return { status: 'reverted', txHash: attempt.txHash };
+              return { status: 'reverted', txHash: attempt.txHash, round: transfer.round };
             }
             return revertedBySender(
               transfer,

@@ -85,7 +85,9 @@ export function createTreasurySendActivities({
      */
     async closeTreasuryRounds(req: {
       payoutId: string;
-      /** The open round's transaction is proven unable to land (see the repository). */
+      /** This round's transaction is proven unable to land (see the repository). */
+      deadRound?: number;
+      /** From a workflow that names no round: the open round's transaction is proven unable to land. */
       openRoundCannotLand?: boolean;
     }): Promise<'closed' | 'signed'> {
       const closed = await closeTreasuryRounds(db, req.payoutId, req);

@@ -216,11 +216,12 @@ class PayoutProcess {
   async settle(): Promise<void> {
     if (!this.handedOver) {
       const screened = await screenBeforeSending(this.record, this.attention, this.desk);
-      if (screened !== 'clear') {
+      // 'signed': a treasury transfer is signed for the payout (before a reset): the treasury confirms it.
+      if (typeof screened === 'object') {
         await this.recordDecision(screened.decided);
         if (screened.decided.decision.decision !== 'release') return this.fail(screened.refundReason);
       }
-      this.released = screened !== 'clear';
+      this.released = typeof screened === 'object';
       this.settlingSince = Date.now();
       if (this.settings.settlementMode === 'treasury') this.treasury = beginTreasurySettlement(this.released);
     }
@@ -318,8 +319,9 @@ class PayoutProcess {
   /** A receiver flagged right before the treasury signs: the operator's decision, recorded. */
   private async decideFlagged(
     flag: Extract<ScreeningVerdict, { kind: 'flagged' }>,
-  ): Promise<'refund' | 'release'> {
+  ): Promise<'refund' | 'release' | 'signed'> {
     const decided = await decideFlaggedReceiver(this.record, this.attention, this.desk, flag);
+    if (decided === 'signed') return 'signed';
     await this.recordDecision(decided);
     return decided.decision.decision === 'release' ? 'release' : 'refund';
   }

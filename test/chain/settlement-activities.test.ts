@@ -6,7 +6,7 @@ import { generatePrivateKey, privateKeyToAddress } from 'viem/accounts';
 import { createActivities } from '../../src/activities';
 import { createUsdtLedger } from '../../src/adapters/chain/usdt-ledger';
 import { createPool, type Db } from '../../src/adapters/db/pool';
-import { getOrCreateTreasuryTransfer } from '../../src/adapters/db/treasury-transfers-repo';
+import { closeTreasuryRound, getOrCreateTreasuryTransfer } from '../../src/adapters/db/treasury-transfers-repo';
 import { createHttpProvider } from '../../src/adapters/provider/http-provider';
 import { createLogger } from '../../src/observability/logger';
 import { createMetrics, type Metrics } from '../../src/observability/metrics';
@@ -261,9 +261,11 @@ it('a nonce taken by another transaction is final only once finalized past ours 
   await anvil.rpc('anvil_mine', ['0x80']);
   expect(await world.ledger.finalizedNonce()).toBeGreaterThan(nonce);
   const proven = await failureOf(world.activities.sendTreasuryTransfer(req));
-  expect({ type: proven.type, nonRetryable: proven.nonRetryable }).toEqual({
+  // The refusal names the round it proves dead: the payout closes that one only.
+  expect({ type: proven.type, nonRetryable: proven.nonRetryable, details: proven.details }).toEqual({
     type: 'ChainRejected',
     nonRetryable: true,
+    details: [{ round: 0 }],
   });
 });
 
@@ -389,6 +391,7 @@ describe('a treasury transfer left unmined', () => {
     await expect(world.activities.confirmTreasuryTransfer(req)).resolves.toEqual({
       status: 'confirmed',
       txHash: replacement,
+      round: 0,
     });
     expect(await minedHash(req.payoutId)).toBe(replacement);
     expect(await anvil.transfersTo(receiver)).toEqual({
@@ -423,6 +426,7 @@ describe('a treasury transfer left unmined', () => {
     await expect(world.activities.confirmTreasuryTransfer(req)).resolves.toEqual({
       status: 'confirmed',
       txHash: original,
+      round: 0,
     });
     expect(await minedHash(req.payoutId)).toBe(original);
     expect(await anvil.transfersTo(receiver)).toEqual({
@@ -512,9 +516,21 @@ describe("a treasury payout's rounds closed before it fails", () => {
     const { txHash } = (await world.activities.sendTreasuryTransfer(signed)) as { txHash: Hex };
     await expect(world.activities.closeTreasuryRounds({ payoutId: signed.payoutId })).resolves.toBe('signed');
     await expect(world.activities.sendTreasuryTransfer(signed)).resolves.toEqual({ txHash });
-    // Its transaction proven unable to land (reverted at finality, its nonce taken): closed all the same.
+    // A newer round signed after an older one's death was read (an attempt still running elsewhere):
+    // proof of the older one's death leaves it open.
+    expect(await closeTreasuryRound(db, signed.payoutId, 0, txHash)).toBe(true);
+    const newer = (await world.activities.sendTreasuryTransfer(signed)) as { txHash: Hex };
+    expect(newer.txHash).not.toBe(txHash);
     await expect(
-      world.activities.closeTreasuryRounds({ payoutId: signed.payoutId, openRoundCannotLand: true }),
+      world.activities.closeTreasuryRounds({ payoutId: signed.payoutId, deadRound: 0 }),
+    ).resolves.toBe('signed');
+    await expect(world.activities.sendTreasuryTransfer(signed)).resolves.toEqual(newer);
+    // Its own transaction proven unable to land (reverted at finality, its nonce taken): closed, so no
+    // round is signed after it.
+    await expect(
+      world.activities.closeTreasuryRounds({ payoutId: signed.payoutId, deadRound: 1 }),
     ).resolves.toBe('closed');
+    expect(await closeTreasuryRound(db, signed.payoutId, 1, newer.txHash)).toBe(true);
+    expect((await failureOf(world.activities.sendTreasuryTransfer(signed))).type).toBe('TreasuryClosed');
   });
 });

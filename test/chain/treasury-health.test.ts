@@ -282,6 +282,7 @@ describe('a treasury the issuer blocked', () => {
     await expect(world.activities.confirmTreasuryTransfer(req)).resolves.toEqual({
       status: 'confirmed',
       txHash,
+      round: 0,
     });
   });
 
@@ -304,11 +305,13 @@ describe('a treasury the issuer blocked', () => {
     await expect(world.activities.confirmTreasuryTransfer(req)).resolves.toEqual({
       status: 'reverted_by_sender',
       txHash: first,
+      round: 0,
     });
     // A retry of the check (its answer lost) answers the same; the round is closed once.
     await expect(world.activities.confirmTreasuryTransfer(req)).resolves.toEqual({
       status: 'reverted_by_sender',
       txHash: first,
+      round: 0,
     });
     expect(await counter(world.metrics, 'treasuryCannotSend', { reason: 'blocked_by_issuer' })).toBe(1);
     const firstNonce = (await rpc.getTransaction({ hash: first })).nonce;
@@ -329,6 +332,7 @@ describe('a treasury the issuer blocked', () => {
     await expect(world.activities.confirmTreasuryTransfer(req)).resolves.toEqual({
       status: 'confirmed',
       txHash: second,
+      round: 1,
     });
     expect(await rounds(req.payoutId)).toEqual([
       { round: 0, nonce: String(firstNonce), reverted: true, mined: first },
@@ -381,6 +385,7 @@ describe('a mined treasury transfer that reverted', () => {
     await expect(world.activities.confirmTreasuryTransfer(req)).resolves.toEqual({
       status: 'reverted_by_sender',
       txHash: first,
+      round: 0,
     });
     expect(await counter(world.metrics, 'treasuryInsufficientFunds')).toBe(1);
     await expect(world.activities.sendTreasuryTransfer(req)).rejects.toMatchObject({
@@ -393,6 +398,7 @@ describe('a mined treasury transfer that reverted', () => {
     await expect(world.activities.confirmTreasuryTransfer(req)).resolves.toEqual({
       status: 'confirmed',
       txHash: second,
+      round: 1,
     });
     expect((await countTransfersTo({ rpcUrl: anvil.rpcUrl, usdtAddress: usdt, to: req.to })).count).toBe(1);
   });
@@ -439,6 +445,7 @@ describe('a mined treasury transfer that reverted', () => {
     await expect(world.activities.confirmTreasuryTransfer(req)).resolves.toEqual({
       status: 'reverted',
       txHash,
+      round: 0,
     });
     expect(await rounds(req.payoutId)).toEqual([
       { round: 0, nonce: expect.any(String), reverted: false, mined: txHash },

@@ -173,13 +173,13 @@ describe('payoutWorkflow: screening before money moves (time-skipping)', () => {
     ).toEqual([undefined, true]);
   });
 
-  it('treasury mode: a refund is refused while a transfer signed for the payout may still land', async () => {
+  it('treasury mode: a refund is refused while a transfer signed for the payout may still land; that transfer ends it', async () => {
+    // Signed before a reset, found by the refund's check: the flagged wait ends, and only the chain decides.
     const input = payoutInput({ settlementMode: 'treasury' });
-    let signed = true;
     const fake = fakeActivities({
       screenReceiver: flagged,
-      hasOpenTreasuryTransfer: async () => signed,
-      closeTreasuryRounds: async () => (signed ? 'signed' : 'closed'),
+      hasOpenTreasuryTransfer: async () => true,
+      closeTreasuryRounds: async () => 'signed' as const,
     });
     const done = await run(fake, input, async (h) => {
       await paid(h, input);
@@ -188,12 +188,34 @@ describe('payoutWorkflow: screening before money moves (time-skipping)', () => {
       await expect(h.executeUpdate(resolvePayoutUpdate, { args: [refund] })).rejects.toMatchObject({
         cause: { message: expect.stringMatching(/may still land/) },
       });
-      signed = false;
-      await h.executeUpdate(resolvePayoutUpdate, { args: [{ ...refund, reason: 'listed, checked' }] });
       return (await h.result()) as PayoutRecord;
     });
-    expect(done).toMatchObject({ status: 'FAILED', failureReason: 'receiver_flagged' });
-    expect(sendingCalls(fake)).toEqual([]);
+    expect(done).toMatchObject({ status: 'COMPLETED', blockchainTxId: TREASURY_TX_HASH });
+    expect(fake.callsOf('recordOperatorDecision')).toEqual([]);
+    expect(fake.callsOf('confirmTreasuryTransfer')).toHaveLength(1);
+  });
+
+  it('treasury mode: flagged right before signing, a refund refused for a transfer signed meanwhile confirms that transfer', async () => {
+    const input = payoutInput({ settlementMode: 'treasury' });
+    // The send answers flagged; an attempt of it that outlived its lease signed all the same.
+    const fake = fakeActivities({
+      sendTreasuryTransfer: async () => ({ flagged: await flagged() }),
+      hasOpenTreasuryTransfer: async () => true,
+    });
+    const done = await run(fake, input, async (h) => {
+      await paid(h, input);
+      await skipUntil(env, () => raised(fake).includes('receiver_flagged'));
+      await expect(
+        h.executeUpdate(resolvePayoutUpdate, {
+          args: [{ decision: 'refund', decidedBy: 'ana@ops', reason: 'listed' }],
+        }),
+      ).rejects.toMatchObject({ cause: { message: expect.stringMatching(/may still land/) } });
+      return (await h.result()) as PayoutRecord;
+    });
+    expect(done).toMatchObject({ status: 'COMPLETED', blockchainTxId: TREASURY_TX_HASH });
+    expect(fake.callsOf('sendTreasuryTransfer')).toHaveLength(1);
+    expect(fake.callsOf('confirmTreasuryTransfer')).toHaveLength(1);
+    expect(fake.callsOf('closeTreasuryRounds')).toEqual([]);
   });
 
   it('an operator may refund, never release, a payout whose screening cannot be read', async () => {

@@ -1044,6 +1044,26 @@ describe('payoutWorkflow (time-skipping)', () => {
       }
     });
 
+    it('a round proven dead does not fail the payout while a newer one is signed: the newer is confirmed', async () => {
+      // An attempt of the send still running on some worker signed round 1 after round 0's revert was read.
+      const answers = [
+        { status: 'reverted' as const, txHash: TREASURY_TX_HASH, round: 0 },
+        { status: 'confirmed' as const, txHash: `0x${'cd'.repeat(32)}` as const, round: 1 },
+      ];
+      const fake = fakeActivities({
+        confirmTreasuryTransfer: async () => answers.shift()!,
+        closeTreasuryRounds: async (req: { deadRound?: number }) =>
+          req.deadRound === 0 ? ('signed' as const) : ('closed' as const),
+      });
+      const done = await run(fake, { settlementMode: 'treasury' }, async (h, input) => {
+        await charged(h);
+        await signal(h, pixReceived(input.payoutId));
+        return result(h);
+      });
+      expect(done).toMatchObject({ status: 'COMPLETED', blockchainTxId: `0x${'cd'.repeat(32)}` });
+      expect(fake.callsOf('closeTreasuryRounds')).toEqual([[{ payoutId: done.id, deadRound: 0 }]]);
+    });
+
     it('completes with the hash that was mined: a re-priced replacement', async () => {
       const replacement = `0x${'ef'.repeat(32)}` as const;
       const fake = fakeActivities({

@@ -151,22 +151,27 @@ export class TreasuryClosedError extends Error {
 
 /**
  * Closes the payout's treasury rounds for good, unless a transfer is signed for it and not reverted
- * ('signed': it may still land, so the payout may not fail). `openRoundCannotLand`: the open round's
- * transaction is proven unable to land (reverted at finality, its nonce taken by another), so only
- * new signings are closed off. Under the nonce lock every signing takes, so no attempt can sign after
- * 'closed' is answered. Idempotent.
+ * ('signed': it may still land, so the payout may not fail). `deadRound`: that round's transaction is
+ * proven unable to land (reverted at finality, its nonce taken by another), so it is closed along
+ * with new signings, and 'signed' answers only a newer round (one an attempt still running on some
+ * worker signed after the proof was read). `openRoundCannotLand`, from a workflow that names no round:
+ * whatever round is open is taken as the dead one. Under the nonce lock every signing takes, so no
+ * attempt can sign after 'closed' is answered. Idempotent.
  */
 export async function closeTreasuryRounds(
   db: Db,
   payoutId: string,
-  opts: { openRoundCannotLand?: boolean } = {},
+  opts: { openRoundCannotLand?: boolean; deadRound?: number } = {},
 ): Promise<'closed' | 'signed'> {
   const client = await db.connect();
   try {
     await client.query('BEGIN');
     await client.query('SELECT pg_advisory_xact_lock($1)', [TREASURY_NONCE_LOCK]);
     const { rows } = await client.query<TransferRow>(LATEST_ROUND, [payoutId]);
-    if (rows[0] && rows[0].reverted_at === null && !opts.openRoundCannotLand) {
+    const open = rows[0] && rows[0].reverted_at === null ? rows[0] : undefined;
+    const dead =
+      opts.deadRound !== undefined ? open?.round === opts.deadRound : opts.openRoundCannotLand === true;
+    if (open !== undefined && !dead) {
       await client.query('COMMIT');
       return 'signed';
     }

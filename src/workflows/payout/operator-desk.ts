@@ -3,6 +3,7 @@ import {
   CancellationScope,
   condition,
   isCancellation,
+  patched,
   proxyActivities,
   setHandler,
 } from '@temporalio/workflow';
@@ -57,6 +58,8 @@ export class OperatorDesk {
   private refusal: string | undefined;
   /** The last decision handed to the payout. */
   private taken: OperatorDecisionInput | undefined;
+  /** How many fail or refund decisions were refused because a treasury transfer is signed. */
+  private refusedAsSigned = 0;
 
   constructor(
     private readonly payout: () => PayoutRecord,
@@ -118,6 +121,19 @@ export class OperatorDesk {
     } finally {
       this.waits.pop();
     }
+  }
+
+  /**
+   * A flagged receiver waits for an operator: refund or release. Or 'signed', once a refund was
+   * refused because a treasury transfer is signed for the payout (an attempt that outlived its lease
+   * signed it after the flag was read): no decision can end that wait then, only the transfer's proof.
+   */
+  async decideFlagged(): Promise<Decided | 'signed'> {
+    const refusedBefore = this.refusedAsSigned;
+    return this.untilDecided('refund_or_release', async () => {
+      await condition(() => this.refusedAsSigned > refusedBefore);
+      return 'signed' as const;
+    });
   }
 
   /** What the innermost waiting step can be decided into; undefined when none waits. */
@@ -243,6 +259,7 @@ export class OperatorDesk {
     const closed = taking !== undefined ? await closeTreasuryRounds(payoutId) : undefined;
     const signed =
       closed !== undefined ? closed === 'signed' : await treasuryBook.hasOpenTreasuryTransfer({ payoutId });
+    if (signed && patched('flagged-wait-ends-on-signed')) this.refusedAsSigned++;
     return signed
       ? `a treasury transfer is signed for this payout and may still land: no ${d.decision}`
       : undefined;

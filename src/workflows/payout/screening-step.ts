@@ -1,4 +1,4 @@
-import { condition, proxyActivities } from '@temporalio/workflow';
+import { proxyActivities } from '@temporalio/workflow';
 import type { ScreeningActivities } from '../../activities';
 import type { FailureReason, PayoutRecord } from '../../domain/payout';
 import type { ScreeningVerdict } from '../../domain/screening';
@@ -22,7 +22,7 @@ export async function screenBeforeSending(
   payout: PayoutRecord,
   attention: Attention,
   desk: OperatorDesk,
-): Promise<'clear' | { decided: Decided; refundReason: FailureReason }> {
+): Promise<'clear' | 'signed' | { decided: Decided; refundReason: FailureReason }> {
   const { id: payoutId, receiverWallet: wallet } = payout;
   const verdict = await desk.untilDecided('refund', () =>
     attention.whileUnanswered(
@@ -34,28 +34,28 @@ export async function screenBeforeSending(
   );
   if (isDecided(verdict)) return { decided: verdict, refundReason: 'operator_decision' };
   if (verdict.kind === 'clear') return 'clear';
-  return {
-    decided: await decideFlaggedReceiver(payout, attention, desk, verdict),
-    refundReason: 'receiver_flagged',
-  };
+  const decided = await decideFlaggedReceiver(payout, attention, desk, verdict);
+  return decided === 'signed' ? 'signed' : { decided, refundReason: 'receiver_flagged' };
 }
 
 /**
  * A flagged receiver waits, neither sent nor failed, until an operator refunds the payer or releases
- * the payout (alert ReceiverFlagged). A flag lifted later does not release money by itself.
+ * the payout (alert ReceiverFlagged). A flag lifted later does not release money by itself. 'signed':
+ * a treasury transfer turned out to be signed for the payout (a refund was refused for it), so only
+ * its proof ends the payout.
  */
 export async function decideFlaggedReceiver(
   payout: PayoutRecord,
   attention: Attention,
   desk: OperatorDesk,
   flag: Flag,
-): Promise<Decided> {
+): Promise<Decided | 'signed'> {
   await attention.raise(
     'receiver_flagged',
     `receiver ${payout.receiverWallet} flagged by ${flag.source} before sending (${flag.detail}): nothing is ` +
       'sent; an operator refunds the payer or releases the payout',
   );
-  const decided = await desk.untilDecided('refund_or_release', () => condition(() => false));
+  const decided = await desk.decideFlagged();
   await attention.clear('receiver_flagged');
-  return decided as Decided;
+  return decided;
 }

@@ -70,7 +70,7 @@ const treasuryRounds = proxyActivities<Pick<ChainActivities, 'closeTreasuryRound
  */
 export async function closeTreasuryRounds(
   payoutId: string,
-  opts: { openRoundCannotLand?: boolean } = {},
+  opts: { openRoundCannotLand?: boolean; deadRound?: number } = {},
 ): Promise<'closed' | 'signed' | undefined> {
   if (!patched('treasury-closed-on-failure')) return undefined;
   return treasuryRounds.closeTreasuryRounds({ payoutId, ...opts });

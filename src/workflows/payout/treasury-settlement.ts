@@ -63,7 +63,10 @@ export async function settleFromTreasury(
   payout: PayoutRecord,
   settings: PayoutSettings,
   attention: Attention,
-  onFlagged: (flag: Extract<ScreeningVerdict, { kind: 'flagged' }>) => Promise<'refund' | 'release'>,
+  /** 'signed': a refund was refused because a transfer is signed for the payout after all. */
+  onFlagged: (
+    flag: Extract<ScreeningVerdict, { kind: 'flagged' }>,
+  ) => Promise<'refund' | 'release' | 'signed'>,
   book: TreasuryBook,
   /** Called between looks of a long wait: may hand the payout over to a new run (it then throws). */
   mayHandOver: () => Promise<void>,
@@ -104,13 +107,14 @@ export async function settleFromTreasury(
       }
       if (sent !== undefined && 'flagged' in sent) {
         // Screened right before signing, nothing signed: the operator refunds the payer or releases it.
-        if ((await onFlagged(sent.flagged)) === 'release') {
+        const decided = await onFlagged(sent.flagged);
+        if (decided === 'release') {
           book.released = true;
           continue;
         }
-        if ((await closeTreasuryRounds(payout.id)) !== 'signed')
+        if (decided === 'refund' && (await closeTreasuryRounds(payout.id)) !== 'signed')
           return { kind: 'failed', reason: 'receiver_flagged' };
-        // Refunded, yet an earlier attempt signed a transfer: only its proof ends the payout.
+        // An earlier attempt signed a transfer after all: only its proof ends the payout.
       }
       book.stage = 'confirm';
     }
@@ -130,15 +134,16 @@ export async function settleFromTreasury(
       );
     } catch (err) {
       // Only the proof that the nonce went to another transaction is final (see the activity).
-      if (err instanceof ActivityFailure && isRefusal(err)) {
-        await closeTreasuryRounds(payout.id, { openRoundCannotLand: true });
+      if (!(err instanceof ActivityFailure && isRefusal(err))) throw err;
+      if (await closedAfterItsDeath(payout.id, roundNamedBy(err))) {
         return { kind: 'failed', reason: 'transfer_nonce_taken' };
       }
-      throw err;
+      continue;
     }
     if (check.status === 'reverted') {
-      await closeTreasuryRounds(payout.id, { openRoundCannotLand: true });
-      return { kind: 'failed', reason: 'transfer_reverted' };
+      if (await closedAfterItsDeath(payout.id, check.round))
+        return { kind: 'failed', reason: 'transfer_reverted' };
+      continue;
     }
     if (check.status === 'confirmed') {
       // No provider confirms anything in this mode: confirmed_at is when the transfer was seen with
@@ -153,6 +158,26 @@ export async function settleFromTreasury(
       txHash: check.txHash,
     });
   }
+}
+
+/**
+ * Closes the payout's rounds once `round`'s transaction is proven unable to land. True: the payout may
+ * fail. False: a newer round is signed (by an attempt still running on some worker after the proof
+ * was read), and that one is confirmed in turn. An activity worker that names no round answers for
+ * whatever round is open.
+ */
+async function closedAfterItsDeath(payoutId: string, round: number | undefined): Promise<boolean> {
+  const closed = await closeTreasuryRounds(
+    payoutId,
+    round === undefined ? { openRoundCannotLand: true } : { deadRound: round },
+  );
+  return closed !== 'signed' || !patched('newer-round-outlives-dead-one');
+}
+
+/** The round a refusal of the confirmation names in its details (`{ round }`), when the activity gave it. */
+function roundNamedBy(err: ActivityFailure): number | undefined {
+  const detail = lastApplicationFailure(err)?.details?.[0] as { round?: unknown } | undefined;
+  return typeof detail?.round === 'number' ? detail.round : undefined;
 }
 
 /**

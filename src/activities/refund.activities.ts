@@ -2,6 +2,7 @@ import { ApplicationFailure } from '@temporalio/activity';
 import {
   findRefundCase,
   moveRefundCase,
+  payoutSettledByPayment,
   setRefundReturnId,
   type RefundCase,
   type RefundCaseStatus,
@@ -112,6 +113,22 @@ export function createRefundActivities({
     return held;
   }
 
+  /**
+   * A case whose payment is the one a COMPLETED payout settled (opened by a run before an operator's
+   * reset, whose new run completed with that payment): the payer got the USDT, so nothing is returned
+   * and the case is resolved, saying so. Undefined while the payment settles no payout.
+   */
+  async function settledItsPayout(refundCase: RefundCase): Promise<RefundCase | undefined> {
+    const settled = await payoutSettledByPayment(db, refundCase.eventId);
+    if (settled === null) return undefined;
+    const note = `not returned: this payment settled payout ${settled} (COMPLETED), so the payer got the USDT`;
+    logger.warn(
+      { event: 'refund_case_payment_settled', caseId: refundCase.id, payoutId: refundCase.payoutId, settled },
+      'refund case resolved: its payment settled a completed payout (a run before a reset opened it)',
+    );
+    return move(refundCase, { from: ['open', 'awaiting_approval'], to: 'resolved', resolutionNote: note });
+  }
+
   /** The provider's answer about a return, recorded: its id, and its end once final. */
   async function record(refundCase: RefundCase, answer: PaymentReturn): Promise<ReturnProgress> {
     if (refundCase.returnId !== answer.returnId) await setRefundReturnId(db, refundCase.id, answer.returnId);
@@ -142,6 +159,7 @@ export function createRefundActivities({
       if (FINISHED.includes(refundCase.status)) return 'finished';
       if (refundCase.status === 'returning') return 'return';
       if (refundCase.status === 'awaiting_approval') return 'awaiting_approval';
+      if (await settledItsPayout(refundCase)) return 'finished';
       // Ahead of the policy, and of the PIX provider's means: an operator returning a case by hand reads the hold too.
       const reports = await findSettlementsAfterEnd(db, refundCase.payoutId);
       if (reports.length > 0) {
@@ -167,7 +185,8 @@ export function createRefundActivities({
     /**
      * An operator's approval, recorded: the case is `returning` from now on (or as an operator left
      * it). A payout's settlement report after its end, on record since the CLI looked, keeps it
-     * `awaiting_approval` (the claim refuses it); the return step then holds it.
+     * `awaiting_approval` (the claim refuses it); the return step then holds it. A payment that settled
+     * its payout resolves it (settledItsPayout).
      */
     async approveRefund(a: { caseId: string; by: string }): Promise<RefundCaseStatus> {
       const refundCase = await load(a.caseId);
@@ -178,6 +197,8 @@ export function createRefundActivities({
         detail: `approved by ${a.by}`,
       });
       if (moved.status === 'awaiting_approval') {
+        const resolved = await settledItsPayout(moved);
+        if (resolved) return resolved.status;
         logger.error(
           { event: 'refund_case_held', caseId: a.caseId, payoutId: refundCase.payoutId, by: a.by },
           'refund approval not taken: USDT was reported sent for its payout after it ended',
@@ -200,6 +221,8 @@ export function createRefundActivities({
       // Unclaimed: a settlement report after the payout's end came after the policy's look (or before
       // an approval was taken), and the claim refused the case. It is held; never asked of the provider.
       if (refundCase.status === 'open' || refundCase.status === 'awaiting_approval') {
+        const resolved = await settledItsPayout(refundCase);
+        if (resolved) return progressOf(resolved.status);
         const reports = await findSettlementsAfterEnd(db, refundCase.payoutId);
         if (reports.length > 0) {
           if (refundCase.status === 'open') await hold(refundCase, reports);
@@ -250,8 +273,11 @@ export function createRefundActivities({
       return record(refundCase, answer);
     },
 
+    /** The case's status; one waiting whose payment settled its payout is resolved first (settledItsPayout). */
     async refundCaseStatus(caseId: string): Promise<RefundCaseStatus> {
-      return (await load(caseId)).status;
+      const refundCase = await load(caseId);
+      if (refundCase.status !== 'open' && refundCase.status !== 'awaiting_approval') return refundCase.status;
+      return ((await settledItsPayout(refundCase)) ?? refundCase).status;
     },
   };
 }

@@ -2,6 +2,7 @@ import { ApplicationFailure, WorkflowNotFoundError, WorkflowUpdateFailedError } 
 import {
   findRefundCase,
   listRefundCases,
+  payoutSettledByPayment,
   resolveRefundCase,
   type RefundCase,
   type RefundCaseChange,
@@ -41,7 +42,8 @@ export const REFUND_COMMANDS: Commands = {
       'Only a case in status awaiting_approval (its kind is not in REFUND_AUTO_RETURN_KINDS). Its refund\n' +
       'workflow records who approved and asks the provider to return the payment; prints the case once it\n' +
       'is returning. Approving again is harmless. Refused, naming the transaction, while the provider has\n' +
-      "reported USDT sent for the case's payout after it ended (docs/operations.md#settlement-reported-after-the-payout-ended).",
+      "reported USDT sent for the case's payout after it ended (docs/operations.md#settlement-reported-after-the-payout-ended),\n" +
+      'and for a case whose payment its payout COMPLETED with (a run before a reset opened it: nothing to return).',
     options: { id: str, by: str },
     plan(values) {
       const id = requireRefundCaseId(values);
@@ -51,7 +53,7 @@ export const REFUND_COMMANDS: Commands = {
         const caseId = id.toLowerCase();
         const found = await findRefundCase(db, caseId);
         if (found === null) throw new Error(`no refund case ${id}`);
-        await refuseIfSettledAfterEnd(db, id, found.payoutId);
+        await refuseIfSettled(db, id, found);
         if (found.status === 'open') {
           throw new Error(
             `refund case ${id} is open: its workflow has not applied the policy, or the PIX provider cannot return payments (resolve it by hand)`,
@@ -77,7 +79,7 @@ export const REFUND_COMMANDS: Commands = {
         }
         const after = await findRefundCase(db, caseId);
         // A report recorded since the look above: the workflow's claim refused the approval.
-        if (after?.status === 'awaiting_approval') await refuseIfSettledAfterEnd(db, id, found.payoutId);
+        if (after?.status === 'awaiting_approval') await refuseIfSettled(db, id, found);
         return refundCaseView(after ?? found);
       };
     },
@@ -108,11 +110,20 @@ export const REFUND_COMMANDS: Commands = {
   },
 };
 
-/** BRL is not returned while USDT may have left for the payout: the refusal names its transactions. */
-async function refuseIfSettledAfterEnd(db: Db, id: string, payoutId: string): Promise<void> {
-  const reports = await findSettlementsAfterEnd(db, payoutId);
+/**
+ * BRL is not returned while USDT may have left for the payout: the refusal names its transactions, or
+ * the payout the payment settled (a case opened by a run before a reset whose new run completed).
+ */
+async function refuseIfSettled(db: Db, id: string, found: RefundCase): Promise<void> {
+  const reports = await findSettlementsAfterEnd(db, found.payoutId);
   if (reports.length > 0)
     throw new Error(`refund case ${id} not approved: ${refundHeldBySettlement(reports)}`);
+  const settled = await payoutSettledByPayment(db, found.eventId);
+  if (settled !== null) {
+    throw new Error(
+      `refund case ${id} not approved: its payment settled payout ${settled} (COMPLETED), so the payer got the USDT: nothing to return (its workflow resolves the case)`,
+    );
+  }
 }
 
 /** --id as given (messages name it so), checked to be a refund case id. */

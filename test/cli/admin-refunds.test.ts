@@ -3,11 +3,14 @@ import { randomUUID } from 'node:crypto';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import { createPartner } from '../../src/adapters/db/partners-repo';
+import { upsertPayout } from '../../src/adapters/db/payouts-repo';
 import { createPool, type Db } from '../../src/adapters/db/pool';
 import { findRefundCase, moveRefundCase, openRefundCase } from '../../src/adapters/db/refund-cases-repo';
 import { recordSettlementAfterEnd } from '../../src/adapters/db/settlements-after-end-repo';
 import { compiledEntry } from '../support/compiled';
 import { testDatabaseUrl } from '../support/env';
+import { completedPayout } from '../support/payouts';
 import { createDevServerEnv } from '../support/temporal';
 
 // `admin refunds approve` as an operator runs it: a real CLI process against the test PostgreSQL and a
@@ -114,6 +117,24 @@ describe('admin refunds approve', () => {
     expect(result.stderr).toContain(`refund case ${caseId} not approved`);
     expect(result.stderr).toContain(first);
     expect(result.stderr).toContain(second);
+  }, 60_000);
+
+  it('refuses a case whose payment settled its payout (opened by a run before a reset), naming the payout', async () => {
+    const payoutId = randomUUID();
+    const caseId = await refundCase(payoutId);
+    const { eventId } = (await findRefundCase(db, caseId))!;
+    const { partner } = await createPartner(db, 'cli refunds after reset');
+    const completed = completedPayout({ id: payoutId, partnerId: partner.id, paymentEventId: eventId });
+    await upsertPayout(db, completed, `payout-${payoutId}`, 'after-reset');
+    const result = await cli(['refunds', 'approve', '--id', caseId, '--by', 'ana']);
+    expect(result).toEqual({
+      code: 1,
+      stdout: '',
+      stderr:
+        `error: refund case ${caseId} not approved: its payment settled payout ${payoutId} (COMPLETED), ` +
+        'so the payer got the USDT: nothing to return (its workflow resolves the case)\n',
+    });
+    expect(await findRefundCase(db, caseId)).toMatchObject({ status: 'awaiting_approval', approvedBy: null });
   }, 60_000);
 
   it("a report for another payout is not this case's: it goes on to the case's workflow", async () => {

@@ -10,7 +10,10 @@ import { createHttpProvider } from '../../src/adapters/provider/http-provider';
 import type { PaymentProvider } from '../../src/adapters/provider/types';
 import { createLogger } from '../../src/observability/logger';
 import { createMetrics } from '../../src/observability/metrics';
+import { createPartner } from '../../src/adapters/db/partners-repo';
+import { upsertPayout } from '../../src/adapters/db/payouts-repo';
 import { testDatabaseUrl } from '../support/env';
+import { completedPayout } from '../support/payouts';
 
 // The refund activities on the real PostgreSQL and the real provider sandbox (over HTTP): the policy,
 // the claim before the provider is asked, the provider's answers recorded, and an unknown (a failed
@@ -246,6 +249,42 @@ describe('refund activities (PostgreSQL, provider sandbox)', () => {
     expect(await refund.beginRefund(caseId)).toBe('return');
     expect(await refund.requestReturn(caseId)).toBe('returning');
     expect(await statusOf(caseId)).toBe('returning');
+  });
+
+  it('a case whose payment settled its payout (a run before a reset opened it) is resolved, never returned', async () => {
+    const refund = activities(['wrong_amount']);
+    const { partner } = await createPartner(db, 'refund after reset');
+    const completedWith = async (c: { payoutId: string; eventId: string }) =>
+      upsertPayout(
+        db,
+        completedPayout({ id: c.payoutId, partnerId: partner.id, paymentEventId: c.eventId }),
+        `payout-${c.payoutId}`,
+        'after-reset',
+      );
+    // The new run completed before the case's workflow applied the policy.
+    const before = await paidCase('wrong_amount');
+    await completedWith(before);
+    expect(await refund.beginRefund(before.caseId)).toBe('finished');
+    expect(await findRefundCase(db, before.caseId)).toMatchObject({
+      status: 'resolved',
+      resolutionNote: expect.stringContaining(`settled payout ${before.payoutId} (COMPLETED)`),
+    });
+    // Awaiting approval when the new run completed: the approval is not taken, the case resolved.
+    const waiting = await paidCase('wrong_charge');
+    expect(await refund.beginRefund(waiting.caseId)).toBe('awaiting_approval');
+    await completedWith(waiting);
+    expect(await refund.approveRefund({ caseId: waiting.caseId, by: 'ana' })).toBe('resolved');
+    // Policy said return, then the new run completed: the claim refuses, the return step resolves it.
+    const claimed = await paidCase('wrong_amount');
+    expect(await refund.beginRefund(claimed.caseId)).toBe('return');
+    await completedWith(claimed);
+    expect(await refund.requestReturn(claimed.caseId)).toBe('resolved');
+    // Waiting for approval, its hourly look resolves it too.
+    const looked = await paidCase('wrong_charge');
+    expect(await refund.beginRefund(looked.caseId)).toBe('awaiting_approval');
+    await completedWith(looked);
+    expect(await refund.refundCaseStatus(looked.caseId)).toBe('resolved');
+    for (const c of [before, waiting, claimed, looked]) expect(await returnsFor(c.eventId)).toEqual([]);
   });
 
   it('without a provider that returns, a case is left to an operator', async () => {

@@ -122,6 +122,18 @@ export async function openRefundCase(
     : { outcome: 'payment_settles_its_payout' };
 }
 
+/**
+ * The COMPLETED payout this payment settled, or null: a refund case for it (opened by a run before an
+ * operator's reset, whose new run completed with the same payment) has nothing to return.
+ */
+export async function payoutSettledByPayment(db: Db, eventId: string): Promise<string | null> {
+  const { rows } = await db.query<{ id: string }>(
+    "SELECT id FROM payouts WHERE payment_event_id = $1 AND status = 'COMPLETED' LIMIT 1",
+    [eventId],
+  );
+  return rows[0]?.id ?? null;
+}
+
 /** Unfinished cases (not returned, not resolved) oldest first, or every case with `all`. */
 export async function listRefundCases(
   db: Db,
@@ -162,7 +174,9 @@ export async function findRefundCase(db: Db, id: string): Promise<RefundCase | n
  * first): the caller gets the case as it is now and `moved` says which happened. Null: no such case.
  * A case is never moved to `returning` (claimed for a return) while its payout has a settlement
  * report after its end on record (settlements_after_end): USDT may have left for it, and the case
- * stays where it is for an operator. Checked in the same statement as the claim.
+ * stays where it is for an operator. Nor while its payment is the one a COMPLETED payout settled (a
+ * case opened by a run before an operator's reset, whose new run completed with that payment): the
+ * payer got the USDT. Checked in the same statement as the claim.
  */
 export async function moveRefundCase(
   db: Db,
@@ -187,8 +201,10 @@ export async function moveRefundCase(
               resolved_at = CASE WHEN $3 = 'resolved' THEN now() END,
               resolution_note = CASE WHEN $3 = 'resolved' THEN $7 END
         WHERE id = $1 AND status = ANY($2::text[])
-          AND ($3 <> 'returning' OR NOT EXISTS
-                (SELECT 1 FROM settlements_after_end s WHERE s.payout_id = refund_cases.payout_id))
+          AND ($3 <> 'returning' OR (
+                NOT EXISTS (SELECT 1 FROM settlements_after_end s WHERE s.payout_id = refund_cases.payout_id)
+                AND NOT EXISTS (SELECT 1 FROM payouts p
+                                 WHERE p.payment_event_id = refund_cases.event_id AND p.status = 'COMPLETED')))
         RETURNING ${COLUMNS}),
      changed AS (
        INSERT INTO refund_case_changes (case_id, status, changed_at, detail)

@@ -14,7 +14,7 @@ export type { PayoutBookkeepingActivities, RefundKind } from './payout-bookkeepi
 export type { ChargeReconciliation, ProviderActivities, SettlementReport } from './provider.activities';
 import { createScreeningActivities } from './screening.activities';
 import type { ReceiverScreening } from '../domain/screening';
-export type { ScreeningActivities } from './screening.activities';
+export type { RequestedBefore, ScreeningActivities } from './screening.activities';
 export type { RefundActivities, RefundPolicy } from './refund.activities';
 export type { AttentionKind } from '../adapters/db/attention-repo';
 

@@ -6,6 +6,11 @@ import {
   type SettlementProvider,
   type SettlementState,
 } from '../adapters/provider/types';
+import type { Db } from '../adapters/db/pool';
+import {
+  recordSettlementAccepted,
+  recordSettlementRequestSent,
+} from '../adapters/db/settlement-requests-repo';
 import { sameExternalId } from '../domain/ids';
 import type { ProviderEvent } from '../domain/provider-event';
 import type { Logger } from '../observability/logger';
@@ -55,11 +60,14 @@ export type SettlementReport =
  * USDT in provider settlement mode, absent where the provider cannot (API Pix: the treasury pays).
  */
 export function createProviderActivities({
+  db,
   provider,
   settlementProvider,
   screening,
   logger,
 }: {
+  /** Where a settlement request sent is recorded, for a run that knows nothing of it (a reset). */
+  db: Db;
   provider: PixCollection;
   settlementProvider?: SettlementProvider | undefined;
   /** The receiver is screened before every settlement request attempt. */
@@ -136,13 +144,17 @@ export function createProviderActivities({
         );
         if (verdict.kind === 'flagged') return { flagged: verdict };
       }
+      const settler = settling();
+      // On record before it leaves: a database that cannot write it sends nothing (retried).
+      await recordSettlementRequestSent(db, req.payoutId);
       try {
-        const result = await settling().requestSettlement({
+        const result = await settler.requestSettlement({
           externalId: req.payoutId,
           chargeId: req.chargeId,
           receiverWallet: req.receiverWallet,
           chainId: req.chainId,
         });
+        await recordSettlementAccepted(db, req.payoutId, result.settlementId);
         return {
           settlementId: result.settlementId,
           status: result.status,

@@ -4,6 +4,8 @@ import {
   type ReceiverScreening,
   type ScreeningVerdict,
 } from '../domain/screening';
+import type { Db } from '../adapters/db/pool';
+import { findSettlementRequestSent } from '../adapters/db/settlement-requests-repo';
 import type { Logger } from '../observability/logger';
 
 export interface ScreeningActivityDeps {
@@ -11,15 +13,42 @@ export interface ScreeningActivityDeps {
   logger: Logger;
 }
 
+/** A settlement request for the payout is on record already: the provider may be settling it. */
+export interface RequestedBefore {
+  kind: 'requested_before';
+  /** The provider's id for it, when an answer gave it. */
+  settlementId?: string;
+}
+
 /** The receiver's screening right before money moves (docs/decisions.md D45). */
-export function createScreeningActivities(deps: ScreeningActivityDeps) {
-  const { screening, logger } = deps;
+export function createScreeningActivities(deps: ScreeningActivityDeps & { db: Db }) {
+  const { screening, logger, db } = deps;
   return {
     /**
      * The verdict of every enabled source. A source that cannot be read fails the attempt (retried:
      * the payout keeps waiting, with an attention item), so an unknown never passes as clear.
+     * `unlessRequested`: a provider-mode payout about to settle first asks whether a settlement
+     * request of it is on record (sent by a run an operator's reset undid): then the provider may be
+     * settling, nothing is decided on the screening, and the payout follows that settlement.
      */
-    async screenReceiver(a: { payoutId: string; wallet: string }): Promise<ScreeningVerdict> {
+    async screenReceiver(a: {
+      payoutId: string;
+      wallet: string;
+      unlessRequested?: boolean;
+    }): Promise<ScreeningVerdict | RequestedBefore> {
+      if (a.unlessRequested) {
+        const sent = await findSettlementRequestSent(db, a.payoutId);
+        if (sent !== null) {
+          logger.warn(
+            { event: 'settlement_requested_before', payoutId: a.payoutId, settlementId: sent.settlementId },
+            'a settlement request of this payout is on record from an earlier run: the payout follows it',
+          );
+          return {
+            kind: 'requested_before',
+            ...(sent.settlementId !== null && { settlementId: sent.settlementId }),
+          };
+        }
+      }
       return screenBeforeMoneyMoves({ screening, logger }, a.payoutId, a.wallet, 'before the USDT was sent');
     },
   };

@@ -107,6 +107,12 @@ export type ProviderSettlementFact =
       status: ProviderSettlementState;
       txHash?: TxHash;
     }
+  /**
+   * A request of this payout is on record from a run this one does not continue (an operator's reset
+   * undid it): it may have reached the provider, with the provider's id when an answer gave it.
+   * Nothing was screened in this run: the receiver is screened before any request is sent again.
+   */
+  | { kind: 'requested_by_earlier_run'; at: number; settlementId?: string }
   | { kind: 'request_refused'; at: number; local: boolean; detail: string }
   | { kind: 'request_unanswered'; at: number; local: boolean; detail: string }
   | { kind: 'status_read'; at: number; status: ProviderStatus }
@@ -272,6 +278,18 @@ export function evolve(
       // A repeated request answers the settlement's current state: anything past pending is read at once.
       next.nextLookAt = fact.status === 'pending' ? fact.at + FIRST_LOOK_MS : fact.at;
       next.lookBackoffMs = FIRST_LOOK_MS;
+      return next;
+    case 'requested_by_earlier_run':
+      next.requests.push({
+        at: fact.at,
+        outcome: fact.settlementId === undefined ? 'unanswered' : 'accepted',
+        local: false,
+        detail: 'sent by an earlier run of this payout, before a reset',
+      });
+      keepRecentRequests(next);
+      if (fact.settlementId !== undefined) next.settlementId = fact.settlementId;
+      next.screening = { ...next.screening, clearAt: undefined, released: false };
+      next.nextLookAt = fact.at;
       return next;
     case 'request_refused':
       next.requests.push({ at: fact.at, outcome: 'refused', local: fact.local, detail: fact.detail });

@@ -215,13 +215,23 @@ class PayoutProcess {
    */
   async settle(): Promise<void> {
     if (!this.handedOver) {
-      const screened = await screenBeforeSending(this.record, this.attention, this.desk);
+      const providerMode = this.settings.settlementMode === 'provider';
+      const screened = await screenBeforeSending(this.record, this.attention, this.desk, providerMode);
       // 'signed': a treasury transfer is signed for the payout (before a reset): the treasury confirms it.
-      if (typeof screened === 'object') {
-        await this.recordDecision(screened.decided);
-        if (screened.decided.decision.decision !== 'release') return this.fail(screened.refundReason);
+      const decided = typeof screened === 'object' && 'decided' in screened ? screened : undefined;
+      if (decided) {
+        await this.recordDecision(decided.decided);
+        if (decided.decided.decision.decision !== 'release') return this.fail(decided.refundReason);
       }
-      this.released = typeof screened === 'object';
+      this.released = decided !== undefined;
+      // A request sent by a run a reset undid: the settlement follows it (its id, or a request again).
+      if (typeof screened === 'object' && 'kind' in screened) {
+        this.providerSettlement.followEarlierRequest(
+          this.settings.chainId,
+          Date.now(),
+          screened.settlementId,
+        );
+      }
       this.settlingSince = Date.now();
       if (this.settings.settlementMode === 'treasury') this.treasury = beginTreasurySettlement(this.released);
     }

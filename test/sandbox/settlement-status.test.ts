@@ -4,6 +4,7 @@
  * sandbox restarts with and without SANDBOX_STATE_FILE. Faults are injected through the sandbox's own
  * control endpoint (POST /sandbox/faults) and by turning anvil's automine off; nothing is mocked.
  */
+import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -14,12 +15,16 @@ import { createPublicClient, erc20Abi, http, parseEventLogs, type Address, type 
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 
 import { createProviderActivities } from '../../src/activities/provider.activities';
+import { createScreeningActivities } from '../../src/activities/screening.activities';
+import { findSettlementRequestSent } from '../../src/adapters/db/settlement-requests-repo';
+import { createPool, type Db } from '../../src/adapters/db/pool';
 import { createHttpProvider } from '../../src/adapters/provider/http-provider';
 import { ProviderError, type PaymentProvider } from '../../src/adapters/provider/types';
 import type { ProviderEvent } from '../../src/domain/provider-event';
 import { createLogger } from '../../src/observability/logger';
 import { ANVIL_DEV_ACCOUNTS } from '../../dev/local/infra/anvil';
 import { startTestChain, type TestChain } from '../support/chain';
+import { testDatabaseUrl } from '../support/env';
 import { until } from '../support/until';
 import { buildSandboxApp } from '../../dev/sandbox/app';
 import { loadSandboxConfig, type SandboxConfig } from '../../dev/sandbox/config';
@@ -33,8 +38,11 @@ let chain: PublicClient;
 let usdt: Address;
 let receiver: WebhookReceiver;
 let stateDir: string;
+/** Where the settlement requests sent are recorded (settlement-requests-repo). */
+let db: Db;
 
 beforeAll(async () => {
+  db = createPool(testDatabaseUrl(), 1);
   anvil = await startTestChain({
     funded: [{ wallet: sandboxWallet.address, usdtUnits: 1_000_000n * 10n ** 6n }],
   });
@@ -49,6 +57,7 @@ afterAll(async () => {
   await receiver?.close();
   await anvil?.stop();
   if (stateDir) rmSync(stateDir, { recursive: true, force: true });
+  await db?.end();
 });
 
 afterEach(async () => {
@@ -94,6 +103,7 @@ async function startSandbox(env: Record<string, string> = {}): Promise<Sandbox> 
   const url = `http://127.0.0.1:${address.port}`;
   const provider = createHttpProvider({ baseUrl: url, apiKey: API_KEY, timeoutMs: 5_000 });
   const all = createProviderActivities({
+    db,
     provider,
     settlementProvider: provider,
     // Screening is not what this file tests.
@@ -452,6 +462,44 @@ describe('one sandbox', () => {
     const cleared = await fetch(`${sandbox.url}/sandbox/faults`, { method: 'DELETE' });
     expect(await cleared.json()).toEqual({ cleared: 1 });
     expect((await sandbox.provider.getQuote()).rate).toBe('5.50');
+  });
+
+  test('a request sent is on record, with its id once answered, for a run a reset left knowing nothing of it', async () => {
+    const screening = createScreeningActivities({
+      db,
+      screening: { screen: async () => ({ kind: 'clear' as const }) },
+      logger: createLogger({ level: 'silent', name: 'test' }),
+    });
+    const { payoutId, chargeId } = await paidCharge(sandbox);
+    const wallet = freshWallet();
+    const asked = { payoutId, wallet, unlessRequested: true };
+    expect(await screening.screenReceiver(asked)).toEqual({ kind: 'clear' });
+    const { settlementId } = await sandbox.activities.requestSettlement({
+      payoutId,
+      chargeId,
+      receiverWallet: wallet,
+      chainId: 42161,
+    });
+    expect(await findSettlementRequestSent(db, payoutId)).toEqual({
+      firstSentAt: expect.any(String),
+      settlementId,
+    });
+    expect(await screening.screenReceiver(asked)).toEqual({ kind: 'requested_before', settlementId });
+    // Screening again before a request is sent again asks for a verdict only.
+    expect(await screening.screenReceiver({ payoutId, wallet })).toEqual({ kind: 'clear' });
+    // Refused, the request still left: on record, with no id.
+    const refused = randomUUID();
+    await failure(
+      sandbox.activities.requestSettlement({
+        payoutId: refused,
+        chargeId: 'chg_nope',
+        receiverWallet: wallet,
+        chainId: 42161,
+      }),
+    );
+    expect(await screening.screenReceiver({ ...asked, payoutId: refused })).toEqual({
+      kind: 'requested_before',
+    });
   });
 });
 

@@ -142,8 +142,9 @@ describe('payoutWorkflow: screening before money moves (time-skipping)', () => {
       await h.signal(providerEventSignal, settlementCompleted(input.payoutId));
       return h.result();
     });
+    // Provider mode asks, in the same call, whether a request of the payout is on record already.
     expect(fake.callsOf('screenReceiver')).toEqual([
-      [{ payoutId: input.payoutId, wallet: input.receiverWallet }],
+      [{ payoutId: input.payoutId, wallet: input.receiverWallet, unlessRequested: true }],
     ]);
     const names = fake.calls.map((c) => c.name);
     expect(names.indexOf('screenReceiver')).toBeLessThan(names.indexOf('requestSettlement'));
@@ -216,6 +217,61 @@ describe('payoutWorkflow: screening before money moves (time-skipping)', () => {
     expect(fake.callsOf('sendTreasuryTransfer')).toHaveLength(1);
     expect(fake.callsOf('confirmTreasuryTransfer')).toHaveLength(1);
     expect(fake.callsOf('closeTreasuryRounds')).toEqual([]);
+  });
+
+  describe('provider mode, a settlement request on record from a run a reset undid', () => {
+    const TX = `0x${'5e'.repeat(32)}` as const;
+    /** Before settling, the payout asks whether a request is on record; later screenings are verdicts. */
+    const onRecord = (settlementId: string | undefined, verdict: () => Promise<unknown>) =>
+      (async (req: { unlessRequested?: boolean }) =>
+        req.unlessRequested
+          ? { kind: 'requested_before' as const, ...(settlementId !== undefined && { settlementId }) }
+          : verdict()) as never;
+
+    it('with its id: the payout reads that settlement and completes, requesting nothing', async () => {
+      const input = payoutInput();
+      const fake = fakeActivities({
+        screenReceiver: onRecord('stl_before_reset', async () => ({ kind: 'clear' as const })),
+        fetchSettlementStatus: async () => ({
+          status: 'completed' as const,
+          chainId: 42161,
+          txHash: TX,
+          amountUsdt: '17.825311',
+        }),
+      });
+      const done = await run(fake, input, async (h) => {
+        await paid(h, input);
+        return (await h.result()) as PayoutRecord;
+      });
+      expect(done).toMatchObject({ status: 'COMPLETED', blockchainTxId: TX });
+      expect(fake.callsOf('fetchSettlementStatus')[0]).toEqual([
+        { payoutId: input.payoutId, settlementId: 'stl_before_reset' },
+      ]);
+      expect(sendingCalls(fake)).toEqual([]);
+      expect(fake.callsOf('screenReceiver')).toHaveLength(1);
+    });
+
+    it('flagged now: no refund decision ends it while the provider may settle; nothing is requested again', async () => {
+      const input = payoutInput();
+      const fake = fakeActivities({ screenReceiver: onRecord(undefined, flagged) });
+      const done = await run(fake, input, async (h) => {
+        await paid(h, input);
+        await skipUntil(env, () => raised(fake).includes('receiver_flagged'));
+        // The settlement's own wait: the screening's refund is not what is decided here.
+        await expect(
+          h.executeUpdate(resolvePayoutUpdate, {
+            args: [{ decision: 'refund', decidedBy: 'ana', reason: 'listed' }],
+          }),
+        ).rejects.toMatchObject({ cause: { message: expect.stringMatching(/fail or complete/) } });
+        expect(sendingCalls(fake)).toEqual([]);
+        // The provider settled all the same (the earlier run's request reached it).
+        await h.signal(providerEventSignal, settlementCompleted(input.payoutId, { txHash: TX }));
+        return (await h.result()) as PayoutRecord;
+      });
+      expect(done).toMatchObject({ status: 'COMPLETED', blockchainTxId: TX });
+      expect(sendingCalls(fake)).toEqual([]);
+      expect(fake.callsOf('recordLatePayment')).toEqual([]);
+    });
   });
 
   it('an operator may refund, never release, a payout whose screening cannot be read', async () => {

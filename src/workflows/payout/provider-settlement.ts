@@ -38,6 +38,19 @@ const DECIDED_HERE: readonly AttentionKind[] = [
 export class ProviderSettlementBook {
   knowledge: ProviderSettlementKnowledge | undefined;
 
+  /**
+   * Begins from a request of the payout on record from a run an operator's reset undid: the provider
+   * may be settling it, so the settlement follows it rather than deciding the payout anew.
+   */
+  followEarlierRequest(chainId: number, at: number, settlementId: string | undefined): void {
+    const begun = beginProviderSettlement(chainId, at, false);
+    this.knowledge = evolve(begun, {
+      kind: 'requested_by_earlier_run',
+      at,
+      ...(settlementId !== undefined && { settlementId }),
+    });
+  }
+
   /** Why an operator may not fail the payout now (a named transaction the chain has not decided). */
   vetoFail(): string | undefined {
     return this.knowledge === undefined ? undefined : operatorMayNotFail(this.knowledge);
@@ -205,8 +218,10 @@ async function screenAgain(payout: PayoutRecord): Promise<ProviderSettlementFact
   try {
     const verdict = await screening.screenReceiver({ payoutId: payout.id, wallet: payout.receiverWallet });
     const at = Date.now();
-    if (verdict.kind === 'clear') return { kind: 'screened_clear', at };
-    return { kind: 'screened_flagged', at, source: verdict.source, detail: verdict.detail };
+    // Asked without `unlessRequested`: only a verdict comes back.
+    if (verdict.kind === 'flagged')
+      return { kind: 'screened_flagged', at, source: verdict.source, detail: verdict.detail };
+    return { kind: 'screened_clear', at };
   } catch (err) {
     if (!isActivityError(err) || isCancellation(err)) throw err;
     return { kind: 'screening_unreadable', at: Date.now(), detail: messageOf(err) };

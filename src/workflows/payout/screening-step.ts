@@ -1,5 +1,5 @@
 import { proxyActivities } from '@temporalio/workflow';
-import type { ScreeningActivities } from '../../activities';
+import type { RequestedBefore, ScreeningActivities } from '../../activities';
 import type { FailureReason, PayoutRecord } from '../../domain/payout';
 import type { ScreeningVerdict } from '../../domain/screening';
 import { SCREENING } from '../activity-options';
@@ -22,17 +22,23 @@ export async function screenBeforeSending(
   payout: PayoutRecord,
   attention: Attention,
   desk: OperatorDesk,
-): Promise<'clear' | 'signed' | { decided: Decided; refundReason: FailureReason }> {
+  /**
+   * Provider mode: a settlement request of the payout already on record (sent by a run an operator's
+   * reset undid) is answered instead of a verdict, and the payout follows that settlement.
+   */
+  unlessRequested: boolean,
+): Promise<'clear' | 'signed' | RequestedBefore | { decided: Decided; refundReason: FailureReason }> {
   const { id: payoutId, receiverWallet: wallet } = payout;
   const verdict = await desk.untilDecided('refund', () =>
     attention.whileUnanswered(
       'screening_unreadable',
       `receiver ${wallet} cannot be screened before sending (a source is unreadable): nothing is sent until it is`,
       ATTENTION_AFTER_MS,
-      () => screening.screenReceiver({ payoutId, wallet }),
+      () => screening.screenReceiver({ payoutId, wallet, ...(unlessRequested && { unlessRequested }) }),
     ),
   );
   if (isDecided(verdict)) return { decided: verdict, refundReason: 'operator_decision' };
+  if (verdict.kind === 'requested_before') return verdict;
   if (verdict.kind === 'clear') return 'clear';
   const decided = await decideFlaggedReceiver(payout, attention, desk, verdict);
   return decided === 'signed' ? 'signed' : { decided, refundReason: 'receiver_flagged' };

@@ -1,7 +1,8 @@
 /**
  * Defects planted in the decision core, each one a way the money rule was once broken or could be:
  * the simulator must catch every one (`npm run simulate -- --plant <name>`), or its budget of worlds
- * proves less than it claims. Each is the real core with one verdict taken too early.
+ * proves less than it claims. Each is the real core with one verdict taken too early, or one fact
+ * folded in wrong.
  */
 import * as core from '../../src/domain/provider-settlement-core';
 import type { ProviderSettlementKnowledge } from '../../src/domain/provider-settlement-knowledge';
@@ -11,6 +12,16 @@ const mutant = (decide: Core['decide']): Core => ({ ...REAL_CORE, decide });
 const confirmed = (k: ProviderSettlementKnowledge) => k.transactions.some((t) => t.chain === 'confirmed');
 
 export const PLANTED: Record<string, { what: string; core: Core }> = {
+  'earlier-request-forgotten': {
+    what: 'a request sent by a run a reset undid taken for one that never reached the provider',
+    core: {
+      ...REAL_CORE,
+      evolve: (k, fact) =>
+        fact.kind === 'requested_by_earlier_run'
+          ? REAL_CORE.evolve(k, { kind: 'request_refused', at: fact.at, local: false, detail: 'forgotten' })
+          : REAL_CORE.evolve(k, fact),
+    },
+  },
   'refusal-is-final': {
     what: 'a refusal of the request taken as final after an attempt whose answer was lost',
     core: mutant((k, now) =>

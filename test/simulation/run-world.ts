@@ -14,6 +14,7 @@ import type {
   RequestRound,
 } from '../../src/domain/provider-settlement-knowledge';
 import { CHAIN_ID, fmt, ProviderWorld, type WorldOptions } from './provider-world';
+import { Random } from './random';
 
 /** The core's functions the runner calls: the real ones, or a mutant to prove the simulator catches it. */
 export type Core = Pick<typeof knowledge, 'beginProviderSettlement' | 'evolve' | 'requestRoundFacts'> &
@@ -38,6 +39,8 @@ const ROUND_BACKOFF_MS = [2000, 3000, 4500, 6750, 10_125, 15_187];
 /** A payout waits this long in simulated time before the world is judged as it stands. */
 const HORIZON_MS = 30 * 24 * 3600_000;
 const MAX_STEPS = 5000;
+/** Seeds the stream that draws whether a world begins after a reset. */
+const RESET_STREAM = 0x7e5e7;
 /** How long a quiet world keeps running before it is judged as it stands. */
 const QUIET_MS = 24 * 3600_000;
 
@@ -46,11 +49,28 @@ export function runWorld(seed: number, options?: WorldOptions, decider: Core = R
   const r = world.random;
   const trace: string[] = [];
   let now = 0;
-  let k: ProviderSettlementKnowledge = decider.beginProviderSettlement(CHAIN_ID, now, true);
+  // Drawn apart from the world's stream, so every other seed replays the world it always did.
+  const reset = new Random(seed ^ RESET_STREAM);
+  const afterReset = reset.chance(0.12);
+  let k: ProviderSettlementKnowledge = decider.beginProviderSettlement(CHAIN_ID, now, !afterReset);
   const learn = (fact: ProviderSettlementFact) => {
     trace.push(`${fmt(fact.at)} fact: ${describe(fact)}`);
     k = decider.evolve(k, fact);
   };
+  if (afterReset) {
+    // A run an operator's reset undid sent the request (screened clear then); its id is on record
+    // when its answer came back and was written.
+    const sent = world.request(now);
+    const kept = typeof sent === 'object' && reset.chance(0.7);
+    trace.push(
+      `${fmt(now)} an earlier run (undone by a reset) sent the request${kept ? '' : ', no id on record'}`,
+    );
+    learn({
+      kind: 'requested_by_earlier_run',
+      at: now,
+      ...(kept && { settlementId: sent.answer.settlementId }),
+    });
+  }
   // The operator looks in at random times and fails the payout only when the provider, asked by
   // phone, truly has nothing that will move (an honest operator), and the core does not veto it.
   let operatorAt = r.chance(0.3) ? r.int(60_000, 7 * 24 * 3600_000) : Infinity;

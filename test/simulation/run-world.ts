@@ -11,17 +11,19 @@ import * as knowledge from '../../src/domain/provider-settlement-knowledge';
 import type {
   ProviderSettlementFact,
   ProviderSettlementKnowledge,
-  RequestRound,
 } from '../../src/domain/provider-settlement-knowledge';
+import * as request from '../../src/domain/provider-settlement-request';
+import type { RequestRound } from '../../src/domain/provider-settlement-request';
 import { CHAIN_ID, fmt, ProviderWorld, type WorldOptions } from './provider-world';
 import { Random } from './random';
 
 /** The core's functions the runner calls: the real ones, or a mutant to prove the simulator catches it. */
-export type Core = Pick<typeof knowledge, 'beginProviderSettlement' | 'evolve' | 'requestRoundFacts'> &
+export type Core = Pick<typeof knowledge, 'beginProviderSettlement' | 'evolve'> &
+  Pick<typeof request, 'requestRoundFacts'> &
   Pick<typeof core, 'decide' | 'attentionOf' | 'operatorMayNotFail'>;
 
 /** The real one. */
-export const REAL_CORE: Core = { ...knowledge, ...core };
+export const REAL_CORE: Core = { ...knowledge, ...request, ...core };
 
 export interface WorldResult {
   seed: number;

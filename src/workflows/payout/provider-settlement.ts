@@ -6,12 +6,12 @@ import { attentionOf, decide, operatorMayNotFail } from '../../domain/provider-s
 import {
   beginProviderSettlement,
   evolve,
-  requestRoundFacts,
   type ProviderSettlementFact,
   type ProviderSettlementKnowledge,
   type ProviderStatus,
 } from '../../domain/provider-settlement-knowledge';
 import { LONG_WAIT_AFTER_MS } from '../../domain/long-waits';
+import { requestRoundFacts } from '../../domain/provider-settlement-request';
 import { isActivityError } from '../activity-errors';
 import { SCREENING_ROUND } from '../activity-options';
 import { boundsItsWaits } from '../hand-over';

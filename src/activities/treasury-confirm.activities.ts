@@ -8,7 +8,9 @@ import {
   findTreasuryTransfer,
   recordMinedTreasuryTransfer,
   type TreasuryTransfer,
+  type TreasuryTransferAttempt,
 } from '../adapters/db/treasury-transfers-repo';
+import { ScreeningUnavailableError, type ReceiverScreening } from '../domain/screening';
 import type { Logger } from '../observability/logger';
 import type { Metrics } from '../observability/metrics';
 import { latestAttempt, type TreasuryBroadcast } from './treasury-broadcast';
@@ -24,6 +26,7 @@ export function createTreasuryConfirmActivities({
   ledger,
   logger,
   metrics,
+  screening,
   treasuryRepriceAfterSeconds,
   proof: { claimedFor, transferMismatch },
   broadcast: { broadcastTreasuryTransfer },
@@ -32,6 +35,8 @@ export function createTreasuryConfirmActivities({
   ledger: UsdtLedger;
   logger: Logger;
   metrics: Metrics;
+  /** The receiver screened again while its transfer waits unmined: flagged, the transfer is cancelled. */
+  screening: ReceiverScreening;
   /** See ChainActivityDeps.treasuryRepriceAfterSeconds. */
   treasuryRepriceAfterSeconds: number;
   proof: TransferProof;
@@ -102,6 +107,63 @@ export function createTreasuryConfirmActivities({
     return { status: 'reverted_by_sender', txHash, round: transfer.round };
   };
 
+  /**
+   * Whether the receiver is flagged now, for a transfer that has waited unmined (an operator's release
+   * is kept: a released payout is not cancelled). A source that cannot be read is no flag: the transfer
+   * was screened right before it was signed.
+   */
+  const flaggedWhileUnmined = async (req: { payoutId: string; to: string; released?: boolean }) => {
+    if (req.released) return false;
+    let verdict;
+    try {
+      verdict = await screening.screen(req.to);
+    } catch (err) {
+      if (!(err instanceof ScreeningUnavailableError)) throw err;
+      logger.warn({ event: 'screening_unreadable', payoutId: req.payoutId }, err.message);
+      return false;
+    }
+    if (verdict.kind !== 'flagged') return false;
+    logger.error(
+      { event: 'receiver_flagged', payoutId: req.payoutId, source: verdict.source, detail: verdict.detail },
+      'receiver flagged while its treasury transfer waited unmined: a cancel is signed at its nonce',
+    );
+    return true;
+  };
+
+  /**
+   * The round has a cancel (its receiver was flagged while it waited unmined) and none of its transfers
+   * is mined: the cancel is followed. Mined and final (no transfer of the round holds the nonce), it is
+   * proof that nothing moved: 'cancelled'. Until then the step waits (TreasuryTransferCancelling), the
+   * cancel broadcast again while the node does not know it.
+   */
+  const followCancel = async (
+    transfer: TreasuryTransfer,
+    cancel: TreasuryTransferAttempt,
+  ): Promise<{ status: 'cancelled'; txHash: `0x${string}`; round: number }> => {
+    const final = (await ledger.finalizedNonce(transfer.fromAddress as Address)) > transfer.nonce;
+    if (await ledger.hasReceipt(cancel.txHash)) {
+      await recordMinedTreasuryTransfer(db, transfer.payoutId, transfer.round, cancel.txHash);
+      const transfers = transfer.attempts.filter((a) => !a.cancels);
+      const transferMined = await Promise.all(transfers.map((a) => ledger.hasReceipt(a.txHash)));
+      if (final && !transferMined.includes(true)) {
+        logger.warn(
+          { event: 'treasury_transfer_cancelled', payoutId: transfer.payoutId, txHash: cancel.txHash },
+          'treasury transfer cancelled at its nonce (its receiver was flagged): no USDT moved',
+        );
+        return { status: 'cancelled', txHash: cancel.txHash, round: transfer.round };
+      }
+      throw ApplicationFailure.retryable(
+        `treasury transfer's cancel ${cancel.txHash} mined; proof once its block is final`,
+        'TreasuryTransferCancelling',
+      );
+    }
+    if (!(await ledger.knowsTransaction(cancel.txHash))) await broadcastTreasuryTransfer(transfer);
+    throw ApplicationFailure.retryable(
+      `receiver flagged while its treasury transfer waited unmined: cancel ${cancel.txHash} signed at nonce ${transfer.nonce}; whichever is mined decides`,
+      'TreasuryTransferCancelling',
+    );
+  };
+
   return {
     /**
      * Confirmed or reverted for the payout's stored treasury transfer, whichever of its transactions
@@ -113,14 +175,18 @@ export function createTreasuryConfirmActivities({
      * node restart) is broadcast again; one waiting behind a nonce gap throws TreasuryNonceGap
      * (alerted, naming the nonces); either way it throws, so Temporal retries until one lands. A
      * mined transaction that does not pay the payout throws TransferMismatch (retryable, alerted).
+     * A receiver flagged while its transfer waits unmined (screened when a re-price would be due) gets
+     * a cancel at the transfer's nonce instead (followCancel): 'cancelled' once it is mined and final.
      */
     async confirmTreasuryTransfer(req: {
       payoutId: string;
       to: string;
       amountUnits: string;
       minConfirmations: number;
+      /** An operator released the payout after its receiver was flagged: it is never cancelled. */
+      released?: boolean;
     }): Promise<{
-      status: 'confirmed' | 'reverted' | 'reverted_by_sender';
+      status: 'confirmed' | 'reverted' | 'reverted_by_sender' | 'cancelled';
       txHash: `0x${string}`;
       /** The round the answer is about: a 'reverted' one is closed by the payout as unable to land. */
       round: number;
@@ -140,8 +206,11 @@ export function createTreasuryConfirmActivities({
         return { status: 'reverted_by_sender', txHash: transfer.minedTxHash!, round: transfer.round };
       }
       let latestKnown = false;
-      // Newest first: a replacement is the likelier one to be mined. At most one of them can be.
+      const cancel = transfer.attempts.find((a) => a.cancels);
+      // Newest first: a replacement is the likelier one to be mined. At most one of them can be. A
+      // cancel pays nobody: it is followed once no transfer of the round is mined.
       for (const attempt of [...transfer.attempts].reverse()) {
+        if (attempt.cancels) continue;
         const check = await ledger.verifyTransfer({
           txHash: attempt.txHash,
           to: req.to as `0x${string}`,
@@ -157,6 +226,12 @@ export function createTreasuryConfirmActivities({
         switch (check.status) {
           // The hash that was mined, which after a re-price is not the one first signed.
           case 'confirmed':
+            if (cancel) {
+              logger.error(
+                { event: 'treasury_cancel_too_late', payoutId: req.payoutId, txHash: attempt.txHash },
+                'treasury transfer to a receiver flagged while it waited was mined before its cancel',
+              );
+            }
             return {
               status: await claimedFor(req.payoutId, 'treasury', attempt.txHash, check.logIndexes),
               txHash: attempt.txHash,
@@ -193,6 +268,7 @@ export function createTreasuryConfirmActivities({
         }
       }
 
+      if (cancel) return followCancel(transfer, cancel);
       // None mined. A nonce the chain is already past (with none of our receipts) was taken by another
       // transaction or the node lags: a replacement cannot land either, so only the broadcast below
       // runs, which proves the conflict or retries. A transfer signed by a treasury key rotated out
@@ -206,6 +282,10 @@ export function createTreasuryConfirmActivities({
               req.payoutId,
               treasuryRepriceAfterSeconds,
               async (latest) => {
+                if (await flaggedWhileUnmined(req)) {
+                  const cancelling = await ledger.signCancel(latest.rawTransaction);
+                  return { ...cancelling, cancels: true };
+                }
                 const replacement = await ledger.signReplacement(latest.rawTransaction);
                 if (replacement) {
                   logger.warn(
@@ -226,6 +306,10 @@ export function createTreasuryConfirmActivities({
                 return replacement;
               },
             );
+      if (repriced && latestAttempt(repriced).cancels) {
+        await broadcastTreasuryTransfer(repriced);
+        return followCancel(repriced, latestAttempt(repriced));
+      }
       if (repriced) {
         metrics.treasuryTransfersRepriced.inc();
         await broadcastTreasuryTransfer(repriced);

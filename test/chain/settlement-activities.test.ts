@@ -6,7 +6,11 @@ import { generatePrivateKey, privateKeyToAddress } from 'viem/accounts';
 import { createActivities } from '../../src/activities';
 import { createUsdtLedger } from '../../src/adapters/chain/usdt-ledger';
 import { createPool, type Db } from '../../src/adapters/db/pool';
-import { closeTreasuryRound, getOrCreateTreasuryTransfer } from '../../src/adapters/db/treasury-transfers-repo';
+import { denyWallet } from '../../src/adapters/db/screening-denylist-repo';
+import {
+  closeTreasuryRound,
+  getOrCreateTreasuryTransfer,
+} from '../../src/adapters/db/treasury-transfers-repo';
 import { createHttpProvider } from '../../src/adapters/provider/http-provider';
 import { createLogger } from '../../src/observability/logger';
 import { createMetrics, type Metrics } from '../../src/observability/metrics';
@@ -433,6 +437,77 @@ describe('a treasury transfer left unmined', () => {
       count: 1,
       total: 3_000_000n,
       txHashes: [original],
+    });
+  });
+
+  it('is cancelled at its nonce when its receiver is flagged while it waits: FAILED once the cancel is final', async () => {
+    const world = await holdingWorld(10_000_000n);
+    const receiver = privateKeyToAddress(generatePrivateKey());
+    const req = { payoutId: randomUUID(), to: receiver, amountUnits: '2000000', minConfirmations: 1 };
+    const original = sentHash(await world.activities.sendTreasuryTransfer(req));
+    // Released by an operator, a flagged receiver's transfer is never cancelled.
+    await denyWallet(db, { wallet: receiver, by: 'test', reason: 'listed while the transfer waited' });
+    await expect(world.activities.confirmTreasuryTransfer({ ...req, released: true })).rejects.toMatchObject({
+      type: 'NotYetConfirmed',
+    });
+    expect(await attempts(req.payoutId)).toEqual([original]);
+
+    const cancelling = await failureOf(world.activities.confirmTreasuryTransfer(req));
+    expect(cancelling).toMatchObject({ type: 'TreasuryTransferCancelling', nonRetryable: false });
+    const [, cancel] = await attempts(req.payoutId);
+    const [originalRaw, cancelRaw] = await rawOf(req.payoutId);
+    const [oldTx, cancelTx] = [parseTransaction(originalRaw!), parseTransaction(cancelRaw!)];
+    expect({ to: cancelTx.to?.toLowerCase(), value: cancelTx.value ?? 0n, nonce: cancelTx.nonce }).toEqual({
+      to: world.address.toLowerCase(),
+      value: 0n,
+      nonce: oldTx.nonce,
+    });
+    expect(cancelTx.maxFeePerGas! * 100n).toBeGreaterThanOrEqual(oldTx.maxFeePerGas! * 110n);
+    // Asked again before anything is mined: the same cancel, nothing else signed.
+    await expect(world.activities.confirmTreasuryTransfer(req)).rejects.toMatchObject({
+      type: 'TreasuryTransferCancelling',
+    });
+    expect(await attempts(req.payoutId)).toEqual([original, cancel]);
+
+    // The cancel (higher fees) takes the nonce; it is proof only once final.
+    await anvil.rpc('evm_mine');
+    await rpc.waitForTransactionReceipt({ hash: cancel!, pollingInterval: 50 });
+    await expect(world.activities.confirmTreasuryTransfer(req)).rejects.toMatchObject({
+      type: 'TreasuryTransferCancelling',
+      message: expect.stringMatching(/final/),
+    });
+    await anvil.rpc('anvil_mine', ['0x41']);
+    await expect(world.activities.confirmTreasuryTransfer(req)).resolves.toEqual({
+      status: 'cancelled',
+      txHash: cancel,
+      round: 0,
+    });
+    expect((await anvil.transfersTo(receiver)).count).toBe(0);
+    await expect(
+      world.activities.closeTreasuryRounds({ payoutId: req.payoutId, deadRound: 0 }),
+    ).resolves.toBe('closed');
+  });
+
+  it('a transfer mined before its cancel pays the receiver: the chain decides, COMPLETED', async () => {
+    const world = await holdingWorld(10_000_000n);
+    const receiver = privateKeyToAddress(generatePrivateKey());
+    const req = { payoutId: randomUUID(), to: receiver, amountUnits: '1000000', minConfirmations: 1 };
+    const original = sentHash(await world.activities.sendTreasuryTransfer(req));
+    const [originalRaw] = await rawOf(req.payoutId);
+    await denyWallet(db, { wallet: receiver, by: 'test', reason: 'listed while the transfer waited' });
+    await expect(world.activities.confirmTreasuryTransfer(req)).rejects.toMatchObject({
+      type: 'TreasuryTransferCancelling',
+    });
+    const [, cancel] = await attempts(req.payoutId);
+    // Another node had the transfer and mined it first: its cancel can never land.
+    await anvil.rpc('anvil_dropTransaction', [cancel]);
+    await world.ledger.broadcast(originalRaw!);
+    await anvil.rpc('evm_mine');
+    await rpc.waitForTransactionReceipt({ hash: original, pollingInterval: 50 });
+    await expect(world.activities.confirmTreasuryTransfer(req)).resolves.toEqual({
+      status: 'confirmed',
+      txHash: original,
+      round: 0,
     });
   });
 

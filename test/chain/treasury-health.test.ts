@@ -519,6 +519,7 @@ describe('a treasury transfer queued behind a nonce gap', () => {
     await expect(world.activities.confirmTreasuryTransfer(req)).resolves.toEqual({
       status: 'confirmed',
       txHash: rows[0]!.tx_hash,
+      round: 0,
     });
     expect(await attempts(req.payoutId)).toBe(1);
   });
@@ -593,6 +594,7 @@ describe('a treasury key rotated out', () => {
     await expect(current.activities.confirmTreasuryTransfer(req)).resolves.toEqual({
       status: 'confirmed',
       txHash,
+      round: 0,
     });
     expect(await attempts()).toBe(1);
     expect((await countTransfersTo({ rpcUrl: anvil.rpcUrl, usdtAddress: usdt, to: req.to })).count).toBe(1);

@@ -219,6 +219,38 @@ describe('payoutWorkflow: screening before money moves (time-skipping)', () => {
     expect(fake.callsOf('closeTreasuryRounds')).toEqual([]);
   });
 
+  it('treasury mode: flagged while its transfer waits unmined, the cancel that takes its nonce fails it, the payer refunded', async () => {
+    const input = payoutInput({ settlementMode: 'treasury' });
+    let cancelMined = false;
+    const fake = fakeActivities({
+      confirmTreasuryTransfer: async () => {
+        if (!cancelMined) {
+          throw ApplicationFailure.retryable('cancel 0xc0 signed at nonce 7', 'TreasuryTransferCancelling');
+        }
+        return { status: 'cancelled' as const, txHash: `0x${'c0'.repeat(32)}` as const, round: 0 };
+      },
+      // Signed and open until the cancel's proof: only that round's death closes it.
+      hasOpenTreasuryTransfer: async () => !cancelMined,
+      closeTreasuryRounds: async (req: { deadRound?: number }) =>
+        req.deadRound === 0 ? ('closed' as const) : ('signed' as const),
+    });
+    const done = await run(fake, input, async (h) => {
+      await paid(h, input);
+      await skipUntil(env, () => raised(fake).includes('receiver_flagged'));
+      // Whichever transaction is mined decides: no operator decision ends it meanwhile.
+      await expect(
+        h.executeUpdate(resolvePayoutUpdate, { args: [{ decision: 'fail', decidedBy: 'ana', reason: 'x' }] }),
+      ).rejects.toMatchObject({ cause: { message: expect.stringMatching(/may still land/) } });
+      cancelMined = true;
+      return (await h.result()) as PayoutRecord;
+    });
+    expect(done).toMatchObject({ status: 'FAILED', failureReason: 'receiver_flagged' });
+    expect(fake.callsOf('closeTreasuryRounds')).toEqual([[{ payoutId: input.payoutId, deadRound: 0 }]]);
+    expect(fake.callsOf('recordLatePayment')).toEqual([
+      [expect.objectContaining({ payoutId: input.payoutId, kind: 'payout_failed' })],
+    ]);
+  });
+
   describe('provider mode, a settlement request on record from a run a reset undid', () => {
     const TX = `0x${'5e'.repeat(32)}` as const;
     /** Before settling, the payout asks whether a request is on record; later screenings are verdicts. */

@@ -48,6 +48,12 @@ export interface UsdtLedger {
    * then would not make it land sooner, and repeated raises would compound without bound.
    */
   signReplacement(rawTransaction: Hex): Promise<ReplacementTransaction | null>;
+  /**
+   * A cancel of the transfer: a transaction from the treasury to itself, no value, at the same nonce,
+   * each fee at least 10% over the old one or today's, whichever is higher. Only one of the two can be
+   * mined; the cancel moves no USDT.
+   */
+  signCancel(rawTransaction: Hex): Promise<ReplacementTransaction>;
   /** Idempotent: a tx the node already has (pooled or mined) counts as sent. Returns the tx hash. */
   broadcast(rawTransaction: Hex): Promise<Hex>;
   /**

@@ -11,7 +11,7 @@ import { sameAddress, type LedgerNode } from './ledger-node';
 import type { FeeCaps, UsdtLedger } from './ledger-types';
 import { USDT_ABI } from './usdt-abi';
 
-export type LedgerSends = Pick<UsdtLedger, 'signTransfer' | 'signReplacement' | 'broadcast'>;
+export type LedgerSends = Pick<UsdtLedger, 'signTransfer' | 'signReplacement' | 'signCancel' | 'broadcast'>;
 
 /** The most a signed transaction can cost in gas: its gas limit at its fee cap (wei). */
 export function maxGasCostOf(rawTransaction: Hex): bigint {
@@ -79,29 +79,7 @@ export function createLedgerSends(
     },
 
     async signReplacement(oldRaw) {
-      const account = requireTreasury();
-      await ensureReady();
-      const old = parseTransaction(oldRaw);
-      if (
-        old.type !== 'eip1559' ||
-        old.to === undefined ||
-        old.to === null ||
-        !sameAddress(old.to, usdt) ||
-        old.chainId !== chainId ||
-        old.nonce === undefined ||
-        // Signed by another key (one rotated out): a "replacement" from this key would be a second
-        // transfer, from another account, that could land beside the first.
-        !sameAddress(
-          await recoverTransactionAddress({ serializedTransaction: oldRaw as TransactionSerialized }),
-          account.address,
-        )
-      ) {
-        throw new ChainError('not a treasury USDT transfer signed by this service', { kind: 'invalid' });
-      }
-      const oldFees: FeeCaps = {
-        maxFeePerGas: old.maxFeePerGas ?? 0n,
-        maxPriorityFeePerGas: old.maxPriorityFeePerGas ?? 0n,
-      };
+      const { account, old, oldFees } = await ownTransfer(oldRaw);
       const market = await marketFees();
       if (
         market.maxFeePerGas <= oldFees.maxFeePerGas &&
@@ -128,6 +106,28 @@ export function createLedgerSends(
       return { rawTransaction, txHash: keccak256(rawTransaction), fees: { old: oldFees, new: newFees } };
     },
 
+    async signCancel(oldRaw) {
+      const { account, old, oldFees } = await ownTransfer(oldRaw);
+      const market = await marketFees();
+      const tip = max(bumped(oldFees.maxPriorityFeePerGas), market.maxPriorityFeePerGas);
+      const newFees: FeeCaps = {
+        maxPriorityFeePerGas: tip,
+        maxFeePerGas: max(max(bumped(oldFees.maxFeePerGas), market.maxFeePerGas), tip),
+      };
+      // To the treasury itself, no value, no calldata, at the transfer's nonce: mined, it spends the
+      // nonce and moves nothing. The transfer's gas limit covers it (unused gas is not charged).
+      const rawTransaction = await account.signTransaction({
+        type: 'eip1559',
+        chainId,
+        to: account.address,
+        value: 0n,
+        nonce: old.nonce!,
+        gas: old.gas,
+        ...newFees,
+      });
+      return { rawTransaction, txHash: keccak256(rawTransaction), fees: { old: oldFees, new: newFees } };
+    },
+
     async broadcast(rawTransaction) {
       await ensureReady();
       const hash = keccak256(rawTransaction);
@@ -144,6 +144,34 @@ export function createLedgerSends(
       }
     },
   };
+
+  /** A USDT transfer this service's treasury key signed, with its fees: what may be replaced or cancelled. */
+  async function ownTransfer(oldRaw: Hex) {
+    const account = requireTreasury();
+    await ensureReady();
+    const old = parseTransaction(oldRaw);
+    if (
+      old.type !== 'eip1559' ||
+      old.to === undefined ||
+      old.to === null ||
+      !sameAddress(old.to, usdt) ||
+      old.chainId !== chainId ||
+      old.nonce === undefined ||
+      // Signed by another key (one rotated out): a "replacement" from this key would be a second
+      // transaction, from another account, that could land beside the first.
+      !sameAddress(
+        await recoverTransactionAddress({ serializedTransaction: oldRaw as TransactionSerialized }),
+        account.address,
+      )
+    ) {
+      throw new ChainError('not a treasury USDT transfer signed by this service', { kind: 'invalid' });
+    }
+    const oldFees: FeeCaps = {
+      maxFeePerGas: old.maxFeePerGas ?? 0n,
+      maxPriorityFeePerGas: old.maxPriorityFeePerGas ?? 0n,
+    };
+    return { account, old, oldFees };
+  }
 
   /**
    * The fee caps a transaction is signed with today: twice the latest base fee plus the suggested tip,

@@ -1,12 +1,16 @@
 import type { PoolClient } from 'pg';
 import type { Db } from './pool';
 
-/** One signed transaction for a treasury transfer's nonce: the first, or a fee-raised replacement. */
+/**
+ * One signed transaction for a treasury transfer's nonce: the first, a fee-raised replacement, or its
+ * cancel (`cancels`: to the treasury itself, no value, for a receiver flagged while it waited unmined).
+ */
 export interface TreasuryTransferAttempt {
   attempt: number;
   rawTransaction: `0x${string}`;
   txHash: `0x${string}`;
   signedAt: Date;
+  cancels: boolean;
 }
 
 /**
@@ -39,7 +43,7 @@ export interface TreasuryTransfer {
   revertedAt: Date | null;
 }
 
-export type SignedTransaction = { rawTransaction: `0x${string}`; txHash: `0x${string}` };
+export type SignedTransaction = { rawTransaction: `0x${string}`; txHash: `0x${string}`; cancels?: boolean };
 
 /** Transfers already signed from the same account, seen by the signer while it holds the nonce lock. */
 export interface SignedTransfers {
@@ -262,9 +266,16 @@ export async function addTreasuryTransferAttempt(
       return null;
     }
     await client.query(
-      `INSERT INTO treasury_transfer_attempts (payout_id, round, attempt, raw_transaction, tx_hash)
-       VALUES ($1, $2, $3, $4, $5)`,
-      [payoutId, transfer.round, latest.attempt + 1, signed.rawTransaction, signed.txHash],
+      `INSERT INTO treasury_transfer_attempts (payout_id, round, attempt, raw_transaction, tx_hash, cancels)
+       VALUES ($1, $2, $3, $4, $5, $6)`,
+      [
+        payoutId,
+        transfer.round,
+        latest.attempt + 1,
+        signed.rawTransaction,
+        signed.txHash,
+        signed.cancels === true,
+      ],
     );
     const [updated] = await withAttempts(client, rows);
     await client.query('COMMIT');
@@ -319,8 +330,9 @@ async function withAttempts(db: Db | PoolClient, rows: TransferRow[]): Promise<T
     raw_transaction: `0x${string}`;
     tx_hash: `0x${string}`;
     signed_at: Date;
+    cancels: boolean;
   }>(
-    `SELECT payout_id, round, attempt, raw_transaction, tx_hash, signed_at FROM treasury_transfer_attempts
+    `SELECT payout_id, round, attempt, raw_transaction, tx_hash, signed_at, cancels FROM treasury_transfer_attempts
       WHERE payout_id = ANY($1::uuid[]) ORDER BY payout_id, round, attempt`,
     [rows.map((r) => r.payout_id)],
   );
@@ -332,6 +344,7 @@ async function withAttempts(db: Db | PoolClient, rows: TransferRow[]): Promise<T
         rawTransaction: a.raw_transaction,
         txHash: a.tx_hash,
         signedAt: a.signed_at,
+        cancels: a.cancels,
       }));
     return {
       payoutId: row.payout_id,
@@ -354,6 +367,7 @@ async function withAttempts(db: Db | PoolClient, rows: TransferRow[]): Promise<T
               rawTransaction: row.raw_transaction,
               txHash: row.tx_hash,
               signedAt: row.created_at,
+              cancels: false,
             },
             ...own,
           ],

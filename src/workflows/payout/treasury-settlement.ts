@@ -23,6 +23,7 @@ const WAITS_ON: Readonly<Record<string, AttentionKind>> = {
   ScreeningUnavailable: 'screening_unreadable',
   PaymentReturned: 'payment_returned',
   ChargeStatusUnreadable: 'charge_status_unreadable',
+  TreasuryTransferCancelling: 'receiver_flagged',
 };
 const ROUND_KINDS: readonly AttentionKind[] = Object.values(WAITS_ON);
 
@@ -57,7 +58,9 @@ export function beginTreasurySettlement(released: boolean): TreasuryBook {
  * is the operator's to fix: the payout waits with an attention item, and a transfer of it mined and
  * reverted for that reason is sent again, at a new nonce, once the treasury can. A mismatch on our
  * own mined transaction is retried by the chain activity (alerting, TransferMismatch) until an
- * operator decides; so is a transfer that never lands (overdue alert).
+ * operator decides; so is a transfer that never lands (overdue alert). A receiver flagged while its
+ * transfer waits unmined gets a cancel at the transfer's nonce: whichever is mined decides, the
+ * cancel ending the payout FAILED receiver_flagged (its payer refunded).
  */
 export async function settleFromTreasury(
   payout: PayoutRecord,
@@ -129,6 +132,7 @@ export async function settleFromTreasury(
             treasury.confirmTreasuryTransfer({
               ...transfer,
               minConfirmations: settings.settlementConfirmations,
+              ...(book.released && { released: true }),
             }),
           ),
       );
@@ -143,6 +147,12 @@ export async function settleFromTreasury(
     if (check.status === 'reverted') {
       if (await closedAfterItsDeath(payout.id, check.round))
         return { kind: 'failed', reason: 'transfer_reverted' };
+      continue;
+    }
+    // The receiver was flagged while the transfer waited unmined, and the cancel took its nonce.
+    if (check.status === 'cancelled') {
+      if (await closedAfterItsDeath(payout.id, check.round))
+        return { kind: 'failed', reason: 'receiver_flagged' };
       continue;
     }
     if (check.status === 'confirmed') {

@@ -18,6 +18,13 @@ import { createNonceGapCheck } from './treasury-nonce-gap';
 import { notYetConfirmed, revertNotFinal, type TransferProof } from './transfer-proof';
 
 /**
+ * When a treasury transfer waiting unmined is cancelled at its nonce: `if_flagged`, when screening
+ * flags its receiver at a re-price's look; `flag_known`, at once (the payout knows of a flag no
+ * operator released). Workflow code that passes neither never gets a 'cancelled' answer.
+ */
+export type CancelIf = 'if_flagged' | 'flag_known';
+
+/**
  * Treasury mode, the confirming side: the payout's stored transfer followed until one of its
  * transactions is mined deep enough, re-priced or broadcast again while none is.
  */
@@ -108,12 +115,14 @@ export function createTreasuryConfirmActivities({
   };
 
   /**
-   * Whether the receiver is flagged now, for a transfer that has waited unmined (an operator's release
-   * is kept: a released payout is not cancelled). A source that cannot be read is no flag: the transfer
-   * was screened right before it was signed.
+   * Whether the receiver is flagged now, for a transfer that has waited unmined: only when the workflow
+   * asks (`cancel`; never for a payout an operator released, nor for workflow code that knows no
+   * 'cancelled'), and at once when it already knows of a flag. A source that cannot be read is no
+   * flag: the transfer was screened right before it was signed.
    */
-  const flaggedWhileUnmined = async (req: { payoutId: string; to: string; released?: boolean }) => {
-    if (req.released) return false;
+  const flaggedWhileUnmined = async (req: { payoutId: string; to: string; cancel?: CancelIf }) => {
+    if (req.cancel === undefined) return false;
+    if (req.cancel === 'flag_known') return true;
     let verdict;
     try {
       verdict = await screening.screen(req.to);
@@ -134,18 +143,19 @@ export function createTreasuryConfirmActivities({
    * The round has a cancel (its receiver was flagged while it waited unmined) and none of its transfers
    * is mined: the cancel is followed. Mined and final (no transfer of the round holds the nonce), it is
    * proof that nothing moved: 'cancelled'. Until then the step waits (TreasuryTransferCancelling), the
-   * cancel broadcast again while the node does not know it.
+   * cancel broadcast again while the node does not know it. Final: its own block at or below the chain's
+   * finalized one, and canonical, with no receipt for any transfer of the round.
    */
   const followCancel = async (
     transfer: TreasuryTransfer,
     cancel: TreasuryTransferAttempt,
   ): Promise<{ status: 'cancelled'; txHash: `0x${string}`; round: number }> => {
-    const final = (await ledger.finalizedNonce(transfer.fromAddress as Address)) > transfer.nonce;
-    if (await ledger.hasReceipt(cancel.txHash)) {
+    const mined = await ledger.receiptFinality(cancel.txHash);
+    if (mined !== 'none') {
       await recordMinedTreasuryTransfer(db, transfer.payoutId, transfer.round, cancel.txHash);
       const transfers = transfer.attempts.filter((a) => !a.cancels);
       const transferMined = await Promise.all(transfers.map((a) => ledger.hasReceipt(a.txHash)));
-      if (final && !transferMined.includes(true)) {
+      if (mined === 'final' && !transferMined.includes(true)) {
         logger.warn(
           { event: 'treasury_transfer_cancelled', payoutId: transfer.payoutId, txHash: cancel.txHash },
           'treasury transfer cancelled at its nonce (its receiver was flagged): no USDT moved',
@@ -183,8 +193,8 @@ export function createTreasuryConfirmActivities({
       to: string;
       amountUnits: string;
       minConfirmations: number;
-      /** An operator released the payout after its receiver was flagged: it is never cancelled. */
-      released?: boolean;
+      /** When the transfer is cancelled while it waits unmined (CancelIf); absent, never. */
+      cancel?: CancelIf;
     }): Promise<{
       status: 'confirmed' | 'reverted' | 'reverted_by_sender' | 'cancelled';
       txHash: `0x${string}`;
@@ -247,6 +257,12 @@ export function createTreasuryConfirmActivities({
               if (!check.final) throw revertNotFinal(attempt.txHash);
               return { status: 'reverted', txHash: attempt.txHash, round: transfer.round };
             }
+            // Its receiver was flagged (a cancel is signed): reverted by the treasury's fault, it moved
+            // nothing either, and nothing is sent again to that receiver. As if the cancel had landed.
+            if (cancel) {
+              if (!check.final) throw revertNotFinal(attempt.txHash);
+              return { status: 'cancelled', txHash: attempt.txHash, round: transfer.round };
+            }
             return revertedBySender(
               transfer,
               attempt.txHash,
@@ -280,7 +296,8 @@ export function createTreasuryConfirmActivities({
           : await addTreasuryTransferAttempt(
               db,
               req.payoutId,
-              treasuryRepriceAfterSeconds,
+              // A flag the payout already knows of cancels at once; another waits for the re-price's look.
+              req.cancel === 'flag_known' ? 0 : treasuryRepriceAfterSeconds,
               async (latest) => {
                 if (await flaggedWhileUnmined(req)) {
                   const cancelling = await ledger.signCancel(latest.rawTransaction);

@@ -114,10 +114,19 @@ export function createTreasurySendActivities({
       amountUnits: string;
       /** An operator released the payout after screening flagged its receiver: sign without screening. */
       released?: boolean;
+      /**
+       * The receiver was flagged while a transfer was signed, and no operator released it: an open round
+       * is sent again, a new one is never signed (`notSigned`: the operator decides).
+       */
+      onlyResend?: boolean;
       /** The payment this transfer pays for, read again before signing (paymentHold). */
       chargeId?: string;
       paymentEventId?: string;
-    }): Promise<{ txHash: `0x${string}` } | { flagged: Extract<ScreeningVerdict, { kind: 'flagged' }> }> {
+    }): Promise<
+      | { txHash: `0x${string}` }
+      | { flagged: Extract<ScreeningVerdict, { kind: 'flagged' }> }
+      | { notSigned: 'receiver_flagged' }
+    > {
       // A transfer already signed for the payout (its open round) is only re-sent: nothing about this
       // worker (its treasury key, its balance) may refuse it then, since a refusal is taken as proof
       // that nothing was signed. A closed round (mined, reverted) is followed by a new one.
@@ -126,6 +135,7 @@ export function createTreasurySendActivities({
         await broadcastTreasuryTransfer(signedBefore);
         return { txHash: latestAttempt(signedBefore).txHash };
       }
+      if (req.onlyResend) return { notSigned: 'receiver_flagged' };
       // The payment first: one the payer got back in full ends the payout with nothing to refund, flagged
       // receiver or not.
       if (paymentHold) {

@@ -217,7 +217,7 @@ class PayoutProcess {
     if (!this.handedOver) {
       const providerMode = this.settings.settlementMode === 'provider';
       const screened = await screenBeforeSending(this.record, this.attention, this.desk, providerMode);
-      // 'signed': a treasury transfer is signed for the payout (before a reset): the treasury confirms it.
+      // `signed`: a treasury transfer is signed for the payout (before a reset): the treasury confirms it.
       const decided = typeof screened === 'object' && 'decided' in screened ? screened : undefined;
       if (decided) {
         await this.recordDecision(decided.decided);
@@ -225,7 +225,7 @@ class PayoutProcess {
       }
       this.released = decided !== undefined;
       // A request sent by a run a reset undid: the settlement follows it (its id, or a request again).
-      if (typeof screened === 'object' && 'kind' in screened) {
+      if (typeof screened === 'object' && 'kind' in screened && screened.kind === 'requested_before') {
         this.providerSettlement.followEarlierRequest(
           this.settings.chainId,
           Date.now(),
@@ -233,7 +233,10 @@ class PayoutProcess {
         );
       }
       this.settlingSince = Date.now();
-      if (this.settings.settlementMode === 'treasury') this.treasury = beginTreasurySettlement(this.released);
+      if (this.settings.settlementMode === 'treasury') {
+        this.treasury = beginTreasurySettlement(this.released);
+        if (typeof screened === 'object' && 'signed' in screened) this.treasury.flag = screened.signed;
+      }
     }
     const { record, settings, inbox, attention, providerSettlement, released } = this;
     const mayHandOver = () => this.mayHandOver();

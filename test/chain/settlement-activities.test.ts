@@ -351,6 +351,20 @@ describe('a treasury transfer left unmined', () => {
   beforeEach(async () => {
     await cheapBlocks();
   });
+  /** Another node mined `raw` (an earlier transaction at the same nonce) where this one pooled `dropped`. */
+  const minedInstead = async (
+    world: { ledger: { broadcast(raw: Hex): Promise<Hex> } },
+    dropped: Hex,
+    raw: Hex,
+    /** Run once `dropped` is gone from the pool (fees falling back). */
+    then?: () => Promise<void>,
+  ) => {
+    await anvil.rpc('anvil_dropTransaction', [dropped]);
+    await then?.();
+    const hash = await world.ledger.broadcast(raw);
+    await anvil.rpc('evm_mine');
+    await rpc.waitForTransactionReceipt({ hash, pollingInterval: 50 });
+  };
   /** A funded treasury whose transactions wait in the pool until the test mines a block. */
   const holdingWorld = async (usdtUnits: bigint) => {
     const world = await treasuryWorld(usdtUnits, { repriceAfterSeconds: 0 });
@@ -421,11 +435,7 @@ describe('a treasury transfer left unmined', () => {
     const [, replacement] = await attempts(req.payoutId);
 
     // Another node still had the original, and mined it once fees fell back: the replacement never lands.
-    await anvil.rpc('anvil_dropTransaction', [replacement]);
-    await cheapBlocks();
-    await world.ledger.broadcast(originalRaw!);
-    await anvil.rpc('evm_mine');
-    await rpc.waitForTransactionReceipt({ hash: original, pollingInterval: 50 });
+    await minedInstead(world, replacement!, originalRaw!, cheapBlocks);
 
     await expect(world.activities.confirmTreasuryTransfer(req)).resolves.toEqual({
       status: 'confirmed',
@@ -444,15 +454,22 @@ describe('a treasury transfer left unmined', () => {
     const world = await holdingWorld(10_000_000n);
     const receiver = privateKeyToAddress(generatePrivateKey());
     const req = { payoutId: randomUUID(), to: receiver, amountUnits: '2000000', minConfirmations: 1 };
+    // A payout that knows of a flag no operator released signs no new round.
+    await expect(world.activities.sendTreasuryTransfer({ ...req, onlyResend: true })).resolves.toEqual({
+      notSigned: 'receiver_flagged',
+    });
+    expect(await attempts(req.payoutId)).toEqual([]);
     const original = sentHash(await world.activities.sendTreasuryTransfer(req));
-    // Released by an operator, a flagged receiver's transfer is never cancelled.
+    // Not asked to (a payout an operator released, or workflow code that knows no cancel): never cancelled.
     await denyWallet(db, { wallet: receiver, by: 'test', reason: 'listed while the transfer waited' });
-    await expect(world.activities.confirmTreasuryTransfer({ ...req, released: true })).rejects.toMatchObject({
+    await expect(world.activities.confirmTreasuryTransfer(req)).rejects.toMatchObject({
       type: 'NotYetConfirmed',
     });
     expect(await attempts(req.payoutId)).toEqual([original]);
 
-    const cancelling = await failureOf(world.activities.confirmTreasuryTransfer(req));
+    const cancelling = await failureOf(
+      world.activities.confirmTreasuryTransfer({ ...req, cancel: 'if_flagged' }),
+    );
     expect(cancelling).toMatchObject({ type: 'TreasuryTransferCancelling', nonRetryable: false });
     const [, cancel] = await attempts(req.payoutId);
     const [originalRaw, cancelRaw] = await rawOf(req.payoutId);
@@ -464,7 +481,9 @@ describe('a treasury transfer left unmined', () => {
     });
     expect(cancelTx.maxFeePerGas! * 100n).toBeGreaterThanOrEqual(oldTx.maxFeePerGas! * 110n);
     // Asked again before anything is mined: the same cancel, nothing else signed.
-    await expect(world.activities.confirmTreasuryTransfer(req)).rejects.toMatchObject({
+    await expect(
+      world.activities.confirmTreasuryTransfer({ ...req, cancel: 'flag_known' }),
+    ).rejects.toMatchObject({
       type: 'TreasuryTransferCancelling',
     });
     expect(await attempts(req.payoutId)).toEqual([original, cancel]);
@@ -494,16 +513,15 @@ describe('a treasury transfer left unmined', () => {
     const req = { payoutId: randomUUID(), to: receiver, amountUnits: '1000000', minConfirmations: 1 };
     const original = sentHash(await world.activities.sendTreasuryTransfer(req));
     const [originalRaw] = await rawOf(req.payoutId);
-    await denyWallet(db, { wallet: receiver, by: 'test', reason: 'listed while the transfer waited' });
-    await expect(world.activities.confirmTreasuryTransfer(req)).rejects.toMatchObject({
+    // The payout knows of a flag already: cancelled at once, without screening.
+    await expect(
+      world.activities.confirmTreasuryTransfer({ ...req, cancel: 'flag_known' }),
+    ).rejects.toMatchObject({
       type: 'TreasuryTransferCancelling',
     });
     const [, cancel] = await attempts(req.payoutId);
     // Another node had the transfer and mined it first: its cancel can never land.
-    await anvil.rpc('anvil_dropTransaction', [cancel]);
-    await world.ledger.broadcast(originalRaw!);
-    await anvil.rpc('evm_mine');
-    await rpc.waitForTransactionReceipt({ hash: original, pollingInterval: 50 });
+    await minedInstead(world, cancel!, originalRaw!);
     await expect(world.activities.confirmTreasuryTransfer(req)).resolves.toEqual({
       status: 'confirmed',
       txHash: original,

@@ -139,9 +139,13 @@ export async function startTestChain(
  * receiver instead (a test of the treasury, not of screening).
  */
 export function sentHash(
-  sent: { txHash: `0x${string}` } | { flagged: { source: string; detail: string } },
+  sent:
+    | { txHash: `0x${string}` }
+    | { flagged: { source: string; detail: string } }
+    | { notSigned: 'receiver_flagged' },
 ): `0x${string}` {
   if ('flagged' in sent)
     throw new Error(`receiver flagged by ${sent.flagged.source}: ${sent.flagged.detail}`);
+  if ('notSigned' in sent) throw new Error('nothing signed: the receiver was flagged and not released');
   return sent.txHash;
 }

@@ -251,6 +251,40 @@ describe('payoutWorkflow: screening before money moves (time-skipping)', () => {
     ]);
   });
 
+  it('treasury mode: the flag is kept past a transfer signed meanwhile; that transfer gone, nothing new is signed until an operator decides', async () => {
+    const input = payoutInput({ settlementMode: 'treasury' });
+    let signedOpen = true;
+    const fake = fakeActivities({
+      sendTreasuryTransfer: async (req: { onlyResend?: boolean }) =>
+        req.onlyResend ? { notSigned: 'receiver_flagged' as const } : { flagged: await flagged() },
+      hasOpenTreasuryTransfer: async () => signedOpen,
+      // The transfer an attempt signed meanwhile reverted by the treasury's fault: its round closes.
+      confirmTreasuryTransfer: async () => {
+        signedOpen = false;
+        return { status: 'reverted_by_sender' as const, txHash: TREASURY_TX_HASH, round: 0 };
+      },
+    });
+    const done = await run(fake, input, async (h) => {
+      await paid(h, input);
+      await skipUntil(env, () => raised(fake).includes('receiver_flagged'));
+      const refund = { decision: 'refund' as const, decidedBy: 'ana@ops', reason: 'listed' };
+      await expect(h.executeUpdate(resolvePayoutUpdate, { args: [refund] })).rejects.toMatchObject({
+        cause: { message: expect.stringMatching(/may still land/) },
+      });
+      // Confirmed it is not: sent again only, nothing new signed, the operator asked again.
+      await skipUntil(env, () => fake.callsOf('sendTreasuryTransfer').length === 2);
+      await h.executeUpdate(resolvePayoutUpdate, { args: [{ ...refund, reason: 'listed, checked' }] });
+      return (await h.result()) as PayoutRecord;
+    });
+    expect(done).toMatchObject({ status: 'FAILED', failureReason: 'receiver_flagged' });
+    expect(
+      fake.callsOf('sendTreasuryTransfer').map(([req]) => (req as { onlyResend?: boolean }).onlyResend),
+    ).toEqual([undefined, true]);
+    expect(
+      fake.callsOf('confirmTreasuryTransfer').map(([req]) => (req as { cancel?: string }).cancel),
+    ).toEqual(['flag_known']);
+  });
+
   describe('provider mode, a settlement request on record from a run a reset undid', () => {
     const TX = `0x${'5e'.repeat(32)}` as const;
     /** Before settling, the payout asks whether a request is on record; later screenings are verdicts. */

@@ -67,6 +67,8 @@ export interface UsdtLedger {
   minedNonce(account?: Address): Promise<number>;
   /** Whether the node has a receipt for this transaction (it was mined). */
   hasReceipt(txHash: Hex): Promise<boolean>;
+  /** Whether this transaction is mined, and whether its block is final (at or below `finalized`, canonical). */
+  receiptFinality(txHash: Hex): Promise<'none' | 'mined' | 'final'>;
   /** Whether the node knows this transaction at all: mined, waiting in its pool, or queued behind a gap. */
   knowsTransaction(txHash: Hex): Promise<boolean>;
   /**

@@ -26,6 +26,15 @@ const bumped = (fee: bigint) => {
 };
 const max = (a: bigint, b: bigint) => (a > b ? a : b);
 
+/** What a transaction replacing one at the same nonce offers: 10% over the old fees, or today's if higher. */
+function replacementFees(old: FeeCaps, market: FeeCaps): FeeCaps {
+  const tip = max(bumped(old.maxPriorityFeePerGas), market.maxPriorityFeePerGas);
+  return {
+    maxPriorityFeePerGas: tip,
+    maxFeePerGas: max(max(bumped(old.maxFeePerGas), market.maxFeePerGas), tip),
+  };
+}
+
 /**
  * What the ledger sends: treasury transfers signed (first, or again at the same nonce with higher fees)
  * and broadcast. `balanceOf` is the ledger's own read, checked before anything is signed.
@@ -87,11 +96,7 @@ export function createLedgerSends(
       ) {
         return null;
       }
-      const tip = max(bumped(oldFees.maxPriorityFeePerGas), market.maxPriorityFeePerGas);
-      const newFees: FeeCaps = {
-        maxPriorityFeePerGas: tip,
-        maxFeePerGas: max(max(bumped(oldFees.maxFeePerGas), market.maxFeePerGas), tip),
-      };
+      const newFees = replacementFees(oldFees, market);
       // Same nonce, recipient, calldata and gas limit: only one of the two can ever be mined, and
       // whichever is moves the same USDT.
       const rawTransaction = await account.signTransaction({
@@ -108,12 +113,7 @@ export function createLedgerSends(
 
     async signCancel(oldRaw) {
       const { account, old, oldFees } = await ownTransfer(oldRaw);
-      const market = await marketFees();
-      const tip = max(bumped(oldFees.maxPriorityFeePerGas), market.maxPriorityFeePerGas);
-      const newFees: FeeCaps = {
-        maxPriorityFeePerGas: tip,
-        maxFeePerGas: max(max(bumped(oldFees.maxFeePerGas), market.maxFeePerGas), tip),
-      };
+      const newFees = replacementFees(oldFees, await marketFees());
       // To the treasury itself, no value, no calldata, at the transfer's nonce: mined, it spends the
       // nonce and moves nothing. The transfer's gas limit covers it (unused gas is not charged).
       const rawTransaction = await account.signTransaction({

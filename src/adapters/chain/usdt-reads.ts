@@ -19,6 +19,7 @@ export type LedgerReads = Pick<
   | 'finalizedNonce'
   | 'minedNonce'
   | 'hasReceipt'
+  | 'receiptFinality'
   | 'knowsTransaction'
   | 'senderHealth'
   | 'verifyTransfer'
@@ -73,6 +74,24 @@ export function createLedgerReads({
         }),
       );
       return receipt !== undefined;
+    },
+
+    async receiptFinality(txHash) {
+      await ensureReady();
+      const receipt = await callNode('eth_getTransactionReceipt', () =>
+        rpc.getTransactionReceipt({ hash: txHash }).catch((err: unknown) => {
+          if (err instanceof TransactionReceiptNotFoundError) return undefined;
+          throw err;
+        }),
+      );
+      if (receipt === undefined) return 'none';
+      // Final: its block at or below `finalized`, and still the chain's block at that height (a node
+      // on an orphaned fork answers a receipt whose block the chain no longer has).
+      const [finalized, block] = await Promise.all([
+        callNode('eth_getBlockByNumber', () => rpc.getBlock({ blockTag: 'finalized' })),
+        callNode('eth_getBlockByNumber', () => rpc.getBlock({ blockNumber: receipt.blockNumber })),
+      ]);
+      return finalized.number >= receipt.blockNumber && block.hash === receipt.blockHash ? 'final' : 'mined';
     },
 
     async knowsTransaction(txHash) {

@@ -27,7 +27,7 @@ export async function screenBeforeSending(
    * reset undid) is answered instead of a verdict, and the payout follows that settlement.
    */
   unlessRequested: boolean,
-): Promise<'clear' | 'signed' | RequestedBefore | { decided: Decided; refundReason: FailureReason }> {
+): Promise<'clear' | { signed: Flag } | RequestedBefore | { decided: Decided; refundReason: FailureReason }> {
   const { id: payoutId, receiverWallet: wallet } = payout;
   const verdict = await desk.untilDecided('refund', () =>
     attention.whileUnanswered(
@@ -41,7 +41,7 @@ export async function screenBeforeSending(
   if (verdict.kind === 'requested_before') return verdict;
   if (verdict.kind === 'clear') return 'clear';
   const decided = await decideFlaggedReceiver(payout, attention, desk, verdict);
-  return decided === 'signed' ? 'signed' : { decided, refundReason: 'receiver_flagged' };
+  return decided === 'signed' ? { signed: verdict } : { decided, refundReason: 'receiver_flagged' };
 }
 
 /**

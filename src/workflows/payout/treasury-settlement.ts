@@ -12,6 +12,7 @@ import type { Attention } from './attention';
 import { ATTENTION_AFTER_MS, closeTreasuryRounds, type SettlementOutcome } from './settlement-steps';
 
 type TreasuryActivities = Pick<ChainActivities, 'sendTreasuryTransfer' | 'confirmTreasuryTransfer'>;
+type Flag = Extract<ScreeningVerdict, { kind: 'flagged' }>;
 const inRound = proxyActivities<TreasuryActivities>(TREASURY_ROUND);
 /** One attempt: how a long wait looks, once per pause (src/domain/long-waits.ts). */
 const inOneLook = proxyActivities<TreasuryActivities>(TREASURY_LOOK);
@@ -38,6 +39,12 @@ export interface TreasuryBook {
   stage: 'send' | 'confirm';
   /** Since when (workflow time) the current stage has gone unanswered; undefined while it answers. */
   unansweredSince: number | undefined;
+  /**
+   * A flag on the receiver no operator released, seen while a transfer was signed for the payout (so
+   * that transfer is confirmed, or cancelled at its nonce): should it not land, nothing new is signed,
+   * the operator decides.
+   */
+  flag?: Flag;
   /**
    * Handed over by an earlier run: the step resumes at `stage`. Otherwise (the first call, or a call
    * after an operator's refused decision) it starts by sending, which re-sends a transfer already signed.
@@ -93,9 +100,9 @@ export async function settleFromTreasury(
     if (book.stage === 'send') {
       let sent: Awaited<ReturnType<TreasuryActivities['sendTreasuryTransfer']>> | undefined;
       try {
-        sent = await inRounds(waits, (treasury) =>
-          treasury.sendTreasuryTransfer(book.released ? { ...transfer, released: true } : transfer),
-        );
+        // A flag seen while a transfer was signed: that transfer is sent again, nothing new is signed.
+        const how = book.released ? { released: true } : book.flag !== undefined ? { onlyResend: true } : {};
+        sent = await inRounds(waits, (treasury) => treasury.sendTreasuryTransfer({ ...transfer, ...how }));
       } catch (err) {
         if (!(err instanceof ActivityFailure && isRefusal(err))) throw err;
         if ((await closeTreasuryRounds(payout.id)) !== 'signed') {
@@ -108,16 +115,26 @@ export async function settleFromTreasury(
         // Refused, yet an earlier attempt signed a transfer: it is confirmed like any other.
         sent = undefined;
       }
-      if (sent !== undefined && 'flagged' in sent) {
-        // Screened right before signing, nothing signed: the operator refunds the payer or releases it.
-        const decided = await onFlagged(sent.flagged);
+      const flag =
+        sent === undefined
+          ? undefined
+          : 'flagged' in sent
+            ? sent.flagged
+            : 'notSigned' in sent
+              ? book.flag
+              : undefined;
+      if (flag !== undefined) {
+        // Screened right before signing (or flagged before), nothing signed: the operator refunds the payer or releases it.
+        const decided = await onFlagged(flag);
         if (decided === 'release') {
           book.released = true;
           continue;
         }
         if (decided === 'refund' && (await closeTreasuryRounds(payout.id)) !== 'signed')
           return { kind: 'failed', reason: 'receiver_flagged' };
-        // An earlier attempt signed a transfer after all: only its proof ends the payout.
+        // An earlier attempt signed a transfer after all: only its proof ends the payout, and the flag
+        // is kept (the transfer is cancelled at once while it waits).
+        book.flag = flag;
       }
       book.stage = 'confirm';
     }
@@ -132,7 +149,7 @@ export async function settleFromTreasury(
             treasury.confirmTreasuryTransfer({
               ...transfer,
               minConfirmations: settings.settlementConfirmations,
-              ...(book.released && { released: true }),
+              ...(!book.released && { cancel: book.flag === undefined ? 'if_flagged' : 'flag_known' }),
             }),
           ),
       );

@@ -1,4 +1,9 @@
-import { ApplicationFailure, WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';
+import {
+  ApplicationFailure,
+  WorkflowNotFoundError,
+  WorkflowUpdateFailedError,
+  type Client,
+} from '@temporalio/client';
 import {
   findRefundCase,
   listRefundCases,
@@ -8,7 +13,9 @@ import {
   type RefundCaseChange,
 } from '../adapters/db/refund-cases-repo';
 import { findSettlementsAfterEnd, refundHeldBySettlement } from '../adapters/db/settlements-after-end-repo';
+import { findPayoutLocation, type PayoutLocation } from '../adapters/db/payouts-repo';
 import type { Db } from '../adapters/db/pool';
+import { isTerminal } from '../domain/payout';
 import { isUuid } from '../domain/ids';
 import {
   approveRefundUpdate,
@@ -43,7 +50,8 @@ export const REFUND_COMMANDS: Commands = {
       'workflow records who approved and asks the provider to return the payment; prints the case once it\n' +
       'is returning. Approving again is harmless. Refused, naming the transaction, while the provider has\n' +
       "reported USDT sent for the case's payout after it ended (docs/operations.md#settlement-reported-after-the-payout-ended),\n" +
-      'and for a case whose payment its payout COMPLETED with (a run before a reset opened it: nothing to return).',
+      'for a case whose payment its payout COMPLETED with (a run before a reset opened it: nothing to return),\n' +
+      'and while the payout has ended but its workflow runs again (a reset: the payment may yet settle it).',
     options: { id: str, by: str },
     plan(values) {
       const id = requireRefundCaseId(values);
@@ -64,6 +72,7 @@ export const REFUND_COMMANDS: Commands = {
         if (found.status !== 'awaiting_approval') {
           throw new Error(`refund case ${id} is ${found.status}: it does not await approval`);
         }
+        await refuseWhileItsPayoutRunsAgain(temporal, id, await findPayoutLocation(db, found.payoutId));
         try {
           await temporal.workflow
             .getHandle(refundWorkflowId(caseId))
@@ -122,6 +131,30 @@ async function refuseIfSettled(db: Db, id: string, found: RefundCase): Promise<v
   if (settled !== null) {
     throw new Error(
       `refund case ${id} not approved: its payment settled payout ${settled} (COMPLETED), so the payer got the USDT: nothing to return (its workflow resolves the case)`,
+    );
+  }
+}
+
+/**
+ * A payout that ended (so the read model says) whose workflow runs again was reset by an operator: the
+ * new run may yet settle the payment, so its refund cases wait until it has ended (D90).
+ */
+async function refuseWhileItsPayoutRunsAgain(
+  temporal: Client,
+  id: string,
+  payout: PayoutLocation | null,
+): Promise<void> {
+  if (payout === null || !isTerminal(payout.status)) return;
+  const described = await temporal.workflow
+    .getHandle(payout.workflowId)
+    .describe()
+    .catch((err: unknown) => {
+      if (err instanceof WorkflowNotFoundError) return undefined;
+      throw err;
+    });
+  if (described?.status.name === 'RUNNING') {
+    throw new Error(
+      `refund case ${id} not approved: payout ${payout.payoutId} is ${payout.status}, but its workflow runs again (a reset?) and may yet settle the payment: approve once it has ended`,
     );
   }
 }

@@ -10,7 +10,7 @@ import { findRefundCase, moveRefundCase, openRefundCase } from '../../src/adapte
 import { recordSettlementAfterEnd } from '../../src/adapters/db/settlements-after-end-repo';
 import { compiledEntry } from '../support/compiled';
 import { testDatabaseUrl } from '../support/env';
-import { completedPayout } from '../support/payouts';
+import { completedPayout, pendingPayout } from '../support/payouts';
 import { createDevServerEnv } from '../support/temporal';
 
 // `admin refunds approve` as an operator runs it: a real CLI process against the test PostgreSQL and a
@@ -135,6 +135,41 @@ describe('admin refunds approve', () => {
         'so the payer got the USDT: nothing to return (its workflow resolves the case)\n',
     });
     expect(await findRefundCase(db, caseId)).toMatchObject({ status: 'awaiting_approval', approvedBy: null });
+  }, 60_000);
+
+  it("refuses a case while its FAILED payout's workflow runs again (a reset): the payment may yet settle it", async () => {
+    const payoutId = randomUUID();
+    const caseId = await refundCase(payoutId);
+    const { partner } = await createPartner(db, 'cli refunds during a reset');
+    const workflowId = `payout-${payoutId}`;
+    const failed = pendingPayout({
+      id: payoutId,
+      partnerId: partner.id,
+      status: 'FAILED',
+      failureReason: 'transfer_reverted',
+    });
+    await upsertPayout(db, failed, workflowId, 'before-reset');
+    // The reset's new run, not yet ended (no worker polls this queue: it stays RUNNING).
+    const running = await temporal.client.workflow.start('payoutWorkflow', {
+      taskQueue: `nobody-${payoutId}`,
+      workflowId,
+      args: [],
+    });
+    try {
+      const result = await cli(['refunds', 'approve', '--id', caseId, '--by', 'ana']);
+      expect(result).toMatchObject({
+        code: 1,
+        stderr: expect.stringContaining(
+          `refund case ${caseId} not approved: payout ${payoutId} is FAILED, but its workflow runs again`,
+        ),
+      });
+    } finally {
+      await running.terminate('test over');
+    }
+    // Ended, the case goes on to its own workflow (none runs for a case written by hand here).
+    expect((await cli(['refunds', 'approve', '--id', caseId, '--by', 'ana'])).stderr).toBe(
+      `error: refund case ${caseId} has no running workflow\n`,
+    );
   }, 60_000);
 
   it("a report for another payout is not this case's: it goes on to the case's workflow", async () => {

@@ -147,6 +147,7 @@ export function createTreasuryConfirmActivities({
    * finalized one, and canonical, with no receipt for any transfer of the round.
    */
   const followCancel = async (
+    req: { cancel?: CancelIf },
     transfer: TreasuryTransfer,
     cancel: TreasuryTransferAttempt,
   ): Promise<{ status: 'cancelled'; txHash: `0x${string}`; round: number }> => {
@@ -155,12 +156,13 @@ export function createTreasuryConfirmActivities({
       await recordMinedTreasuryTransfer(db, transfer.payoutId, transfer.round, cancel.txHash);
       const transfers = transfer.attempts.filter((a) => !a.cancels);
       const transferMined = await Promise.all(transfers.map((a) => ledger.hasReceipt(a.txHash)));
-      if (mined === 'final' && !transferMined.includes(true)) {
+      const nonceFinal = (await ledger.finalizedNonce(transfer.fromAddress as Address)) > transfer.nonce;
+      if (mined === 'final' && nonceFinal && !transferMined.includes(true)) {
         logger.warn(
           { event: 'treasury_transfer_cancelled', payoutId: transfer.payoutId, txHash: cancel.txHash },
           'treasury transfer cancelled at its nonce (its receiver was flagged): no USDT moved',
         );
-        return { status: 'cancelled', txHash: cancel.txHash, round: transfer.round };
+        return cancelledAnswer(req, transfer, cancel.txHash);
       }
       throw ApplicationFailure.retryable(
         `treasury transfer's cancel ${cancel.txHash} mined; proof once its block is final`,
@@ -172,6 +174,20 @@ export function createTreasuryConfirmActivities({
       `receiver flagged while its treasury transfer waited unmined: cancel ${cancel.txHash} signed at nonce ${transfer.nonce}; whichever is mined decides`,
       'TreasuryTransferCancelling',
     );
+  };
+
+  /**
+   * 'cancelled', to workflow code that asked for cancels; code that did not (a run moved to an older
+   * build) would take it for a revert by the treasury and send again: it waits instead.
+   */
+  const cancelledAnswer = (req: { cancel?: CancelIf }, transfer: TreasuryTransfer, txHash: `0x${string}`) => {
+    if (req.cancel === undefined) {
+      throw ApplicationFailure.retryable(
+        `treasury transfer of payout ${transfer.payoutId} was cancelled (${txHash}): the payout's workflow code does not know cancels`,
+        'TreasuryTransferCancelling',
+      );
+    }
+    return { status: 'cancelled' as const, txHash, round: transfer.round };
   };
 
   return {
@@ -260,8 +276,10 @@ export function createTreasuryConfirmActivities({
             // Its receiver was flagged (a cancel is signed): reverted by the treasury's fault, it moved
             // nothing either, and nothing is sent again to that receiver. As if the cancel had landed.
             if (cancel) {
-              if (!check.final) throw revertNotFinal(attempt.txHash);
-              return { status: 'cancelled', txHash: attempt.txHash, round: transfer.round };
+              const nonceFinal =
+                (await ledger.finalizedNonce(transfer.fromAddress as Address)) > transfer.nonce;
+              if (!check.final || !nonceFinal) throw revertNotFinal(attempt.txHash);
+              return cancelledAnswer(req, transfer, attempt.txHash);
             }
             return revertedBySender(
               transfer,
@@ -284,7 +302,7 @@ export function createTreasuryConfirmActivities({
         }
       }
 
-      if (cancel) return followCancel(transfer, cancel);
+      if (cancel) return followCancel(req, transfer, cancel);
       // None mined. A nonce the chain is already past (with none of our receipts) was taken by another
       // transaction or the node lags: a replacement cannot land either, so only the broadcast below
       // runs, which proves the conflict or retries. A transfer signed by a treasury key rotated out
@@ -299,6 +317,7 @@ export function createTreasuryConfirmActivities({
               // A flag the payout already knows of cancels at once; another waits for the re-price's look.
               req.cancel === 'flag_known' ? 0 : treasuryRepriceAfterSeconds,
               async (latest) => {
+                if (latest.cancels) return null;
                 if (await flaggedWhileUnmined(req)) {
                   const cancelling = await ledger.signCancel(latest.rawTransaction);
                   return { ...cancelling, cancels: true };
@@ -325,14 +344,19 @@ export function createTreasuryConfirmActivities({
             );
       if (repriced && latestAttempt(repriced).cancels) {
         await broadcastTreasuryTransfer(repriced);
-        return followCancel(repriced, latestAttempt(repriced));
+        return followCancel(req, repriced, latestAttempt(repriced));
       }
       if (repriced) {
         metrics.treasuryTransfersRepriced.inc();
         await broadcastTreasuryTransfer(repriced);
         throw ApplicationFailure.retryable('treasury transfer re-priced and broadcast', 'NotYetConfirmed');
       }
-      if (!latestKnown) {
+      // An attempt that read the round before another stored its cancel follows the cancel.
+      const now = await findTreasuryTransfer(db, req.payoutId);
+      const storedCancel = now?.round === transfer.round ? now.attempts.find((a) => a.cancels) : undefined;
+      if (now && storedCancel) return followCancel(req, now, storedCancel);
+      // A transfer to a receiver the payout knows is flagged is never helped to land: nothing re-sent.
+      if (!latestKnown && req.cancel !== 'flag_known') {
         await broadcastTreasuryTransfer(transfer);
         throw ApplicationFailure.retryable('treasury transfer broadcast again', 'NotYetConfirmed');
       }

@@ -115,8 +115,9 @@ export function createTreasurySendActivities({
       /** An operator released the payout after screening flagged its receiver: sign without screening. */
       released?: boolean;
       /**
-       * The receiver was flagged while a transfer was signed, and no operator released it: an open round
-       * is sent again, a new one is never signed (`notSigned`: the operator decides).
+       * The receiver was flagged while a transfer was signed, and no operator released it: an open
+       * round's transfer is not broadcast again (its cancel is), a new round is never signed
+       * (`notSigned`: the operator decides).
        */
       onlyResend?: boolean;
       /** The payment this transfer pays for, read again before signing (paymentHold). */
@@ -132,7 +133,9 @@ export function createTreasurySendActivities({
       // that nothing was signed. A closed round (mined, reverted) is followed by a new one.
       const signedBefore = await findTreasuryTransfer(db, req.payoutId);
       if (signedBefore !== null && signedBefore.revertedAt === null) {
-        await broadcastTreasuryTransfer(signedBefore);
+        // A transfer to a receiver flagged since is not helped to land: only its cancel is sent again.
+        if (!req.onlyResend || latestAttempt(signedBefore).cancels)
+          await broadcastTreasuryTransfer(signedBefore);
         return { txHash: latestAttempt(signedBefore).txHash };
       }
       if (req.onlyResend) return { notSigned: 'receiver_flagged' };

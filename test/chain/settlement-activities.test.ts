@@ -491,15 +491,23 @@ describe('a treasury transfer left unmined', () => {
     // The cancel (higher fees) takes the nonce; it is proof only once final.
     await anvil.rpc('evm_mine');
     await rpc.waitForTransactionReceipt({ hash: cancel!, pollingInterval: 50 });
-    await expect(world.activities.confirmTreasuryTransfer(req)).rejects.toMatchObject({
+    await expect(
+      world.activities.confirmTreasuryTransfer({ ...req, cancel: 'if_flagged' }),
+    ).rejects.toMatchObject({
       type: 'TreasuryTransferCancelling',
       message: expect.stringMatching(/final/),
     });
     await anvil.rpc('anvil_mine', ['0x41']);
-    await expect(world.activities.confirmTreasuryTransfer(req)).resolves.toEqual({
-      status: 'cancelled',
-      txHash: cancel,
-      round: 0,
+    await expect(world.activities.confirmTreasuryTransfer({ ...req, cancel: 'if_flagged' })).resolves.toEqual(
+      {
+        status: 'cancelled',
+        txHash: cancel,
+        round: 0,
+      },
+    );
+    // Workflow code that never asked for cancels is not told: it waits.
+    await expect(world.activities.confirmTreasuryTransfer(req)).rejects.toMatchObject({
+      type: 'TreasuryTransferCancelling',
     });
     expect((await anvil.transfersTo(receiver)).count).toBe(0);
     await expect(

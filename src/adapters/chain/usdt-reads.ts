@@ -33,6 +33,15 @@ export function createLedgerReads({
   ensureReady,
   findTransaction,
 }: LedgerNode): LedgerReads {
+  /** The transaction's receipt, or undefined while it is not mined (as far as this node knows). */
+  const receiptOf = (txHash: Hex) =>
+    callNode('eth_getTransactionReceipt', () =>
+      rpc.getTransactionReceipt({ hash: txHash }).catch((err: unknown) => {
+        if (err instanceof TransactionReceiptNotFoundError) return undefined;
+        throw err;
+      }),
+    );
+
   return {
     async balanceOf(owner) {
       await ensureReady();
@@ -67,23 +76,13 @@ export function createLedgerReads({
 
     async hasReceipt(txHash) {
       await ensureReady();
-      const receipt = await callNode('eth_getTransactionReceipt', () =>
-        rpc.getTransactionReceipt({ hash: txHash }).catch((err: unknown) => {
-          if (err instanceof TransactionReceiptNotFoundError) return undefined;
-          throw err;
-        }),
-      );
+      const receipt = await receiptOf(txHash);
       return receipt !== undefined;
     },
 
     async receiptFinality(txHash) {
       await ensureReady();
-      const receipt = await callNode('eth_getTransactionReceipt', () =>
-        rpc.getTransactionReceipt({ hash: txHash }).catch((err: unknown) => {
-          if (err instanceof TransactionReceiptNotFoundError) return undefined;
-          throw err;
-        }),
-      );
+      const receipt = await receiptOf(txHash);
       if (receipt === undefined) return 'none';
       // Final: its block at or below `finalized`, and still the chain's block at that height (a node
       // on an orphaned fork answers a receipt whose block the chain no longer has).
@@ -140,12 +139,7 @@ export function createLedgerReads({
       }
       await ensureReady();
 
-      const receipt = await callNode('eth_getTransactionReceipt', () =>
-        rpc.getTransactionReceipt({ hash: txHash }).catch((err: unknown) => {
-          if (err instanceof TransactionReceiptNotFoundError) return undefined;
-          throw err;
-        }),
-      );
+      const receipt = await receiptOf(txHash);
       if (!receipt) {
         return (await findTransaction(txHash))
           ? { status: 'pending', confirmations: 0, mined: false }

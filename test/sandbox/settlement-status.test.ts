@@ -484,6 +484,11 @@ describe('one sandbox', () => {
       firstSentAt: expect.any(String),
       settlementId,
     });
+    // Its webhook taken, so that the next test's events are its own.
+    expect(await nextEvent(sandbox.provider)).toMatchObject({
+      type: 'settlement.completed',
+      externalId: payoutId,
+    });
     expect(await screening.screenReceiver(asked)).toEqual({ kind: 'requested_before', settlementId });
     // Screening again before a request is sent again asks for a verdict only.
     expect(await screening.screenReceiver({ payoutId, wallet })).toEqual({ kind: 'clear' });

@@ -8,7 +8,6 @@ import {
   findTreasuryTransfer,
   recordMinedTreasuryTransfer,
   type TreasuryTransfer,
-  type TreasuryTransferAttempt,
 } from '../adapters/db/treasury-transfers-repo';
 import { ScreeningUnavailableError, type ReceiverScreening } from '../domain/screening';
 import type { Logger } from '../observability/logger';
@@ -149,12 +148,13 @@ export function createTreasuryConfirmActivities({
   const followCancel = async (
     req: { cancel?: CancelIf },
     transfer: TreasuryTransfer,
-    cancel: TreasuryTransferAttempt,
   ): Promise<{ status: 'cancelled'; txHash: `0x${string}`; round: number }> => {
-    const mined = await ledger.receiptFinality(cancel.txHash);
-    if (mined !== 'none') {
+    const transfers = transfer.attempts.filter((a) => !a.cancels);
+    // Newest first, as for the transfer: a re-priced cancel is the likelier one to be mined.
+    for (const cancel of transfer.attempts.filter((a) => a.cancels).reverse()) {
+      const mined = await ledger.receiptFinality(cancel.txHash);
+      if (mined === 'none') continue;
       await recordMinedTreasuryTransfer(db, transfer.payoutId, transfer.round, cancel.txHash);
-      const transfers = transfer.attempts.filter((a) => !a.cancels);
       const transferMined = await Promise.all(transfers.map((a) => ledger.hasReceipt(a.txHash)));
       const nonceFinal = (await ledger.finalizedNonce(transfer.fromAddress as Address)) > transfer.nonce;
       if (mined === 'final' && nonceFinal && !transferMined.includes(true)) {
@@ -169,9 +169,27 @@ export function createTreasuryConfirmActivities({
         'TreasuryTransferCancelling',
       );
     }
-    if (!(await ledger.knowsTransaction(cancel.txHash))) await broadcastTreasuryTransfer(transfer);
+    // None mined: raised like a transfer once it has waited and the network asks more (only the key
+    // that signed the transfer can), else sent again while the node does not know it.
+    const raised =
+      transfer.fromAddress === ledger.treasuryAddress()?.toLowerCase()
+        ? await addTreasuryTransferAttempt(
+            db,
+            transfer.payoutId,
+            treasuryRepriceAfterSeconds,
+            async (latest) => {
+              if (!latest.cancels) return null;
+              const next = await ledger.signCancel(transfers.at(-1)!.rawTransaction, latest.rawTransaction);
+              return next && { ...next, cancels: true };
+            },
+          )
+        : null;
+    const now = raised ?? transfer;
+    const latest = latestAttempt(now);
+    if (raised !== null || !(await ledger.knowsTransaction(latest.txHash)))
+      await broadcastTreasuryTransfer(now);
     throw ApplicationFailure.retryable(
-      `receiver flagged while its treasury transfer waited unmined: cancel ${cancel.txHash} signed at nonce ${transfer.nonce}; whichever is mined decides`,
+      `receiver flagged while its treasury transfer waited unmined: cancel ${latest.txHash} signed at nonce ${transfer.nonce}; whichever is mined decides`,
       'TreasuryTransferCancelling',
     );
   };
@@ -302,7 +320,7 @@ export function createTreasuryConfirmActivities({
         }
       }
 
-      if (cancel) return followCancel(req, transfer, cancel);
+      if (cancel) return followCancel(req, transfer);
       // None mined. A nonce the chain is already past (with none of our receipts) was taken by another
       // transaction or the node lags: a replacement cannot land either, so only the broadcast below
       // runs, which proves the conflict or retries. A transfer signed by a treasury key rotated out
@@ -320,7 +338,7 @@ export function createTreasuryConfirmActivities({
                 if (latest.cancels) return null;
                 if (await flaggedWhileUnmined(req)) {
                   const cancelling = await ledger.signCancel(latest.rawTransaction);
-                  return { ...cancelling, cancels: true };
+                  return cancelling && { ...cancelling, cancels: true };
                 }
                 const replacement = await ledger.signReplacement(latest.rawTransaction);
                 if (replacement) {
@@ -344,7 +362,7 @@ export function createTreasuryConfirmActivities({
             );
       if (repriced && latestAttempt(repriced).cancels) {
         await broadcastTreasuryTransfer(repriced);
-        return followCancel(req, repriced, latestAttempt(repriced));
+        return followCancel(req, repriced);
       }
       if (repriced) {
         metrics.treasuryTransfersRepriced.inc();
@@ -354,7 +372,7 @@ export function createTreasuryConfirmActivities({
       // An attempt that read the round before another stored its cancel follows the cancel.
       const now = await findTreasuryTransfer(db, req.payoutId);
       const storedCancel = now?.round === transfer.round ? now.attempts.find((a) => a.cancels) : undefined;
-      if (now && storedCancel) return followCancel(req, now, storedCancel);
+      if (now && storedCancel) return followCancel(req, now);
       // A transfer to a receiver the payout knows is flagged is never helped to land: nothing re-sent.
       if (!latestKnown && req.cancel !== 'flag_known') {
         await broadcastTreasuryTransfer(transfer);

@@ -515,6 +515,42 @@ describe('a treasury transfer left unmined', () => {
     ).resolves.toBe('closed');
   });
 
+  it('a cancel left unmined by rising fees is signed again higher, and the one mined decides', async () => {
+    const world = await holdingWorld(10_000_000n);
+    const receiver = privateKeyToAddress(generatePrivateKey());
+    const req = { payoutId: randomUUID(), to: receiver, amountUnits: '1500000', minConfirmations: 1 };
+    const original = sentHash(await world.activities.sendTreasuryTransfer(req));
+    const asked = { ...req, cancel: 'flag_known' as const };
+    await expect(world.activities.confirmTreasuryTransfer(asked)).rejects.toMatchObject({
+      type: 'TreasuryTransferCancelling',
+    });
+    const [, first] = await attempts(req.payoutId);
+    // Fees the network asks no more than it offers: the cancel is not raised.
+    await expect(world.activities.confirmTreasuryTransfer(asked)).rejects.toMatchObject({
+      type: 'TreasuryTransferCancelling',
+    });
+    expect(await attempts(req.payoutId)).toEqual([original, first]);
+
+    await priceOut();
+    await expect(world.activities.confirmTreasuryTransfer(asked)).rejects.toMatchObject({
+      type: 'TreasuryTransferCancelling',
+    });
+    const [, , second] = await attempts(req.payoutId);
+    const [, firstRaw, secondRaw] = await rawOf(req.payoutId);
+    const [a, b] = [parseTransaction(firstRaw!), parseTransaction(secondRaw!)];
+    expect({ to: b.to, nonce: b.nonce }).toEqual({ to: a.to, nonce: a.nonce });
+    expect(b.maxFeePerGas! * 100n).toBeGreaterThanOrEqual(a.maxFeePerGas! * 110n);
+    await anvil.rpc('evm_mine');
+    await rpc.waitForTransactionReceipt({ hash: second!, pollingInterval: 50 });
+    await anvil.rpc('anvil_mine', ['0x41']);
+    await expect(world.activities.confirmTreasuryTransfer(asked)).resolves.toEqual({
+      status: 'cancelled',
+      txHash: second,
+      round: 0,
+    });
+    expect((await anvil.transfersTo(receiver)).count).toBe(0);
+  });
+
   it('a transfer mined before its cancel pays the receiver: the chain decides, COMPLETED', async () => {
     const world = await holdingWorld(10_000_000n);
     const receiver = privateKeyToAddress(generatePrivateKey());

@@ -51,9 +51,10 @@ export interface UsdtLedger {
   /**
    * A cancel of the transfer: a transaction from the treasury to itself, no value, at the same nonce,
    * each fee at least 10% over the old one or today's, whichever is higher. Only one of the two can be
-   * mined; the cancel moves no USDT.
+   * mined; the cancel moves no USDT. `replacing`: an earlier cancel, raised the same way, or null
+   * (as signReplacement) when the network asks no more than it offers.
    */
-  signCancel(rawTransaction: Hex): Promise<ReplacementTransaction>;
+  signCancel(transferRaw: Hex, replacing?: Hex): Promise<ReplacementTransaction | null>;
   /** Idempotent: a tx the node already has (pooled or mined) counts as sent. Returns the tx hash. */
   broadcast(rawTransaction: Hex): Promise<Hex>;
   /**

@@ -111,9 +111,24 @@ export function createLedgerSends(
       return { rawTransaction, txHash: keccak256(rawTransaction), fees: { old: oldFees, new: newFees } };
     },
 
-    async signCancel(oldRaw) {
-      const { account, old, oldFees } = await ownTransfer(oldRaw);
-      const newFees = replacementFees(oldFees, await marketFees());
+    async signCancel(transferRaw, replacing) {
+      const { account, old, oldFees } = await ownTransfer(transferRaw);
+      const market = await marketFees();
+      let over = oldFees;
+      if (replacing !== undefined) {
+        const earlier = parseTransaction(replacing);
+        over = {
+          maxFeePerGas: earlier.maxFeePerGas ?? 0n,
+          maxPriorityFeePerGas: earlier.maxPriorityFeePerGas ?? 0n,
+        };
+        // As for a transfer: raised only when the network now asks more than the cancel offers.
+        if (
+          market.maxFeePerGas <= over.maxFeePerGas &&
+          market.maxPriorityFeePerGas <= over.maxPriorityFeePerGas
+        )
+          return null;
+      }
+      const newFees = replacementFees(over, market);
       // To the treasury itself, no value, no calldata, at the transfer's nonce: mined, it spends the
       // nonce and moves nothing. The transfer's gas limit covers it (unused gas is not charged).
       const rawTransaction = await account.signTransaction({
@@ -125,7 +140,7 @@ export function createLedgerSends(
         gas: old.gas,
         ...newFees,
       });
-      return { rawTransaction, txHash: keccak256(rawTransaction), fees: { old: oldFees, new: newFees } };
+      return { rawTransaction, txHash: keccak256(rawTransaction), fees: { old: over, new: newFees } };
     },
 
     async broadcast(rawTransaction) {

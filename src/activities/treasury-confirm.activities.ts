@@ -178,16 +178,20 @@ export function createTreasuryConfirmActivities({
             transfer.payoutId,
             treasuryRepriceAfterSeconds,
             async (latest) => {
-              if (!latest.cancels) return null;
+              // Only over the cancel this call read: a round closed and another opened since is not this one.
+              if (!latest.cancels || latest.txHash !== latestAttempt(transfer).txHash) return null;
               const next = await ledger.signCancel(transfers.at(-1)!.rawTransaction, latest.rawTransaction);
               return next && { ...next, cancels: true };
             },
           )
         : null;
-    const now = raised ?? transfer;
-    const latest = latestAttempt(now);
-    if (raised !== null || !(await ledger.knowsTransaction(latest.txHash)))
-      await broadcastTreasuryTransfer(now);
+    // Read again unless just raised: a newer cancel stored by another attempt is the one to send.
+    const reread = raised ?? (await findTreasuryTransfer(db, transfer.payoutId));
+    const current = reread !== null && reread.round === transfer.round ? reread : transfer;
+    const latest = latestAttempt(current);
+    if (raised !== null || !(await ledger.knowsTransaction(latest.txHash))) {
+      await broadcastTreasuryTransfer(current);
+    }
     throw ApplicationFailure.retryable(
       `receiver flagged while its treasury transfer waited unmined: cancel ${latest.txHash} signed at nonce ${transfer.nonce}; whichever is mined decides`,
       'TreasuryTransferCancelling',

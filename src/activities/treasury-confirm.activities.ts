@@ -71,6 +71,10 @@ export function createTreasuryConfirmActivities({
     return undefined;
   };
 
+  /** Whether the account's finalized nonce is past the round's: whatever holds that nonce is final. */
+  const nonceFinalized = async (transfer: TreasuryTransfer) =>
+    (await ledger.finalizedNonce(transfer.fromAddress as Address)) > transfer.nonce;
+
   /**
    * The round's transaction was mined and reverted, and the treasury is why: no USDT moved and the
    * nonce is used up, so nothing of this round can land any more. Once the revert is as deep as a
@@ -88,7 +92,7 @@ export function createTreasuryConfirmActivities({
     // Closing the round lets a new one be signed at the next nonce. A revert that a reorg undid could
     // then run again, after the block is lifted, and succeed beside the new round: paid twice. So the
     // round closes only once the revert is final (the account's finalized nonce is past it).
-    if ((await ledger.finalizedNonce(transfer.fromAddress as Address)) <= transfer.nonce) {
+    if (!(await nonceFinalized(transfer))) {
       throw ApplicationFailure.retryable(
         `treasury transfer ${txHash} reverted; its round closes once the revert is finalized`,
         'NotYetConfirmed',
@@ -156,8 +160,7 @@ export function createTreasuryConfirmActivities({
       if (mined === 'none') continue;
       await recordMinedTreasuryTransfer(db, transfer.payoutId, transfer.round, cancel.txHash);
       const transferMined = await Promise.all(transfers.map((a) => ledger.hasReceipt(a.txHash)));
-      const nonceFinal = (await ledger.finalizedNonce(transfer.fromAddress as Address)) > transfer.nonce;
-      if (mined === 'final' && nonceFinal && !transferMined.includes(true)) {
+      if (mined === 'final' && (await nonceFinalized(transfer)) && !transferMined.includes(true)) {
         logger.warn(
           { event: 'treasury_transfer_cancelled', payoutId: transfer.payoutId, txHash: cancel.txHash },
           'treasury transfer cancelled at its nonce (its receiver was flagged): no USDT moved',
@@ -298,9 +301,7 @@ export function createTreasuryConfirmActivities({
             // Its receiver was flagged (a cancel is signed): reverted by the treasury's fault, it moved
             // nothing either, and nothing is sent again to that receiver. As if the cancel had landed.
             if (cancel) {
-              const nonceFinal =
-                (await ledger.finalizedNonce(transfer.fromAddress as Address)) > transfer.nonce;
-              if (!check.final || !nonceFinal) throw revertNotFinal(attempt.txHash);
+              if (!check.final || !(await nonceFinalized(transfer))) throw revertNotFinal(attempt.txHash);
               return cancelledAnswer(req, transfer, attempt.txHash);
             }
             return revertedBySender(

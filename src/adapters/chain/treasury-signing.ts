@@ -26,6 +26,10 @@ const bumped = (fee: bigint) => {
 };
 const max = (a: bigint, b: bigint) => (a > b ? a : b);
 
+/** The network asks no more than `offered`: raising it would not make it land sooner. */
+const asksNoMore = (market: FeeCaps, offered: FeeCaps) =>
+  market.maxFeePerGas <= offered.maxFeePerGas && market.maxPriorityFeePerGas <= offered.maxPriorityFeePerGas;
+
 /** What a transaction replacing one at the same nonce offers: 10% over the old fees, or today's if higher. */
 function replacementFees(old: FeeCaps, market: FeeCaps): FeeCaps {
   const tip = max(bumped(old.maxPriorityFeePerGas), market.maxPriorityFeePerGas);
@@ -90,12 +94,7 @@ export function createLedgerSends(
     async signReplacement(oldRaw) {
       const { account, old, oldFees } = await ownTransfer(oldRaw);
       const market = await marketFees();
-      if (
-        market.maxFeePerGas <= oldFees.maxFeePerGas &&
-        market.maxPriorityFeePerGas <= oldFees.maxPriorityFeePerGas
-      ) {
-        return null;
-      }
+      if (asksNoMore(market, oldFees)) return null;
       const newFees = replacementFees(oldFees, market);
       // Same nonce, recipient, calldata and gas limit: only one of the two can ever be mined, and
       // whichever is moves the same USDT.
@@ -122,11 +121,7 @@ export function createLedgerSends(
           maxPriorityFeePerGas: earlier.maxPriorityFeePerGas ?? 0n,
         };
         // As for a transfer: raised only when the network now asks more than the cancel offers.
-        if (
-          market.maxFeePerGas <= over.maxFeePerGas &&
-          market.maxPriorityFeePerGas <= over.maxPriorityFeePerGas
-        )
-          return null;
+        if (asksNoMore(market, over)) return null;
       }
       const newFees = replacementFees(over, market);
       // To the treasury itself, no value, no calldata, at the transfer's nonce: mined, it spends the
